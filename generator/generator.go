@@ -1,0 +1,176 @@
+// Package generator runs the aagen pipeline: load the types packages (package load),
+// build the API model and check it (package model), produce every file (code-generator
+// and kube-openapi in-process through package codegen, aagen's own emitters in package
+// emit), then write the tree in one step (package output) and wire the module's go.mod.
+//
+// Nothing touches the user's tree until every file has been produced; a run that fails
+// writes nothing.
+package generator
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/aagen-dev/aagen/generator/codegen"
+	"github.com/aagen-dev/aagen/generator/emit"
+	"github.com/aagen-dev/aagen/generator/load"
+	"github.com/aagen-dev/aagen/generator/markers"
+	"github.com/aagen-dev/aagen/generator/model"
+	"github.com/aagen-dev/aagen/generator/output"
+)
+
+// Options configure one generate run.
+type Options struct {
+	// Dir is where patterns are resolved; it must be inside the module holding the types.
+	Dir string
+	// Patterns are go/packages patterns of the types packages, e.g. ./pkg/apis/...
+	Patterns []string
+	// ServerName overrides the server's name (default: <module base>-apiserver).
+	ServerName string
+	// GeneratedDir is the module-relative directory of clients and OpenAPI (default pkg/generated).
+	GeneratedDir string
+	// Runtime says how the module reaches aagen's runtime (see RuntimeRef).
+	Runtime RuntimeRef
+	// Verify compares instead of writing: the run fails if the tree is out of date.
+	Verify bool
+	// Log receives progress lines; nil discards them.
+	Log io.Writer
+}
+
+// Result describes a finished run.
+type Result struct {
+	Model      *model.Model
+	ServerName string
+	Plan       *output.Plan
+	Warnings   []model.Diagnostic
+}
+
+// Generate runs the pipeline.
+func Generate(ctx context.Context, o Options) (*Result, error) {
+	logf := func(format string, args ...any) {
+		if o.Log != nil {
+			fmt.Fprintf(o.Log, "aagen: "+format+"\n", args...)
+		}
+	}
+	start := time.Now()
+	if o.Dir == "" {
+		o.Dir = "."
+	}
+	logf("loading %s", strings.Join(o.Patterns, " "))
+	loaded, err := load.Packages(ctx, o.Dir, o.Patterns)
+	if err != nil {
+		return nil, err
+	}
+	m, warns, err := model.Build(loaded, markers.Default())
+	for _, w := range warns {
+		logf("%s", w.String())
+	}
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Model: m, Warnings: warns, ServerName: o.ServerName}
+	if res.ServerName == "" {
+		res.ServerName = m.ServerName()
+	}
+	if o.GeneratedDir == "" {
+		o.GeneratedDir = "pkg/generated"
+	}
+	o.GeneratedDir = path.Clean(filepath.ToSlash(o.GeneratedDir))
+	generatedPkg := m.ModulePath + "/" + o.GeneratedDir
+	logf("model: %s (%.1fs)", summary(m), time.Since(start).Seconds())
+
+	t := time.Now()
+	logf("running code generators (deepcopy, openapi, clientset, listers, informers, apply configurations)")
+	files, err := codegen.Run(ctx, codegenInput(m, generatedPkg))
+	if err != nil {
+		return nil, fmt.Errorf("code generation: %w", err)
+	}
+	var all []emit.File
+	for _, f := range files {
+		all = append(all, emit.File{Path: f.Path, Content: f.Content, Owner: emit.Generated})
+	}
+	own, err := emit.Go(m, emit.Options{ServerName: res.ServerName, GeneratedPkg: generatedPkg})
+	if err != nil {
+		return nil, err
+	}
+	all = append(all, own...)
+	logf("generated %d files (%.1fs)", len(all), time.Since(t).Seconds())
+
+	scan := []string{o.GeneratedDir, "pkg/apiserver", "pkg/registry"}
+	for _, g := range m.Groups {
+		for _, v := range g.Versions {
+			rel, _ := filepath.Rel(m.ModuleDir, v.Dir)
+			scan = append(scan, filepath.ToSlash(rel))
+		}
+	}
+	plan, err := output.Diff(m.ModuleDir, all, scan)
+	if err != nil {
+		return nil, err
+	}
+	res.Plan = plan
+	if o.Verify {
+		if stale := plan.Stale(); len(stale) > 0 {
+			return res, &StaleError{Paths: stale}
+		}
+		logf("up to date: %d generated files", plan.Unchanged)
+		return res, nil
+	}
+	if err := output.Apply(m.ModuleDir, plan); err != nil {
+		return nil, fmt.Errorf("writing files: %w", err)
+	}
+	logf("wrote %d, deleted %d, unchanged %d, kept %d user files", len(plan.Write), len(plan.Delete), plan.Unchanged, len(plan.Kept))
+	changed, err := o.Runtime.apply(m.ModuleDir)
+	if err != nil {
+		return nil, err
+	}
+	if changed || len(plan.Write) > 0 || len(plan.Delete) > 0 {
+		logf("go mod tidy")
+		if err := goModTidy(ctx, m.ModuleDir); err != nil {
+			return nil, err
+		}
+	}
+	logf("done in %.1fs", time.Since(start).Seconds())
+	return res, nil
+}
+
+// StaleError lists generated files that are out of date.
+type StaleError struct{ Paths []string }
+
+func (e *StaleError) Error() string {
+	return fmt.Sprintf("generated files are out of date; run aagen generate:\n\t%s", strings.Join(e.Paths, "\n\t"))
+}
+
+func codegenInput(m *model.Model, generatedPkg string) codegen.Input {
+	in := codegen.Input{ModuleDir: m.ModuleDir, ModulePath: m.ModulePath, OutputPkg: generatedPkg}
+	for _, g := range m.Groups {
+		for _, v := range g.Versions {
+			p := codegen.Package{ImportPath: v.ImportPath, Dir: v.Dir, Group: g.Name, GroupPackageName: g.PackageName, Version: v.Name}
+			for _, k := range v.Kinds {
+				p.Kinds = append(p.Kinds, codegen.Kind{Name: k.Name, NamespaceScoped: k.NamespaceScoped, HasStatus: k.HasStatus})
+			}
+			in.Packages = append(in.Packages, p)
+		}
+	}
+	return in
+}
+
+func summary(m *model.Model) string {
+	var parts []string
+	for _, g := range m.Groups {
+		for _, v := range g.Versions {
+			var kinds []string
+			for _, k := range v.Kinds {
+				kinds = append(kinds, k.Name)
+			}
+			sort.Strings(kinds)
+			parts = append(parts, fmt.Sprintf("%s/%s [%s]", g.Name, v.Name, strings.Join(kinds, ", ")))
+		}
+	}
+	return strings.Join(parts, "; ")
+}

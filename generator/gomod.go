@@ -1,0 +1,137 @@
+package generator
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"golang.org/x/mod/modfile"
+)
+
+// ModulePath is the module path of aagen, whose runtime/ generated servers import.
+const ModulePath = "github.com/aagen-dev/aagen"
+
+// placeholderVersion is the version required when a replace directive supplies the code.
+const placeholderVersion = "v0.0.0-00010101000000-000000000000"
+
+// RuntimeRef says how a generated module reaches aagen's runtime: a local checkout
+// through a replace directive (the default: this module is not published), or a
+// published version.
+type RuntimeRef struct {
+	// Replace is the directory of an aagen checkout. Empty means the checkout this binary
+	// was built from.
+	Replace string
+	// Version, when set, requires that published version instead of a replace.
+	Version string
+	// Skip leaves go.mod alone.
+	Skip bool
+}
+
+// apply edits the module's go.mod; it reports whether it changed.
+func (r RuntimeRef) apply(moduleDir string) (bool, error) {
+	if r.Skip {
+		return false, nil
+	}
+	gomod := filepath.Join(moduleDir, "go.mod")
+	data, err := os.ReadFile(gomod)
+	if err != nil {
+		return false, err
+	}
+	f, err := modfile.Parse(gomod, data, nil)
+	if err != nil {
+		return false, err
+	}
+	if f.Module != nil && f.Module.Mod.Path == ModulePath {
+		return false, nil
+	}
+	if r.Version != "" {
+		if err := f.AddRequire(ModulePath, r.Version); err != nil {
+			return false, err
+		}
+		if err := f.DropReplace(ModulePath, ""); err != nil {
+			return false, err
+		}
+	} else {
+		dir := r.Replace
+		if dir == "" {
+			if dir, err = SourceDir(); err != nil {
+				return false, err
+			}
+		}
+		target, err := replacePath(moduleDir, dir)
+		if err != nil {
+			return false, err
+		}
+		if err := f.AddRequire(ModulePath, placeholderVersion); err != nil {
+			return false, err
+		}
+		if err := f.AddReplace(ModulePath, "", target, ""); err != nil {
+			return false, err
+		}
+	}
+	f.Cleanup()
+	out, err := f.Format()
+	if err != nil {
+		return false, err
+	}
+	if bytes.Equal(out, data) {
+		return false, nil
+	}
+	return true, writeFile(gomod, out)
+}
+
+// replacePath is dir relative to moduleDir when moduleDir lies inside dir (so a checked-in
+// example keeps working wherever the checkout is), else absolute.
+func replacePath(moduleDir, dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(filepath.Join(abs, "go.mod")); err != nil {
+		return "", fmt.Errorf("aagen checkout %s has no go.mod: pass --aagen-replace=<checkout> or --aagen-version=<version>", abs)
+	}
+	if rel, err := filepath.Rel(abs, moduleDir); err == nil && !strings.HasPrefix(rel, "..") {
+		back, err := filepath.Rel(moduleDir, abs)
+		if err == nil {
+			return filepath.ToSlash(back), nil
+		}
+	}
+	return abs, nil
+}
+
+// SourceDir is the root of the aagen checkout this binary was built from.
+func SourceDir() (string, error) {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok || !filepath.IsAbs(file) {
+		return "", fmt.Errorf("cannot tell where the aagen checkout is (binary built with -trimpath?): pass --aagen-replace=<checkout> or --aagen-version=<version>")
+	}
+	dir := filepath.Dir(filepath.Dir(file))
+	if _, err := os.Stat(filepath.Join(dir, "go.mod")); err != nil {
+		return "", fmt.Errorf("the aagen checkout this binary was built from (%s) is gone: pass --aagen-replace=<checkout> or --aagen-version=<version>", dir)
+	}
+	return dir, nil
+}
+
+func goModTidy(ctx context.Context, dir string) error {
+	cmd := exec.CommandContext(ctx, "go", "mod", "tidy")
+	cmd.Dir = dir
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("go mod tidy in %s: %v\n%s", dir, err, out.String())
+	}
+	return nil
+}
+
+func writeFile(path string, data []byte) error {
+	tmp := path + ".aagen-tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}

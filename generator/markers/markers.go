@@ -1,0 +1,391 @@
+package markers
+
+import (
+	"fmt"
+	"go/ast"
+	"go/token"
+	"sort"
+	"strings"
+)
+
+// Target is what a marker may annotate.
+type Target int
+
+// Targets of markers.
+const (
+	OnPackage Target = 1 << iota
+	OnType
+	OnField
+)
+
+func (t Target) String() string {
+	var parts []string
+	for _, x := range []struct {
+		t Target
+		s string
+	}{{OnPackage, "package"}, {OnType, "type"}, {OnField, "field"}} {
+		if t&x.t != 0 {
+			parts = append(parts, x.s)
+		}
+	}
+	return strings.Join(parts, " or ")
+}
+
+// Form is the syntax a marker takes.
+type Form int
+
+// Forms of markers.
+const (
+	// Flag is "+name" (or "+name=true"/"+name=false").
+	Flag Form = iota
+	// Value is "+name=value".
+	Value
+	// Args is "+name:key=value,key=value".
+	Args
+)
+
+// Definition describes one marker.
+type Definition struct {
+	Name   string
+	Target Target
+	Form   Form
+	// Keys are the argument names of an Args marker.
+	Keys []string
+	// Help is one line for the marker reference and error messages.
+	Help string
+	// Pending is set for markers aagen recognises but does not apply yet; using one is a
+	// warning, never silence.
+	Pending string
+}
+
+// Marker is one parsed marker occurrence.
+type Marker struct {
+	Def   *Definition
+	Value string            // Value form; "true"/"false" for Flag
+	Args  map[string]string // Args form
+	Pos   token.Position
+	Raw   string
+}
+
+// Diagnostic is a problem found in markers, with its position.
+type Diagnostic struct {
+	Pos     token.Position
+	Warning bool
+	Msg     string
+}
+
+func (d Diagnostic) Error() string { return fmt.Sprintf("%s: %s", d.Pos, d.Msg) }
+
+// Registry holds marker definitions by name.
+type Registry struct {
+	defs     map[string]*Definition
+	owned    []string
+	byLength []*Definition
+}
+
+// NewRegistry returns a registry of defs; owned are the prefixes whose unknown markers are errors.
+func NewRegistry(owned []string, defs ...*Definition) *Registry {
+	r := &Registry{defs: map[string]*Definition{}, owned: owned}
+	for _, d := range defs {
+		r.defs[d.Name] = d
+		r.byLength = append(r.byLength, d)
+	}
+	sort.Slice(r.byLength, func(i, j int) bool { return len(r.byLength[i].Name) > len(r.byLength[j].Name) })
+	return r
+}
+
+// Definitions returns every definition sorted by name (for the marker reference).
+func (r *Registry) Definitions() []*Definition {
+	out := append([]*Definition(nil), r.byLength...)
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Lookup returns the definition named name.
+func (r *Registry) Lookup(name string) *Definition { return r.defs[name] }
+
+// Set is the markers found on one node.
+type Set []Marker
+
+// Get returns the first marker named name.
+func (s Set) Get(name string) (Marker, bool) {
+	for _, m := range s {
+		if m.Def.Name == name {
+			return m, true
+		}
+	}
+	return Marker{}, false
+}
+
+// All returns every marker named name.
+func (s Set) All(name string) []Marker {
+	var out []Marker
+	for _, m := range s {
+		if m.Def.Name == name {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// Has reports whether a flag marker named name is present and not "=false".
+func (s Set) Has(name string) bool {
+	m, ok := s.Get(name)
+	return ok && m.Value != "false"
+}
+
+// Parse reads the markers in the comment groups (in source order) of a node of kind
+// target. It returns the known markers and diagnostics for unknown, misplaced or
+// malformed ones under owned prefixes.
+func (r *Registry) Parse(fset *token.FileSet, target Target, groups ...*ast.CommentGroup) (Set, []Diagnostic) {
+	var out Set
+	var diags []Diagnostic
+	for _, g := range groups {
+		if g == nil {
+			continue
+		}
+		for _, c := range g.List {
+			text, ok := markerText(c.Text)
+			if !ok {
+				continue
+			}
+			pos := fset.Position(c.Slash)
+			m, diag, known := r.parseOne(text, pos, target)
+			if diag != nil {
+				diags = append(diags, *diag)
+			}
+			if known && diag == nil || known && diag.Warning {
+				out = append(out, m)
+			}
+		}
+	}
+	return out, diags
+}
+
+// ParseText parses a single marker text without the leading "+" (for tests and fuzzing).
+func (r *Registry) ParseText(text string, target Target) (Marker, *Diagnostic, bool) {
+	return r.parseOne(text, token.Position{}, target)
+}
+
+// markerText returns the marker in a "// +..." comment line.
+func markerText(comment string) (string, bool) {
+	if !strings.HasPrefix(comment, "//") {
+		return "", false
+	}
+	t := strings.TrimSpace(strings.TrimPrefix(comment, "//"))
+	if !strings.HasPrefix(t, "+") || len(t) < 2 {
+		return "", false
+	}
+	return t[1:], true
+}
+
+func (r *Registry) owns(name string) bool {
+	for _, p := range r.owned {
+		if name == strings.TrimSuffix(p, ":") || strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *Registry) parseOne(text string, pos token.Position, target Target) (Marker, *Diagnostic, bool) {
+	m := Marker{Pos: pos, Raw: "+" + text}
+	head, value, hasValue := strings.Cut(text, "=")
+	head = strings.TrimSpace(head)
+	errf := func(format string, args ...any) *Diagnostic {
+		return &Diagnostic{Pos: pos, Msg: fmt.Sprintf("marker %s: ", m.Raw) + fmt.Sprintf(format, args...)}
+	}
+	def := r.defs[head]
+	var argText string
+	if def == nil || def.Form == Args {
+		// "+name:k=v,k=v": the longest known name that prefixes head followed by ':'.
+		for _, d := range r.byLength {
+			if d.Form == Args && (text == d.Name || strings.HasPrefix(text, d.Name+":")) {
+				def = d
+				argText = strings.TrimPrefix(strings.TrimPrefix(text, d.Name), ":")
+				break
+			}
+		}
+	}
+	if def == nil {
+		if !r.owns(head) {
+			return m, nil, false
+		}
+		msg := fmt.Sprintf("unknown marker %q", "+"+head)
+		if near := r.nearest(head); near != "" {
+			msg += fmt.Sprintf("; did you mean +%s?", near)
+		}
+		return m, &Diagnostic{Pos: pos, Msg: msg}, false
+	}
+	m.Def = def
+	if def.Target&target == 0 {
+		return m, errf("+%s belongs on a %s, not on a %s; move it", def.Name, def.Target, target), true
+	}
+	switch def.Form {
+	case Flag:
+		m.Value = "true"
+		if hasValue {
+			v := strings.TrimSpace(value)
+			if v != "true" && v != "false" {
+				return m, errf("+%s takes no value or =true/=false, got %q", def.Name, v), true
+			}
+			m.Value = v
+		}
+	case Value:
+		if !hasValue || strings.TrimSpace(value) == "" {
+			return m, errf("+%s needs a value: +%s=<value>", def.Name, def.Name), true
+		}
+		m.Value = unquote(strings.TrimSpace(value))
+	case Args:
+		args, err := splitArgs(argText)
+		if err != nil {
+			return m, errf("%v", err), true
+		}
+		for k := range args {
+			if !contains(def.Keys, k) {
+				msg := fmt.Sprintf("unknown argument %q of +%s (known: %s)", k, def.Name, strings.Join(def.Keys, ", "))
+				if near := nearestOf(k, def.Keys); near != "" {
+					msg += fmt.Sprintf("; did you mean %s?", near)
+				}
+				return m, errf("%s", msg), true
+			}
+		}
+		m.Args = args
+	}
+	if def.Pending != "" {
+		return m, &Diagnostic{Pos: pos, Warning: true, Msg: fmt.Sprintf("marker +%s is recognised but not applied yet: %s", def.Name, def.Pending)}, true
+	}
+	return m, nil, true
+}
+
+// splitArgs splits "k=v,k2={a,b},k3=\"x,y\"" at top-level commas.
+func splitArgs(s string) (map[string]string, error) {
+	out := map[string]string{}
+	if strings.TrimSpace(s) == "" {
+		return out, nil
+	}
+	var parts []string
+	depth, quote, start := 0, byte(0), 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case quote != 0:
+			if c == '\\' {
+				i++
+			} else if c == quote {
+				quote = 0
+			}
+		case c == '"' || c == '`':
+			quote = c
+		case c == '{':
+			depth++
+		case c == '}':
+			depth--
+			if depth < 0 {
+				return nil, fmt.Errorf("unbalanced '}' in arguments %q", s)
+			}
+		case c == ',' && depth == 0:
+			parts = append(parts, s[start:i])
+			start = i + 1
+		}
+	}
+	if quote != 0 {
+		return nil, fmt.Errorf("unterminated quote in arguments %q", s)
+	}
+	if depth != 0 {
+		return nil, fmt.Errorf("unbalanced '{' in arguments %q", s)
+	}
+	parts = append(parts, s[start:])
+	for _, p := range parts {
+		k, v, ok := strings.Cut(p, "=")
+		k = strings.TrimSpace(k)
+		if !ok || k == "" {
+			return nil, fmt.Errorf("argument %q is not key=value", strings.TrimSpace(p))
+		}
+		if _, dup := out[k]; dup {
+			return nil, fmt.Errorf("argument %q given twice", k)
+		}
+		out[k] = unquote(strings.TrimSpace(v))
+	}
+	return out, nil
+}
+
+// List splits a list argument: "a;b", "{a,b}" or "a".
+func List(v string) []string {
+	v = strings.TrimSpace(v)
+	if strings.HasPrefix(v, "{") && strings.HasSuffix(v, "}") {
+		v = v[1 : len(v)-1]
+		return cleanList(strings.Split(v, ","))
+	}
+	return cleanList(strings.Split(v, ";"))
+}
+
+func cleanList(in []string) []string {
+	var out []string
+	for _, s := range in {
+		if s = unquote(strings.TrimSpace(s)); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func unquote(s string) string {
+	if len(s) >= 2 && (s[0] == '"' && s[len(s)-1] == '"' || s[0] == '`' && s[len(s)-1] == '`') {
+		return s[1 : len(s)-1]
+	}
+	return s
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *Registry) nearest(name string) string {
+	names := make([]string, 0, len(r.defs))
+	for n := range r.defs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return nearestOf(name, names)
+}
+
+// nearestOf returns the candidate closest to s by edit distance, if close enough to be a typo.
+func nearestOf(s string, candidates []string) string {
+	best, bestD := "", -1
+	for _, c := range candidates {
+		d := distance(strings.ToLower(s), strings.ToLower(c))
+		if bestD < 0 || d < bestD {
+			best, bestD = c, d
+		}
+	}
+	if bestD < 0 || bestD > max(3, len(s)/3) {
+		return ""
+	}
+	return best
+}
+
+func distance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

@@ -1,0 +1,111 @@
+package markers
+
+import (
+	"go/parser"
+	"go/token"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestParseForms(t *testing.T) {
+	r := Default()
+	cases := []struct {
+		text   string
+		target Target
+		name   string
+		value  string
+		args   map[string]string
+		err    string
+	}{
+		{text: "groupName=shop.example.com", target: OnPackage, name: "groupName", value: "shop.example.com"},
+		{text: `groupName="shop.example.com"`, target: OnPackage, name: "groupName", value: "shop.example.com"},
+		{text: "genclient", target: OnType, name: "genclient", value: "true"},
+		{text: "genclient:nonNamespaced", target: OnType, name: "genclient:nonNamespaced", value: "true"},
+		{text: "kubebuilder:object:root=true", target: OnType, name: "kubebuilder:object:root", value: "true"},
+		{text: "kubebuilder:object:root=false", target: OnType, name: "kubebuilder:object:root", value: "false"},
+		{text: "kubebuilder:resource:path=widgets,scope=Cluster,shortName=wd;wg,categories={all,shop}", target: OnType,
+			name: "kubebuilder:resource", args: map[string]string{"path": "widgets", "scope": "Cluster", "shortName": "wd;wg", "categories": "{all,shop}"}},
+		{text: "kubebuilder:subresource:status", target: OnType, name: "kubebuilder:subresource:status", value: "true"},
+		{text: "genclient:nonNamspaced", target: OnType, err: `unknown marker "+genclient:nonNamspaced"; did you mean +genclient:nonNamespaced?`},
+		{text: "kubebuilder:resource:scop=Cluster", target: OnType, err: `unknown argument "scop" of +kubebuilder:resource (known: path, scope, shortName, categories, singular); did you mean scope?`},
+		{text: "groupName", target: OnPackage, err: "needs a value"},
+		{text: "genclient=yes", target: OnType, err: "takes no value or =true/=false"},
+		{text: "groupName=x.y", target: OnType, err: "belongs on a package, not on a type"},
+		{text: "kubebuilder:resource:path={a", target: OnType, err: "unbalanced"},
+	}
+	for _, c := range cases {
+		m, d, known := r.ParseText(c.text, c.target)
+		if c.err != "" {
+			if d == nil || d.Warning || !strings.Contains(d.Msg, c.err) {
+				t.Errorf("%s: want error containing %q, got %+v", c.text, c.err, d)
+			}
+			continue
+		}
+		if d != nil || !known {
+			t.Errorf("%s: unexpected diagnostic %+v (known=%v)", c.text, d, known)
+			continue
+		}
+		if m.Def.Name != c.name || m.Value != c.value || (c.args != nil && !reflect.DeepEqual(m.Args, c.args)) {
+			t.Errorf("%s: got %s %q %v", c.text, m.Def.Name, m.Value, m.Args)
+		}
+	}
+}
+
+func TestForeignMarkersPassThrough(t *testing.T) {
+	r := Default()
+	for _, text := range []string{"optional", "listType=atomic", "k8s:deepcopy-gen=package", "k8s:openapi-gen=true", "patchStrategy=merge"} {
+		if _, d, known := r.ParseText(text, OnField); d != nil || known {
+			t.Errorf("%s: want ignored, got %+v known=%v", text, d, known)
+		}
+	}
+}
+
+func TestPendingMarkerWarns(t *testing.T) {
+	_, d, known := Default().ParseText("kubebuilder:validation:Minimum=1", OnField)
+	if !known || d == nil || !d.Warning {
+		t.Fatalf("want a warning for a recognised, not yet applied marker, got %+v", d)
+	}
+}
+
+func TestParseCommentsWithPositions(t *testing.T) {
+	src := "package v1\n\n// Widget is a thing.\n// +genclient\n// +genclient:nonNamspaced\ntype Widget struct{}\n"
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "types.go", src, parser.ParseComments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, diags := Default().Parse(fset, OnType, f.Comments...)
+	if !set.Has("genclient") {
+		t.Errorf("genclient not found in %v", set)
+	}
+	if len(diags) != 1 || diags[0].Pos.Line != 5 || diags[0].Pos.Filename != "types.go" {
+		t.Fatalf("want one diagnostic at types.go:5, got %+v", diags)
+	}
+}
+
+func TestList(t *testing.T) {
+	for in, want := range map[string][]string{"a;b": {"a", "b"}, "{a,b}": {"a", "b"}, "a": {"a"}, "": nil} {
+		if got := List(in); !reflect.DeepEqual(got, want) {
+			t.Errorf("List(%q) = %v, want %v", in, got, want)
+		}
+	}
+}
+
+func FuzzParseText(f *testing.F) {
+	for _, s := range []string{"groupName=a.b", "kubebuilder:resource:path=x,scope={a,\"b\"}", "genclient:method=Foo,verb=get", "kubebuilder:printcolumn:name=\"A,B\",type=string"} {
+		f.Add(s)
+	}
+	r := Default()
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, target := range []Target{OnPackage, OnType, OnField} {
+			m, d, known := r.ParseText(s, target)
+			if known && m.Def == nil {
+				t.Fatalf("known marker without definition: %q", s)
+			}
+			if d != nil && d.Msg == "" {
+				t.Fatalf("empty diagnostic for %q", s)
+			}
+		}
+	})
+}

@@ -1,0 +1,461 @@
+package model
+
+import (
+	"go/ast"
+	"go/token"
+	"go/types"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"sort"
+	"strings"
+
+	gengonamer "k8s.io/gengo/v2/namer"
+	gengotypes "k8s.io/gengo/v2/types"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/version"
+
+	"golang.org/x/tools/go/packages"
+
+	"github.com/aagen-dev/aagen/generator/load"
+	"github.com/aagen-dev/aagen/generator/markers"
+)
+
+const metav1Path = "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+var versionRE = regexp.MustCompile(`^v[1-9][0-9]*((alpha|beta)[1-9][0-9]*)?$`)
+
+// Build makes the model of the loaded packages. It returns the model and warnings, or an
+// *Error holding every problem found (not just the first).
+func Build(res *load.Result, reg *markers.Registry) (*Model, []Diagnostic, error) {
+	b := &builder{reg: reg, groups: map[string]*Group{}}
+	m := &Model{ModuleDir: res.ModuleDir, ModulePath: res.ModulePath}
+	for _, p := range res.Packages {
+		b.pkg(p)
+	}
+	for _, g := range b.groups {
+		sort.Slice(g.Versions, func(i, j int) bool {
+			return version.CompareKubeAwareVersionStrings(g.Versions[i].Name, g.Versions[j].Name) > 0
+		})
+		m.Groups = append(m.Groups, g)
+	}
+	sort.Slice(m.Groups, func(i, j int) bool { return m.Groups[i].Name < m.Groups[j].Name })
+	if len(m.Groups) == 0 && len(b.diags) == 0 {
+		b.errorf(token.Position{}, "add a types package with `// +groupName=<group>` in its doc.go and kinds marked `// +genclient`",
+			"no API kinds found in the packages given")
+	}
+	b.checkServer(m)
+	var errs, warns []Diagnostic
+	for _, d := range b.diags {
+		if d.Warning {
+			warns = append(warns, d)
+		} else {
+			errs = append(errs, d)
+		}
+	}
+	sortDiags(warns)
+	if len(errs) > 0 {
+		sortDiags(errs)
+		return nil, warns, &Error{Diags: errs}
+	}
+	return m, warns, nil
+}
+
+type builder struct {
+	reg    *markers.Registry
+	groups map[string]*Group
+	diags  []Diagnostic
+}
+
+func (b *builder) errorf(pos token.Position, fix, format string, args ...any) {
+	b.diags = append(b.diags, Diagnostic{Pos: pos, Msg: sprintf(format, args...), Fix: fix})
+}
+
+func (b *builder) markerDiags(ds []markers.Diagnostic) {
+	for _, d := range ds {
+		b.diags = append(b.diags, Diagnostic{Pos: d.Pos, Warning: d.Warning, Msg: d.Msg})
+	}
+}
+
+// typeDecl is a type declaration with its markers.
+type typeDecl struct {
+	spec    *ast.TypeSpec
+	markers markers.Set
+	pos     token.Position
+}
+
+func (b *builder) pkg(p *packages.Package) {
+	fset := p.Fset
+	// Package markers: every comment above the package clause of every file.
+	var pkgMarkers markers.Set
+	var pkgPos token.Position
+	var decls []typeDecl
+	for _, f := range p.Syntax {
+		var above []*ast.CommentGroup
+		for _, cg := range f.Comments {
+			if cg.End() < f.Package {
+				above = append(above, cg)
+			}
+		}
+		ms, ds := b.reg.Parse(fset, markers.OnPackage, above...)
+		b.markerDiags(ds)
+		pkgMarkers = append(pkgMarkers, ms...)
+		if !pkgPos.IsValid() || strings.HasSuffix(fset.Position(f.Package).Filename, "doc.go") {
+			pkgPos = fset.Position(f.Package)
+		}
+		for _, d := range f.Decls {
+			gd, ok := d.(*ast.GenDecl)
+			if !ok || gd.Tok != token.TYPE {
+				continue
+			}
+			for _, s := range gd.Specs {
+				ts := s.(*ast.TypeSpec)
+				doc := ts.Doc
+				if doc == nil && len(gd.Specs) == 1 {
+					doc = gd.Doc
+				}
+				anchor := ts.Pos()
+				if doc != nil {
+					anchor = doc.Pos()
+				} else if len(gd.Specs) == 1 {
+					anchor = gd.Pos()
+				}
+				groups := []*ast.CommentGroup{secondClosest(fset, f, anchor), doc}
+				ms, ds := b.reg.Parse(fset, markers.OnType, groups...)
+				b.markerDiags(ds)
+				decls = append(decls, typeDecl{spec: ts, markers: ms, pos: fset.Position(ts.Name.Pos())})
+				if st, ok := ts.Type.(*ast.StructType); ok {
+					for _, fld := range st.Fields.List {
+						_, ds := b.reg.Parse(fset, markers.OnField, fld.Doc)
+						b.markerDiags(ds)
+					}
+				}
+			}
+		}
+	}
+	if pkgMarkers.Has("kubebuilder:skip") || pkgMarkers.Has("kubebuilder:skipversion") {
+		return
+	}
+	var kindDecls []typeDecl
+	for _, d := range decls {
+		root := d.markers.Has("genclient") || d.markers.Has("kubebuilder:object:root")
+		if root && !isListDecl(p, d.spec.Name.Name) {
+			kindDecls = append(kindDecls, d)
+		} else if !root {
+			for _, name := range []string{"genclient:nonNamespaced", "genclient:noStatus", "kubebuilder:resource", "kubebuilder:subresource:status", "kubebuilder:storageversion"} {
+				if m, ok := d.markers.Get(name); ok && !isListDecl(p, d.spec.Name.Name) {
+					b.errorf(m.Pos, "add `// +genclient` (or `// +kubebuilder:object:root=true`) to serve the type as a kind, or remove the marker",
+						"+%s on %s, which is not marked as a kind", name, d.spec.Name.Name)
+				}
+			}
+		}
+	}
+	gm, hasGroup := pkgMarkers.Get("groupName")
+	if !hasGroup {
+		if len(kindDecls) > 0 {
+			b.errorf(pkgPos, "add `// +groupName=<group>` (e.g. shop.example.com) to the package comment in doc.go",
+				"package %s has API kinds (%s) but no +groupName", p.PkgPath, kindDecls[0].spec.Name.Name)
+		}
+		return
+	}
+	group := gm.Value
+	ok := true
+	if errs := validation.IsDNS1123Subdomain(group); len(errs) > 0 || !strings.Contains(group, ".") {
+		b.errorf(gm.Pos, "use a lower-case DNS name with at least one dot that you own, e.g. shop.example.com",
+			"+groupName=%s is not a valid API group name", group)
+		ok = false
+	}
+	verName := p.Name
+	if !versionRE.MatchString(verName) {
+		b.errorf(pkgPos, "name the package (and its directory) after its version: v1, v1beta1, v2alpha1, ...",
+			"package name %q is not a Kubernetes API version", verName)
+		ok = false
+	}
+	if len(kindDecls) == 0 {
+		b.errorf(gm.Pos, "mark each kind with `// +genclient` (or `// +kubebuilder:object:root=true`) above its type declaration",
+			"package %s declares group %s but no kinds", p.PkgPath, group)
+		return
+	}
+	for _, name := range []string{"GroupName", "SchemeGroupVersion", "Kind", "Resource", "AddToScheme"} {
+		if obj := p.Types.Scope().Lookup(name); obj != nil {
+			b.errorf(p.Fset.Position(obj.Pos()), "delete it (usually register.go or groupversion_info.go): aagen generates the registration in zz_generated.register.go",
+				"package %s declares %s, which aagen generates", p.Name, name)
+			ok = false
+		}
+	}
+	if !ok {
+		return
+	}
+	g := b.groups[group]
+	if g == nil {
+		g = &Group{Name: group, PackageName: groupPackageName(group)}
+		b.groups[group] = g
+	}
+	for _, v := range g.Versions {
+		if v.Name == verName {
+			b.errorf(pkgPos, "keep one package per group and version",
+				"%s/%s is defined twice: in %s and in %s", group, verName, v.ImportPath, p.PkgPath)
+			return
+		}
+	}
+	v := &Version{Group: g, Name: verName, ImportPath: p.PkgPath, PkgName: p.Name, Dir: packageDir(p), Pos: pkgPos}
+	for _, d := range kindDecls {
+		if k := b.kind(p, v, d); k != nil {
+			v.Kinds = append(v.Kinds, k)
+		}
+	}
+	sort.Slice(v.Kinds, func(i, j int) bool { return v.Kinds[i].Name < v.Kinds[j].Name })
+	g.Versions = append(g.Versions, v)
+}
+
+func (b *builder) kind(p *packages.Package, v *Version, d typeDecl) *Kind {
+	name := d.spec.Name.Name
+	k := &Kind{Version: v, Name: name, ListName: name + "List", Pos: d.pos, NamespaceScoped: true}
+	st, ok := structOf(p, name)
+	if !ok {
+		b.errorf(d.pos, "kinds are structs with metav1.TypeMeta, metav1.ObjectMeta, Spec and Status", "%s is marked as a kind but is not a struct", name)
+		return nil
+	}
+	if d.spec.TypeParams != nil {
+		b.errorf(d.pos, "declare a concrete struct type", "%s is generic; kinds cannot have type parameters", name)
+		return nil
+	}
+	good := true
+	if !hasEmbedded(st, metav1Path, "TypeMeta", ",inline") {
+		b.errorf(d.pos, "add the field `metav1.TypeMeta `json:\",inline\"`` to "+name,
+			"kind %s does not embed metav1.TypeMeta with json:\",inline\"", name)
+		good = false
+	}
+	if !hasField(st, "ObjectMeta", metav1Path, "ObjectMeta", "metadata") {
+		b.errorf(d.pos, "add the field `metav1.ObjectMeta `json:\"metadata,omitempty\"`` to "+name,
+			"kind %s has no metav1.ObjectMeta field with json:\"metadata\"", name)
+		good = false
+	}
+	b.list(p, k, d.pos)
+
+	var hasStatusField bool
+	for i := 0; i < st.NumFields(); i++ {
+		f := st.Field(i)
+		jsonName := jsonTagName(st.Tag(i))
+		switch {
+		case f.Embedded() && isNamed(f.Type(), metav1Path, "TypeMeta"), f.Name() == "ObjectMeta":
+		case f.Name() == "Status":
+			hasStatusField = true
+		case !f.Exported():
+			if jsonName != "" && jsonName != "-" {
+				b.errorf(p.Fset.Position(f.Pos()), "export the field (capitalise it) or drop its json tag",
+					"field %s.%s is unexported but has json tag %q; it would never be stored", name, f.Name(), jsonName)
+				good = false
+			}
+		default:
+			k.SpecFields = append(k.SpecFields, f.Name())
+		}
+	}
+
+	// Scope, names and subresources.
+	ms := d.markers
+	res, hasRes := ms.Get("kubebuilder:resource")
+	if ms.Has("genclient:nonNamespaced") {
+		k.NamespaceScoped = false
+	}
+	if hasRes {
+		switch scope := res.Args["scope"]; scope {
+		case "", "Namespaced":
+			if scope == "Namespaced" && ms.Has("genclient:nonNamespaced") {
+				b.errorf(res.Pos, "remove one of them", "%s is +genclient:nonNamespaced but +kubebuilder:resource says scope=Namespaced", name)
+				good = false
+			}
+		case "Cluster":
+			k.NamespaceScoped = false
+		default:
+			b.errorf(res.Pos, "use scope=Namespaced or scope=Cluster", "unknown scope %q", scope)
+			good = false
+		}
+	}
+	k.Plural = gengonamer.NewAllLowercasePluralNamer(nil).Name(&gengotypes.Type{Name: gengotypes.Name{Name: name}})
+	k.Singular = strings.ToLower(name)
+	if hasRes {
+		if p := res.Args["path"]; p != "" {
+			k.Plural = p
+		}
+		if s := res.Args["singular"]; s != "" {
+			k.Singular = s
+		}
+		k.ShortNames = markers.List(res.Args["shortName"])
+		k.Categories = markers.List(res.Args["categories"])
+	}
+	for _, n := range append(append([]string{k.Plural, k.Singular}, k.ShortNames...), k.Categories...) {
+		if errs := validation.IsDNS1035Label(n); len(errs) > 0 {
+			b.errorf(res.Pos, "resource names, short names and categories are lower-case letters, digits and '-', starting with a letter",
+				"%q is not a valid resource name for %s: %s", n, name, strings.Join(errs, "; "))
+			good = false
+		}
+	}
+	statusMarker, hasStatusMarker := ms.Get("kubebuilder:subresource:status")
+	switch {
+	case hasStatusMarker && !hasStatusField:
+		b.errorf(statusMarker.Pos, "add a `Status "+name+"Status `json:\"status,omitempty\"`` field or remove the marker",
+			"%s has +kubebuilder:subresource:status but no Status field", name)
+		good = false
+	case hasStatusField && ms.Has("genclient:noStatus"):
+	case hasStatusField && (hasStatusMarker || ms.Has("genclient")):
+		k.HasStatus = true
+	}
+	if !good {
+		return nil
+	}
+	return k
+}
+
+// list checks that <Kind>List exists with ListMeta and Items []<Kind>.
+func (b *builder) list(p *packages.Package, k *Kind, pos token.Position) {
+	st, ok := structOf(p, k.ListName)
+	fix := "declare `type " + k.ListName + " struct { metav1.TypeMeta `json:\",inline\"`; metav1.ListMeta `json:\"metadata,omitempty\"`; Items []" + k.Name + " `json:\"items\"` }`"
+	if !ok {
+		b.errorf(pos, fix, "kind %s has no list type %s", k.Name, k.ListName)
+		return
+	}
+	if !hasEmbedded(st, metav1Path, "TypeMeta", ",inline") || !hasField(st, "ListMeta", metav1Path, "ListMeta", "metadata") {
+		b.errorf(p.Fset.Position(p.Types.Scope().Lookup(k.ListName).Pos()), fix, "%s needs metav1.TypeMeta (inline) and metav1.ListMeta (json:\"metadata\")", k.ListName)
+		return
+	}
+	for i := 0; i < st.NumFields(); i++ {
+		f := st.Field(i)
+		if f.Name() != "Items" {
+			continue
+		}
+		if sl, ok := f.Type().(*types.Slice); ok {
+			if n, ok := sl.Elem().(*types.Named); ok && n.Obj().Name() == k.Name && n.Obj().Pkg() == p.Types {
+				if jsonTagName(st.Tag(i)) != "items" {
+					b.errorf(p.Fset.Position(f.Pos()), "tag it `json:\"items\"`", "%s.Items must have json name \"items\"", k.ListName)
+				}
+				return
+			}
+		}
+		b.errorf(p.Fset.Position(f.Pos()), fix, "%s.Items must be []%s", k.ListName, k.Name)
+		return
+	}
+	b.errorf(p.Fset.Position(p.Types.Scope().Lookup(k.ListName).Pos()), fix, "%s has no Items field", k.ListName)
+}
+
+// checkServer checks what must be unique across the whole server.
+func (b *builder) checkServer(m *Model) {
+	pkgNames := map[string]string{}
+	short := map[string]*Kind{}
+	for _, g := range m.Groups {
+		if other, dup := pkgNames[g.PackageName]; dup {
+			b.errorf(g.Versions[0].Pos, "give one of the groups a different first label",
+				"groups %s and %s would both generate Go packages named %q", other, g.Name, g.PackageName)
+		}
+		pkgNames[g.PackageName] = g.Name
+		kinds := map[string]*Kind{}
+		plurals := map[string]*Kind{}
+		for _, v := range g.Versions {
+			for _, k := range v.Kinds {
+				if o := kinds[k.Name]; o != nil && o.Version != v {
+					b.errorf(k.Pos, "serve each kind in one version for now; multi-version kinds with conversion come with issue 5",
+						"kind %s is defined in both %s and %s of group %s; serving one kind in several versions needs conversion, which aagen does not generate yet",
+						k.Name, o.Version.Name, v.Name, g.Name)
+				}
+				kinds[k.Name] = k
+				if o := plurals[k.Plural]; o != nil && o != k && o.Name != k.Name {
+					b.errorf(k.Pos, "set a distinct path with +kubebuilder:resource:path=<plural>",
+						"kinds %s and %s of group %s have the same plural %q", o.Name, k.Name, g.Name, k.Plural)
+				}
+				plurals[k.Plural] = k
+				for _, s := range k.ShortNames {
+					if o := short[s]; o != nil && o != k {
+						b.errorf(k.Pos, "short names must be unique across the server", "short name %q is used by %s and %s", s, o.Name, k.Name)
+					}
+					short[s] = k
+				}
+			}
+		}
+	}
+}
+
+// groupPackageName is the first DNS label of a group, as a Go identifier.
+func groupPackageName(group string) string {
+	first, _, _ := strings.Cut(group, ".")
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return -1
+	}, first)
+}
+
+func packageDir(p *packages.Package) string {
+	if len(p.GoFiles) > 0 {
+		return filepath.Dir(p.GoFiles[0])
+	}
+	return ""
+}
+
+// secondClosest returns the comment group that ends exactly one blank line above pos
+// (code-generator's "second closest comment lines", where kind markers often live).
+func secondClosest(fset *token.FileSet, f *ast.File, pos token.Pos) *ast.CommentGroup {
+	line := fset.Position(pos).Line
+	for _, cg := range f.Comments {
+		if fset.Position(cg.End()).Line == line-2 {
+			return cg
+		}
+	}
+	return nil
+}
+
+func isListDecl(p *packages.Package, name string) bool {
+	if !strings.HasSuffix(name, "List") {
+		return false
+	}
+	st, ok := structOf(p, name)
+	if !ok {
+		return false
+	}
+	for i := 0; i < st.NumFields(); i++ {
+		if st.Field(i).Name() == "Items" {
+			return true
+		}
+	}
+	return false
+}
+
+func structOf(p *packages.Package, name string) (*types.Struct, bool) {
+	obj, ok := p.Types.Scope().Lookup(name).(*types.TypeName)
+	if !ok {
+		return nil, false
+	}
+	st, ok := obj.Type().Underlying().(*types.Struct)
+	return st, ok
+}
+
+func isNamed(t types.Type, pkg, name string) bool {
+	n, ok := t.(*types.Named)
+	return ok && n.Obj().Pkg() != nil && n.Obj().Pkg().Path() == pkg && n.Obj().Name() == name
+}
+
+func hasEmbedded(st *types.Struct, pkg, name, tag string) bool {
+	for i := 0; i < st.NumFields(); i++ {
+		f := st.Field(i)
+		if f.Embedded() && isNamed(f.Type(), pkg, name) {
+			return reflect.StructTag(st.Tag(i)).Get("json") == tag
+		}
+	}
+	return false
+}
+
+func hasField(st *types.Struct, field, pkg, name, json string) bool {
+	for i := 0; i < st.NumFields(); i++ {
+		f := st.Field(i)
+		if f.Name() == field && isNamed(f.Type(), pkg, name) {
+			return jsonTagName(st.Tag(i)) == json
+		}
+	}
+	return false
+}
+
+func jsonTagName(tag string) string {
+	name, _, _ := strings.Cut(reflect.StructTag(tag).Get("json"), ",")
+	return name
+}

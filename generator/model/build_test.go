@@ -1,0 +1,178 @@
+package model_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/aagen-dev/aagen/generator/load"
+	"github.com/aagen-dev/aagen/generator/markers"
+	"github.com/aagen-dev/aagen/generator/model"
+)
+
+func exampleDir(t *testing.T) string {
+	t.Helper()
+	d, err := filepath.Abs("../../testdata/example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// module writes a throwaway module with the example's go.mod and go.sum plus files.
+func module(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, f := range []string{"go.mod", "go.sum"} {
+		data, err := os.ReadFile(filepath.Join(exampleDir(t), f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func build(t *testing.T, dir string) (*model.Model, []model.Diagnostic, error) {
+	t.Helper()
+	res, err := load.Packages(context.Background(), dir, []string{"./..."})
+	if err != nil {
+		return nil, nil, err
+	}
+	return model.Build(res, markers.Default())
+}
+
+func TestExample(t *testing.T) {
+	m, warns, err := build(t, exampleDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(warns) > 0 {
+		t.Errorf("unexpected warnings: %v", warns)
+	}
+	if m.ModulePath != "example.com/marina" || m.ServerName() != "marina-apiserver" {
+		t.Errorf("module %s, server %s", m.ModulePath, m.ServerName())
+	}
+	if len(m.Groups) != 1 || m.Groups[0].Name != "marina.example.com" || m.Groups[0].PackageName != "marina" {
+		t.Fatalf("groups: %+v", m.Groups)
+	}
+	v := m.Groups[0].Versions[0]
+	if v.Name != "v1alpha1" || v.ImportPath != "example.com/marina/pkg/apis/marina/v1alpha1" || len(v.Kinds) != 2 {
+		t.Fatalf("version: %+v", v)
+	}
+	boat, dock := v.Kinds[0], v.Kinds[1]
+	check := func(k *model.Kind, name, plural string, namespaced, status bool, short string, spec string) {
+		t.Helper()
+		if k.Name != name || k.Plural != plural || k.Singular != strings.ToLower(name) || k.NamespaceScoped != namespaced ||
+			k.HasStatus != status || strings.Join(k.ShortNames, ",") != short || strings.Join(k.Categories, ",") != "marina" ||
+			strings.Join(k.SpecFields, ",") != spec || k.ListName != name+"List" {
+			t.Errorf("kind %+v", k)
+		}
+		if !strings.HasSuffix(k.Pos.Filename, "types.go") || k.Pos.Line == 0 {
+			t.Errorf("kind %s has no position: %v", name, k.Pos)
+		}
+	}
+	check(boat, "Boat", "boats", true, true, "bt", "Spec")
+	check(dock, "Dock", "docks", false, false, "dk", "Spec")
+}
+
+const docGo = "// +groupName=shop.example.com\npackage v1\n"
+
+const goodKind = `package v1
+
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+// +genclient
+type Widget struct {
+	metav1.TypeMeta   ` + "`json:\",inline\"`" + `
+	metav1.ObjectMeta ` + "`json:\"metadata,omitempty\"`" + `
+	Spec   WidgetSpec   ` + "`json:\"spec\"`" + `
+	Status WidgetStatus ` + "`json:\"status\"`" + `
+}
+
+type WidgetSpec struct{ Size int32 ` + "`json:\"size\"`" + ` }
+type WidgetStatus struct{ Ready bool ` + "`json:\"ready\"`" + ` }
+
+type WidgetList struct {
+	metav1.TypeMeta ` + "`json:\",inline\"`" + `
+	metav1.ListMeta ` + "`json:\"metadata,omitempty\"`" + `
+	Items []Widget  ` + "`json:\"items\"`" + `
+}
+`
+
+func TestKinds(t *testing.T) {
+	m, _, err := build(t, module(t, map[string]string{"apis/shop/v1/doc.go": docGo, "apis/shop/v1/types.go": goodKind}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := m.AllKinds()[0]
+	if k.Plural != "widgets" || !k.HasStatus || !k.NamespaceScoped {
+		t.Errorf("%+v", k)
+	}
+}
+
+// TestErrors checks that bad input gets an error at the right place that says how to fix it.
+func TestErrors(t *testing.T) {
+	cases := []struct {
+		name  string
+		files map[string]string
+		want  []string // substrings: file:line and message
+	}{
+		{"missing groupName", map[string]string{"apis/shop/v1/doc.go": "package v1\n", "apis/shop/v1/types.go": goodKind},
+			[]string{"doc.go:1:1: package example.com/marina/apis/shop/v1 has API kinds (Widget) but no +groupName", "fix: add `// +groupName=<group>`"}},
+		{"misspelled marker", map[string]string{"apis/shop/v1/doc.go": docGo,
+			"apis/shop/v1/types.go": strings.Replace(goodKind, "// +genclient\n", "// +genclient\n// +genclient:nonNamspaced\n", 1)},
+			[]string{"types.go:6:1: unknown marker \"+genclient:nonNamspaced\"; did you mean +genclient:nonNamespaced?"}},
+		{"missing list", map[string]string{"apis/shop/v1/doc.go": docGo,
+			"apis/shop/v1/types.go": strings.Replace(goodKind, "type WidgetList struct", "type WidgetCollection struct", 1)},
+			[]string{"types.go:6:6: kind Widget has no list type WidgetList"}},
+		{"missing TypeMeta", map[string]string{"apis/shop/v1/doc.go": docGo,
+			"apis/shop/v1/types.go": strings.Replace(goodKind, "\tmetav1.TypeMeta   `json:\",inline\"`\n", "", 1)},
+			[]string{"types.go:6:6: kind Widget does not embed metav1.TypeMeta"}},
+		{"bad group", map[string]string{"apis/shop/v1/doc.go": "// +groupName=Shop\npackage v1\n", "apis/shop/v1/types.go": goodKind},
+			[]string{"doc.go:1:1: +groupName=Shop is not a valid API group name"}},
+		{"bad version", map[string]string{"apis/shop/stable/doc.go": strings.Replace(docGo, "package v1", "package stable", 1),
+			"apis/shop/stable/types.go": strings.Replace(goodKind, "package v1", "package stable", 1)},
+			[]string{`package name "stable" is not a Kubernetes API version`}},
+		{"unexported json field", map[string]string{"apis/shop/v1/doc.go": docGo,
+			"apis/shop/v1/types.go": strings.Replace(goodKind, "\tSpec   WidgetSpec", "\tsecret string `json:\"secret\"`\n\tSpec   WidgetSpec", 1)},
+			[]string{"types.go:9:2: field Widget.secret is unexported but has json tag"}},
+		{"own register", map[string]string{"apis/shop/v1/doc.go": docGo, "apis/shop/v1/types.go": goodKind,
+			"apis/shop/v1/register.go": "package v1\n\nconst GroupName = \"shop.example.com\"\n"},
+			[]string{"register.go:3:7: package v1 declares GroupName, which aagen generates"}},
+		{"scope conflict", map[string]string{"apis/shop/v1/doc.go": docGo,
+			"apis/shop/v1/types.go": strings.Replace(goodKind, "// +genclient\n", "// +genclient\n// +genclient:nonNamespaced\n// +kubebuilder:resource:scope=Namespaced\n", 1)},
+			[]string{"types.go:7:1: Widget is +genclient:nonNamespaced but +kubebuilder:resource says scope=Namespaced"}},
+		{"status marker without field", map[string]string{"apis/shop/v1/doc.go": docGo,
+			"apis/shop/v1/types.go": strings.Replace(strings.Replace(goodKind, "\tStatus WidgetStatus `json:\"status\"`\n", "", 1), "// +genclient\n", "// +genclient\n// +kubebuilder:subresource:status\n", 1)},
+			[]string{"has +kubebuilder:subresource:status but no Status field"}},
+		{"does not compile", map[string]string{"apis/shop/v1/doc.go": docGo, "apis/shop/v1/types.go": goodKind + "\nvar x int = \"s\"\n"},
+			[]string{"the types packages do not compile", "types.go:22:13: cannot use"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, _, err := build(t, module(t, c.files))
+			if err == nil {
+				t.Fatal("want an error")
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error does not contain %q:\n%v", w, err)
+				}
+			}
+		})
+	}
+}

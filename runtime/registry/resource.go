@@ -1,0 +1,150 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Object is what every served kind is: a runtime.Object with ObjectMeta.
+// Generated code instantiates it with a pointer type such as *v1.Widget.
+type Object interface {
+	runtime.Object
+	comparable
+}
+
+// Resource describes one served kind. The generator fills it in; see NewStorage.
+type Resource[T Object] struct {
+	// Group is the API group, e.g. "shop.example.com".
+	Group string
+	// Versions are the served versions of the kind, preferred first.
+	Versions []string
+	// Kind is the Go and API kind name, e.g. "Widget".
+	Kind string
+	// Plural and Singular are the lower-case resource names, e.g. "widgets" and "widget".
+	Plural, Singular string
+	// ShortNames and Categories are published in discovery (kubectl get <short>, kubectl get all).
+	ShortNames, Categories []string
+	// NamespaceScoped is false for cluster-scoped kinds.
+	NamespaceScoped bool
+
+	// New returns an empty object; NewList an empty list of them.
+	New     func() T
+	NewList func() runtime.Object
+
+	// SpecEqual reports whether two objects have the same desired state (everything but
+	// metadata and status). A change bumps metadata.generation. Nil means the kind keeps no
+	// generation beyond its initial value.
+	SpecEqual func(a, b T) bool
+
+	// Status is set when the kind has a status subresource.
+	Status *StatusFuncs[T]
+
+	// Hooks is the user-owned value whose optional methods add behaviour; may be nil.
+	Hooks any
+}
+
+// StatusFuncs move the status and the rest of the desired state between two objects of
+// a kind with a status subresource.
+type StatusFuncs[T Object] struct {
+	// CopyStatus sets dst's status to src's.
+	CopyStatus func(dst, src T)
+	// CopySpec sets every top-level field of dst except TypeMeta, ObjectMeta and status to src's.
+	CopySpec func(dst, src T)
+}
+
+// GroupResource is the resource's group and plural name.
+func (r *Resource[T]) GroupResource() schema.GroupResource {
+	return schema.GroupResource{Group: r.Group, Resource: r.Plural}
+}
+
+// Validator is implemented by hooks that validate a new object. The errors are returned
+// together with the generated validation errors as one 422 Invalid.
+type Validator[T Object] interface {
+	Validate(ctx context.Context, obj T) field.ErrorList
+}
+
+// UpdateValidator is implemented by hooks that validate an update against the stored object.
+type UpdateValidator[T Object] interface {
+	ValidateUpdate(ctx context.Context, obj, old T) field.ErrorList
+}
+
+// CreatePreparer is implemented by hooks that change an object before it is validated and created.
+type CreatePreparer[T Object] interface {
+	PrepareForCreate(ctx context.Context, obj T)
+}
+
+// UpdatePreparer is implemented by hooks that change an object before an update is validated.
+type UpdatePreparer[T Object] interface {
+	PrepareForUpdate(ctx context.Context, obj, old T)
+}
+
+// Canonicalizer is implemented by hooks that normalise an object before it is stored.
+type Canonicalizer[T Object] interface {
+	Canonicalize(obj T)
+}
+
+// CreateWarner is implemented by hooks that return warnings (shown by kubectl) on create.
+type CreateWarner[T Object] interface {
+	WarningsOnCreate(ctx context.Context, obj T) []string
+}
+
+// UpdateWarner is implemented by hooks that return warnings on update.
+type UpdateWarner[T Object] interface {
+	WarningsOnUpdate(ctx context.Context, obj, old T) []string
+}
+
+// hooks holds the methods of a user hooks value, resolved once.
+type hooks[T Object] struct {
+	validate         Validator[T]
+	validateUpdate   UpdateValidator[T]
+	prepareCreate    CreatePreparer[T]
+	prepareUpdate    UpdatePreparer[T]
+	canonicalize     Canonicalizer[T]
+	warningsOnCreate CreateWarner[T]
+	warningsOnUpdate UpdateWarner[T]
+}
+
+// resolveHooks finds the optional methods of h. A method with a known name but the wrong
+// signature is an error: silently skipping it would drop the user's validation.
+func resolveHooks[T Object](kind string, h any) (hooks[T], error) {
+	var out hooks[T]
+	if h == nil {
+		return out, nil
+	}
+	var errs []error
+	check := func(name string, iface reflect.Type, ok bool) {
+		if ok {
+			return
+		}
+		if m, found := reflect.TypeOf(h).MethodByName(name); found {
+			want, _ := iface.MethodByName(name)
+			errs = append(errs, fmt.Errorf("%s hooks: method %s has type %s, want %s; fix the signature in the hooks file or rename the method",
+				kind, name, m.Type, want.Type))
+		}
+	}
+	var ok bool
+	out.validate, ok = h.(Validator[T])
+	check("Validate", reflect.TypeFor[Validator[T]](), ok)
+	out.validateUpdate, ok = h.(UpdateValidator[T])
+	check("ValidateUpdate", reflect.TypeFor[UpdateValidator[T]](), ok)
+	out.prepareCreate, ok = h.(CreatePreparer[T])
+	check("PrepareForCreate", reflect.TypeFor[CreatePreparer[T]](), ok)
+	out.prepareUpdate, ok = h.(UpdatePreparer[T])
+	check("PrepareForUpdate", reflect.TypeFor[UpdatePreparer[T]](), ok)
+	out.canonicalize, ok = h.(Canonicalizer[T])
+	check("Canonicalize", reflect.TypeFor[Canonicalizer[T]](), ok)
+	out.warningsOnCreate, ok = h.(CreateWarner[T])
+	check("WarningsOnCreate", reflect.TypeFor[CreateWarner[T]](), ok)
+	out.warningsOnUpdate, ok = h.(UpdateWarner[T])
+	check("WarningsOnUpdate", reflect.TypeFor[UpdateWarner[T]](), ok)
+	if len(errs) > 0 {
+		return out, errors.Join(errs...)
+	}
+	return out, nil
+}

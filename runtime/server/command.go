@@ -1,0 +1,45 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+
+	"github.com/spf13/cobra"
+)
+
+// NewCommand returns the cobra command of a generated server: every upstream flag plus
+// --local, --local-dir and --embedded-etcd-dir; running it serves spec until ctx ends.
+func NewCommand(ctx context.Context, spec Spec, stdout, stderr io.Writer) *cobra.Command {
+	o := NewOptions(&spec)
+	o.Stdout = stdout
+	cmd := &cobra.Command{
+		Use:   spec.Name,
+		Short: fmt.Sprintf("Serve the %s aggregated API", spec.Name),
+		Long: fmt.Sprintf(`%s serves its API groups as a Kubernetes aggregated API server.
+
+Deployed, kube-apiserver routes /apis/<group>/<version> to it through an APIService and it
+delegates authentication and authorization back to kube-apiserver. Locally, --local runs it
+on its own with a generated CA and kubeconfig. Without --etcd-servers it starts etcd inside
+the process, storing data in --embedded-etcd-dir.`, spec.Name),
+		SilenceUsage: true,
+		Args:         cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.Local {
+				ss := o.Recommended.SecureServing
+				if !cmd.Flags().Changed("bind-address") {
+					ss.BindAddress = net.ParseIP("127.0.0.1")
+				}
+				if !cmd.Flags().Changed("secure-port") {
+					ss.BindPort = DefaultLocalPort
+				}
+			}
+			return Run(ctx, spec, o)
+		},
+	}
+	cmd.SetOut(stdout)
+	cmd.SetErr(stderr)
+	o.AddFlags(cmd.Flags())
+	return cmd
+}

@@ -1,0 +1,81 @@
+package server
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	genericoptions "k8s.io/apiserver/pkg/server/options"
+)
+
+// Defaults of the flags this package adds to k8s.io/apiserver's.
+const (
+	DefaultLocalDir        = "apiserver.local.config/local"
+	DefaultEmbeddedEtcdDir = "apiserver.local.config/etcd"
+	DefaultLocalPort       = 8443
+)
+
+// Options are the command-line options of a generated server: k8s.io/apiserver's
+// RecommendedOptions plus embedded etcd and local mode.
+type Options struct {
+	// Recommended are upstream's options (etcd, serving, authn/z, audit, admission, ...).
+	Recommended *genericoptions.RecommendedOptions
+	// Local runs without kube-apiserver, trusting only a locally generated CA.
+	Local bool
+	// LocalDir holds the local CA, certificates and kubeconfig.
+	LocalDir string
+	// EmbeddedEtcdDir is the data directory of the embedded etcd, used when no
+	// --etcd-servers are given.
+	EmbeddedEtcdDir string
+	// AlternateDNS are extra names for self-signed serving certificates.
+	AlternateDNS []string
+	// Stdout receives the "export KUBECONFIG=..." line in local mode.
+	Stdout io.Writer
+}
+
+// NewOptions returns the default options for spec.
+func NewOptions(spec *Spec) *Options {
+	codecs := spec.codecs()
+	o := genericoptions.NewRecommendedOptions("/registry/"+spec.Name, codecs.LegacyCodec(spec.StorageVersions...))
+	o.Etcd.StorageConfig.EncodeVersioner = schema.GroupVersions(spec.StorageVersions)
+	return &Options{
+		Recommended:     o,
+		LocalDir:        DefaultLocalDir,
+		EmbeddedEtcdDir: DefaultEmbeddedEtcdDir,
+		Stdout:          os.Stdout,
+	}
+}
+
+// AddFlags adds every option to fs.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	o.Recommended.AddFlags(fs)
+	fs.BoolVar(&o.Local, "local", o.Local,
+		"Run standalone without kube-apiserver: serve with a certificate from a local CA, accept only client certificates from that CA, "+
+			"write a kubeconfig to --local-dir and print 'export KUBECONFIG=...' once ready. Listens on 127.0.0.1:8443 unless "+
+			"--bind-address/--secure-port say otherwise.")
+	fs.StringVar(&o.LocalDir, "local-dir", o.LocalDir, "Directory for the local CA, certificates and kubeconfig (with --local).")
+	fs.StringVar(&o.EmbeddedEtcdDir, "embedded-etcd-dir", o.EmbeddedEtcdDir,
+		"Data directory of the etcd started inside this process when --etcd-servers is empty. Data survives restarts.")
+	fs.StringSliceVar(&o.AlternateDNS, "alternate-dns", o.AlternateDNS, "Extra DNS names for a self-signed serving certificate.")
+}
+
+// embeddedEtcd reports whether the server starts its own etcd.
+func (o *Options) embeddedEtcd() bool {
+	return o.Recommended.Etcd != nil && len(o.Recommended.Etcd.StorageConfig.Transport.ServerList) == 0
+}
+
+// Validate checks the options that do not depend on a running etcd. Upstream's own
+// validation runs once the etcd endpoint is known.
+func (o *Options) Validate() error {
+	var errs []error
+	if o.embeddedEtcd() && o.EmbeddedEtcdDir == "" {
+		errs = append(errs, fmt.Errorf("--embedded-etcd-dir must not be empty when --etcd-servers is not set"))
+	}
+	if o.Local && o.LocalDir == "" {
+		errs = append(errs, fmt.Errorf("--local-dir must not be empty with --local"))
+	}
+	return utilerrors.NewAggregate(errs)
+}

@@ -1,0 +1,219 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apiserver/pkg/apis/apiserver"
+	"k8s.io/apiserver/pkg/authentication/authenticatorfactory"
+	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/apiserver/pkg/server/dynamiccertificates"
+	"k8s.io/apiserver/pkg/util/compatibility"
+	"k8s.io/apiserver/pkg/registry/rest"
+	clientrest "k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+
+	"github.com/aagen-dev/aagen/runtime/etcd"
+	"github.com/aagen-dev/aagen/runtime/localauth"
+)
+
+// Run serves spec until ctx is cancelled. It starts the embedded etcd when no
+// --etcd-servers are given and stops it after the server has shut down.
+func Run(ctx context.Context, spec Spec, o *Options) error {
+	if err := spec.validate(); err != nil {
+		return err
+	}
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	if o.embeddedEtcd() {
+		e, err := etcd.Start(ctx, etcd.Config{Dir: o.EmbeddedEtcdDir})
+		if err != nil {
+			return fmt.Errorf("starting embedded etcd in %s: %w", o.EmbeddedEtcdDir, err)
+		}
+		defer func() {
+			if err := e.Close(); err != nil {
+				klog.ErrorS(err, "stopping embedded etcd")
+			}
+		}()
+		o.Recommended.Etcd.StorageConfig.Transport.ServerList = []string{e.ClientURL()}
+		klog.InfoS("embedded etcd ready", "url", e.ClientURL(), "dir", o.EmbeddedEtcdDir)
+	}
+	srv, announce, err := New(spec, o)
+	if err != nil {
+		return err
+	}
+	if announce != nil {
+		if err := srv.AddPostStartHook("aagen-announce-kubeconfig", announce); err != nil {
+			return err
+		}
+	}
+	return srv.PrepareRun().RunWithContext(ctx)
+}
+
+// New builds the generic API server for spec with its groups installed, without running
+// it. The options must name an etcd (Run fills it in for the embedded one). In local mode
+// it also returns a post-start hook that prints the kubeconfig line once ready.
+func New(spec Spec, o *Options) (*genericapiserver.GenericAPIServer, genericapiserver.PostStartHookFunc, error) {
+	codecs := spec.codecs()
+	ro := o.Recommended
+	var local *localauth.Files
+	if o.Local {
+		var err error
+		if local, err = o.prepareLocal(spec.Name); err != nil {
+			return nil, nil, err
+		}
+	} else if err := ro.SecureServing.MaybeDefaultWithSelfSignedCerts("localhost", o.AlternateDNS, []net.IP{net.ParseIP("127.0.0.1")}); err != nil {
+		return nil, nil, fmt.Errorf("creating self-signed serving certificate: %w", err)
+	}
+	if errs := ro.Validate(); len(errs) > 0 {
+		return nil, nil, fmt.Errorf("invalid options: %w", utilerrors.NewAggregate(errs))
+	}
+
+	cfg := genericapiserver.NewRecommendedConfig(codecs)
+	namer := openapinamer.NewDefinitionNamer(spec.Scheme)
+	cfg.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(spec.OpenAPIDefinitions, namer)
+	cfg.OpenAPIConfig.Info.Title = spec.Title
+	cfg.OpenAPIConfig.Info.Version = spec.Version
+	cfg.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(spec.OpenAPIDefinitions, namer)
+	cfg.OpenAPIV3Config.Info.Title = spec.Title
+	cfg.OpenAPIV3Config.Info.Version = spec.Version
+	cfg.EffectiveVersion = compatibility.DefaultBuildEffectiveVersion()
+	if err := ro.ApplyTo(cfg); err != nil {
+		return nil, nil, fmt.Errorf("applying options: %w", err)
+	}
+	if local != nil {
+		if err := applyLocalAuthentication(cfg, local); err != nil {
+			return nil, nil, err
+		}
+	}
+
+	srv, err := cfg.Complete().New(spec.Name, genericapiserver.NewEmptyDelegate())
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, g := range spec.Groups {
+		info := genericapiserver.NewDefaultAPIGroupInfo(g.Name, spec.Scheme, metav1.ParameterCodec, codecs)
+		for _, v := range g.Versions {
+			storage := map[string]rest.Storage{}
+			for _, build := range v.Resources {
+				m, err := build(spec.Scheme, cfg.RESTOptionsGetter)
+				if err != nil {
+					return nil, nil, fmt.Errorf("building storage for %s/%s: %w", g.Name, v.Name, err)
+				}
+				for k, s := range m {
+					storage[k] = s
+				}
+			}
+			info.VersionedResourcesStorageMap[v.Name] = storage
+		}
+		if err := srv.InstallAPIGroup(&info); err != nil {
+			return nil, nil, fmt.Errorf("installing API group %s: %w", g.Name, err)
+		}
+	}
+	var announce genericapiserver.PostStartHookFunc
+	if local != nil {
+		announce = o.announce(local)
+	}
+	return srv, announce, nil
+}
+
+// prepareLocal defaults serving to loopback, creates the local credentials and turns off
+// what needs a kube-apiserver (delegated authn/z lookups, admission informers, P&F).
+func (o *Options) prepareLocal(name string) (*localauth.Files, error) {
+	ro := o.Recommended
+	if ro.SecureServing.BindPort == 0 && ro.SecureServing.Listener == nil {
+		ln, err := net.Listen("tcp", net.JoinHostPort(ro.SecureServing.BindAddress.String(), "0"))
+		if err != nil {
+			return nil, fmt.Errorf("listening on a free port: %w", err)
+		}
+		ro.SecureServing.Listener = ln
+		ro.SecureServing.BindPort = ln.Addr().(*net.TCPAddr).Port
+	}
+	host := ro.SecureServing.BindAddress.String()
+	if ro.SecureServing.BindAddress.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	files, err := localauth.Ensure(localauth.Options{
+		Dir:         o.LocalDir,
+		Hosts:       append([]string{host}, o.AlternateDNS...),
+		ServerURL:   "https://" + net.JoinHostPort(host, strconv.Itoa(ro.SecureServing.BindPort)),
+		ClusterName: name,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating local credentials in %s: %w", o.LocalDir, err)
+	}
+	ro.SecureServing.ServerCert.CertKey.CertFile = files.ServingCert
+	ro.SecureServing.ServerCert.CertKey.KeyFile = files.ServingKey
+	ro.Authentication = nil
+	ro.Authorization.RemoteKubeConfigFileOptional = true
+	ro.CoreAPI = nil
+	ro.Admission = nil
+	ro.Features.EnablePriorityAndFairness = false
+	return files, nil
+}
+
+// applyLocalAuthentication accepts client certificates of the local CA and nothing else:
+// unlike the delegating defaults, anonymous requests are rejected.
+func applyLocalAuthentication(cfg *genericapiserver.RecommendedConfig, files *localauth.Files) error {
+	ca, err := dynamiccertificates.NewDynamicCAContentFromFile("local-client-ca", files.CACert)
+	if err != nil {
+		return fmt.Errorf("loading local CA %s: %w", files.CACert, err)
+	}
+	authn, _, err := authenticatorfactory.DelegatingAuthenticatorConfig{
+		Anonymous:                          &apiserver.AnonymousAuthConfig{Enabled: false},
+		ClientCertificateCAContentProvider: ca,
+	}.New()
+	if err != nil {
+		return err
+	}
+	cfg.Authentication.Authenticator = authn
+	return cfg.Authentication.ApplyClientCert(ca, cfg.SecureServing)
+}
+
+// announce returns a post-start hook that prints the kubeconfig line once /readyz is ok.
+// The hook itself returns at once: /readyz waits for every post-start hook.
+func (o *Options) announce(files *localauth.Files) genericapiserver.PostStartHookFunc {
+	return func(hookCtx genericapiserver.PostStartHookContext) error {
+		restCfg, err := clientcmd.BuildConfigFromFlags("", files.Kubeconfig)
+		if err != nil {
+			return fmt.Errorf("loading %s: %w", files.Kubeconfig, err)
+		}
+		client, err := clientrest.HTTPClientFor(restCfg)
+		if err != nil {
+			return err
+		}
+		go func() {
+			abs, err := filepath.Abs(files.Kubeconfig)
+			if err != nil {
+				abs = files.Kubeconfig
+			}
+			for {
+				req, _ := http.NewRequestWithContext(hookCtx, http.MethodGet, restCfg.Host+"/readyz", nil)
+				if resp, err := client.Do(req); err == nil {
+					resp.Body.Close()
+					if resp.StatusCode == http.StatusOK {
+						fmt.Fprintf(o.Stdout, "export KUBECONFIG=%s\n", abs)
+						return
+					}
+				}
+				select {
+				case <-hookCtx.Done():
+					return
+				case <-time.After(100 * time.Millisecond):
+				}
+			}
+		}()
+		return nil
+	}
+}
+

@@ -1,0 +1,91 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Boat is a vessel that berths in a namespace's part of the marina.
+//
+// +genclient
+// +kubebuilder:resource:shortName=bt,categories=marina
+type Boat struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is what the owner wants for the boat.
+	Spec BoatSpec `json:"spec,omitempty"`
+	// Status is what the harbour master last observed.
+	// +optional
+	Status BoatStatus `json:"status,omitempty"`
+}
+
+// BoatSpec is the desired state of a Boat.
+type BoatSpec struct {
+	// Dock is the name of the Dock the boat berths at.
+	Dock string `json:"dock"`
+	// LengthMeters is the boat's length overall, in metres.
+	LengthMeters int32 `json:"lengthMeters"`
+	// Crew lists the people aboard.
+	// +optional
+	// +listType=atomic
+	Crew []string `json:"crew,omitempty"`
+	// Sails is the number of sails; zero for motor boats.
+	// +optional
+	Sails *int32 `json:"sails,omitempty"`
+}
+
+// BoatStatus is the observed state of a Boat.
+type BoatStatus struct {
+	// Phase is Arriving, Berthed or Departed.
+	// +optional
+	Phase string `json:"phase,omitempty"`
+	// Berth is the berth number assigned at the dock.
+	// +optional
+	Berth int32 `json:"berth,omitempty"`
+	// Conditions are the latest observations of the boat's state.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// BoatList is a list of Boats.
+type BoatList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	Items []Boat `json:"items"`
+}
+
+// Dock is a pier of the marina. Docks are shared by every namespace.
+//
+// +genclient
+// +genclient:nonNamespaced
+// +kubebuilder:resource:shortName=dk,categories=marina
+type Dock struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec describes the dock.
+	Spec DockSpec `json:"spec,omitempty"`
+}
+
+// DockSpec describes a Dock.
+type DockSpec struct {
+	// Berths is the number of boats the dock holds.
+	Berths int32 `json:"berths"`
+	// Depth is the water depth at the dock, e.g. "4.5m".
+	// +optional
+	Depth string `json:"depth,omitempty"`
+	// Amenities are the services the dock offers, by name.
+	// +optional
+	Amenities map[string]string `json:"amenities,omitempty"`
+}
+
+// DockList is a list of Docks.
+type DockList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	Items []Dock `json:"items"`
+}
