@@ -1,0 +1,241 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// repoRoot is the aagen checkout.
+func repoRoot(t testing.TB) string {
+	t.Helper()
+	d, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func skipShort(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end test; runs without -short")
+	}
+}
+
+var (
+	aagenOnce sync.Once
+	aagenBin  string
+	aagenErr  error
+)
+
+// aagen builds the aagen command once per test binary.
+func aagen(t *testing.T) string {
+	t.Helper()
+	aagenOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "aagen-bin-")
+		if err != nil {
+			aagenErr = err
+			return
+		}
+		aagenBin = filepath.Join(dir, "aagen")
+		cmd := exec.Command("go", "build", "-o", aagenBin, "./cmd/aagen")
+		cmd.Dir = repoRoot(t)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			aagenErr = fmt.Errorf("building aagen: %v\n%s", err, out)
+		}
+	})
+	if aagenErr != nil {
+		t.Fatal(aagenErr)
+	}
+	return aagenBin
+}
+
+// copyTree copies src to dst, skipping local state; keep decides which files to take.
+func copyTree(t testing.TB, src, dst string, keep func(rel string) bool) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			if d.Name() == ".aagen" {
+				return filepath.SkipDir
+			}
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		if keep != nil && !keep(filepath.ToSlash(rel)) {
+			return nil
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), data, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// run runs a command and returns its combined output, failing the test on error.
+func run(t testing.TB, dir string, name string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// upProcess is a running `aagen up`.
+type upProcess struct {
+	cmd        *exec.Cmd
+	kubeconfig string
+	stderr     *syncBuffer
+	done       chan error
+}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// startUp runs `aagen up` in dir and waits for the KUBECONFIG line.
+func startUp(t *testing.T, dir string, timeout time.Duration, serverArgs ...string) *upProcess {
+	t.Helper()
+	args := append([]string{"up", "./pkg/apis/...", "--"}, append([]string{"--secure-port=0"}, serverArgs...)...)
+	cmd := exec.Command(aagen(t), args...)
+	cmd.Dir = dir
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &upProcess{cmd: cmd, stderr: &syncBuffer{}, done: make(chan error, 1)}
+	cmd.Stderr = p.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string, 16)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	go func() { p.done <- cmd.Wait() }()
+	t.Cleanup(func() { p.stop(t) })
+	deadline := time.After(timeout)
+	for {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				t.Fatalf("aagen up ended before printing KUBECONFIG:\n%s", p.stderr.String())
+			}
+			if kc, found := strings.CutPrefix(line, "export KUBECONFIG="); found {
+				if !filepath.IsAbs(kc) {
+					t.Fatalf("KUBECONFIG path %q is not absolute", kc)
+				}
+				p.kubeconfig = kc
+				go func() {
+					for range lines {
+					}
+				}()
+				return p
+			}
+		case <-deadline:
+			t.Fatalf("no KUBECONFIG line after %s:\n%s", timeout, p.stderr.String())
+		}
+	}
+}
+
+// stop sends SIGINT (Ctrl-C) and waits for a clean exit.
+func (p *upProcess) stop(t testing.TB) {
+	if p.cmd.ProcessState != nil {
+		return
+	}
+	select {
+	case err := <-p.done:
+		p.done <- err
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case err := <-p.done:
+		if err != nil {
+			t.Errorf("aagen up did not exit cleanly after Ctrl-C: %v\n%s", err, tail(p.stderr.String(), 3000))
+		}
+		p.done <- err
+	case <-time.After(90 * time.Second):
+		_ = p.cmd.Process.Kill()
+		t.Errorf("aagen up did not stop within 90s of Ctrl-C")
+	}
+}
+
+func (p *upProcess) restConfig(t testing.TB) *rest.Config {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", p.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "..." + s[len(s)-n:]
+	}
+	return s
+}
+
+// kubectl runs kubectl with the process's kubeconfig, if kubectl is installed.
+func kubectl(t *testing.T, kubeconfig string, stdin string, args ...string) (string, error) {
+	t.Helper()
+	path, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Skip("kubectl is not installed")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, path, append([]string{"--kubeconfig", kubeconfig}, args...)...)
+	if stdin != "" {
+		cmd.Stdin = strings.NewReader(stdin)
+	}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err = cmd.Run()
+	return out.String(), err
+}
+
+var _ = io.Discard
