@@ -1,0 +1,498 @@
+package etcd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/zap/zapcore"
+)
+
+const (
+	// DefaultHost is the address etcd listens on when Config.Host is empty.
+	DefaultHost = "127.0.0.1"
+	// DefaultLogLevel is the etcd log level used when Config.LogLevel is empty.
+	DefaultLogLevel = "error"
+	// DefaultReadyTimeout bounds how long Start waits for etcd to serve when
+	// Config.ReadyTimeout is zero.
+	DefaultReadyTimeout = 60 * time.Second
+
+	// memberName is the etcd member name. It is recorded in the data
+	// directory's membership; keep it stable.
+	memberName = "aagen"
+
+	// startAttempts is how often Start tries again when a port it picked
+	// itself was taken by someone else before etcd could bind it.
+	startAttempts = 5
+
+	// errBufferSize is the capacity of the channel returned by Server.Err.
+	errBufferSize = 8
+)
+
+// Config configures an embedded single-member etcd.
+type Config struct {
+	// Dir is the data directory. It is required. It is created with mode
+	// 0700 if missing, and its contents survive restarts: starting again
+	// on the same Dir reopens the same member with the same keys.
+	Dir string
+	// Host is the host name or IP address etcd listens on and advertises,
+	// without scheme or port. Default "127.0.0.1".
+	Host string
+	// ClientPort is the port for client traffic. 0 picks a free port.
+	ClientPort int
+	// PeerPort is the port for (unused, single-member) peer traffic.
+	// 0 picks a free port.
+	PeerPort int
+	// UnsafeNoFsync disables fsync. Data may be lost on a crash; use it in
+	// tests only.
+	UnsafeNoFsync bool
+	// LogLevel is the etcd log level: "debug", "info", "warn" or "error".
+	// Default "error".
+	LogLevel string
+	// LogOutput receives etcd's log lines. Default: logs are discarded.
+	// Errors that matter after Start has returned are also sent to
+	// Server.Err, whatever LogOutput is.
+	LogOutput io.Writer
+	// ReadyTimeout bounds how long Start waits for etcd to become ready.
+	// Default 60s.
+	ReadyTimeout time.Duration
+}
+
+// Server is a running embedded etcd. Create it with Start and stop it with
+// Close.
+type Server struct {
+	etcd      *embed.Etcd
+	dir       string
+	clientURL string
+	log       *logState
+	lock      *dirLock
+
+	errc        chan error
+	forwardDone chan struct{}
+	closeOnce   sync.Once
+}
+
+// Start starts etcd and returns once it is ready to serve client requests.
+//
+// ctx bounds the startup only; once Start has returned, the server runs until
+// Close is called. Start returns an error, never a half-started server, when
+// the configuration is invalid, the data directory cannot be used, etcd fails
+// while starting, ctx is done, or etcd is not ready within ReadyTimeout.
+//
+// When a port is picked automatically (ClientPort or PeerPort is 0) and
+// another process takes it before etcd binds it, Start picks new ports and
+// tries again, a few times.
+func Start(ctx context.Context, cfg Config) (*Server, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	c, err := cfg.complete()
+	if err != nil {
+		return nil, err
+	}
+	if err := prepareDir(c.dir); err != nil {
+		return nil, err
+	}
+	lock, err := lockDataDir(c.dir)
+	if err != nil {
+		return nil, err
+	}
+	keepLock := false
+	defer func() {
+		if !keepLock {
+			lock.release()
+		}
+	}()
+	for attempt := 1; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("etcd: start in %q cancelled: %w", c.dir, err)
+		}
+		var s *Server
+		s, keepLock, err = start(ctx, c, lock)
+		if err == nil {
+			return s, nil
+		}
+		if keepLock || !isAddrInUse(err) {
+			return nil, err
+		}
+		// A port is taken. If it is one the caller chose, trying again
+		// cannot help; if it is one Start picked, someone grabbed it
+		// between picking and binding, so pick again.
+		switch port := inUsePort(err); {
+		case port != 0 && port == cfg.ClientPort:
+			return nil, fmt.Errorf("%w; Config.ClientPort %d is used by another process: choose another port, or set it to 0 to pick a free one", err, port)
+		case port != 0 && port == cfg.PeerPort:
+			return nil, fmt.Errorf("%w; Config.PeerPort %d is used by another process: choose another port, or set it to 0 to pick a free one", err, port)
+		case attempt >= startAttempts:
+			return nil, fmt.Errorf("%w (gave up after %d attempts with freshly picked ports)", err, startAttempts)
+		}
+	}
+}
+
+// ClientURL returns the URL clients use to reach etcd, for example
+// "http://127.0.0.1:41234". Pass it to k8s.io/apiserver as an etcd server.
+func (s *Server) ClientURL() string {
+	if s == nil {
+		return ""
+	}
+	return s.clientURL
+}
+
+// Dir returns the absolute path of the data directory.
+func (s *Server) Dir() string {
+	if s == nil {
+		return ""
+	}
+	return s.dir
+}
+
+// Err returns a channel that receives errors etcd reports after Start has
+// returned, for example when its client listener fails or the member stops
+// on its own. Such errors mean the server no longer works: the caller should
+// shut down. Shutdown noise caused by Close is not reported. The channel is
+// closed once Close has finished.
+func (s *Server) Err() <-chan error {
+	if s == nil {
+		return nil
+	}
+	return s.errc
+}
+
+// Close stops etcd: it stops serving clients, waits for in-flight requests
+// (up to etcd's request timeout), and closes the data files so that a later
+// Start on the same Dir can reopen them. Close is idempotent and safe to call
+// from several goroutines; calls after the first wait for the first one.
+//
+// Clients that still hold streams open (watches, such as those of a running
+// k8s.io/apiserver) make Close wait for etcd's request timeout, about 7s,
+// before it cuts them; stop such clients first for a fast shutdown.
+func (s *Server) Close() error {
+	if s == nil {
+		return nil
+	}
+	s.closeOnce.Do(func() {
+		s.log.closing.Store(true)
+		s.etcd.Close()
+		<-s.forwardDone
+		s.lock.release()
+	})
+	return nil
+}
+
+// completed is a validated Config with defaults applied.
+type completed struct {
+	dir          string
+	host         string
+	clientPort   int
+	peerPort     int
+	noFsync      bool
+	level        zapcore.Level
+	logOutput    io.Writer
+	readyTimeout time.Duration
+}
+
+func (cfg Config) complete() (completed, error) {
+	c := completed{
+		clientPort:   cfg.ClientPort,
+		peerPort:     cfg.PeerPort,
+		noFsync:      cfg.UnsafeNoFsync,
+		logOutput:    cfg.LogOutput,
+		readyTimeout: cfg.ReadyTimeout,
+	}
+	if strings.TrimSpace(cfg.Dir) == "" {
+		return c, errors.New("etcd: Config.Dir is empty: set it to the directory that should hold etcd's data (it is created if missing)")
+	}
+	dir, err := filepath.Abs(cfg.Dir)
+	if err != nil {
+		return c, fmt.Errorf("etcd: cannot make Config.Dir %q absolute: %w", cfg.Dir, err)
+	}
+	c.dir = dir
+
+	c.host = cfg.Host
+	if c.host == "" {
+		c.host = DefaultHost
+	}
+	if h := strings.TrimSuffix(strings.TrimPrefix(c.host, "["), "]"); net.ParseIP(h) != nil {
+		c.host = h
+	} else if strings.ContainsAny(c.host, ":/[] \t") {
+		return c, fmt.Errorf("etcd: Config.Host %q is not a host name or IP address: give only the host, without scheme or port (for example %q)", cfg.Host, DefaultHost)
+	}
+
+	for _, p := range []struct {
+		name string
+		port int
+	}{{"ClientPort", cfg.ClientPort}, {"PeerPort", cfg.PeerPort}} {
+		if p.port < 0 || p.port > 65535 {
+			return c, fmt.Errorf("etcd: Config.%s %d is out of range: use 1-65535, or 0 to pick a free port", p.name, p.port)
+		}
+	}
+	if cfg.ClientPort != 0 && cfg.ClientPort == cfg.PeerPort {
+		return c, fmt.Errorf("etcd: Config.ClientPort and Config.PeerPort are both %d: they must differ (or set one to 0 to pick a free port)", cfg.ClientPort)
+	}
+
+	levelName := cfg.LogLevel
+	if levelName == "" {
+		levelName = DefaultLogLevel
+	}
+	switch strings.ToLower(levelName) {
+	case "debug", "info", "warn", "error":
+		// zapcore.ParseLevel also accepts dpanic, panic and fatal, which
+		// would hide errors; etcd itself only offers these four.
+		c.level, _ = zapcore.ParseLevel(strings.ToLower(levelName))
+	default:
+		return c, fmt.Errorf("etcd: Config.LogLevel %q is not valid: use one of debug, info, warn, error", cfg.LogLevel)
+	}
+
+	if c.readyTimeout < 0 {
+		return c, fmt.Errorf("etcd: Config.ReadyTimeout %s is negative: use a positive duration, or 0 for the default %s", c.readyTimeout, DefaultReadyTimeout)
+	}
+	if c.readyTimeout == 0 {
+		c.readyTimeout = DefaultReadyTimeout
+	}
+	return c, nil
+}
+
+// prepareDir creates the data directory if needed and checks that it is a
+// writable directory, so that etcd does not fail later in harder-to-read
+// ways.
+func prepareDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("etcd: cannot create data directory %q: %w; set Config.Dir to a directory this process can write", dir, err)
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("etcd: cannot use data directory %q: %w", dir, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("etcd: data directory %q exists but is not a directory; set Config.Dir to a directory", dir)
+	}
+	f, err := os.CreateTemp(dir, ".write-check-*")
+	if err != nil {
+		return fmt.Errorf("etcd: data directory %q is not writable: %w; fix its permissions or set Config.Dir to a writable directory", dir, err)
+	}
+	name := f.Name()
+	f.Close()
+	if err := os.Remove(name); err != nil {
+		return fmt.Errorf("etcd: data directory %q: cannot remove write-check file: %w", dir, err)
+	}
+	return nil
+}
+
+// start makes one attempt to start etcd and wait for it to be ready. keepLock
+// reports that the caller must not release lock: on success the Server owns
+// it; after a crash or an abandoned start, etcd may still hold the data
+// directory open.
+func start(ctx context.Context, c completed, lock *dirLock) (s *Server, keepLock bool, err error) {
+	clientPort, peerPort, err := pickPorts(c.host, c.clientPort, c.peerPort)
+	if err != nil {
+		return nil, false, err
+	}
+	clientURL := url.URL{Scheme: "http", Host: net.JoinHostPort(c.host, strconv.Itoa(clientPort))}
+	peerURL := url.URL{Scheme: "http", Host: net.JoinHostPort(c.host, strconv.Itoa(peerPort))}
+
+	state := &logState{}
+	ec := embed.NewConfig()
+	ec.Name = memberName
+	ec.Dir = c.dir
+	ec.ListenClientUrls = []url.URL{clientURL}
+	ec.AdvertiseClientUrls = []url.URL{clientURL}
+	ec.ListenPeerUrls = []url.URL{peerURL}
+	ec.AdvertisePeerUrls = []url.URL{peerURL}
+	// Only used when the member is new; a member already in Dir keeps its
+	// stored cluster membership.
+	ec.InitialCluster = ec.InitialClusterFromName(ec.Name)
+	ec.UnsafeNoFsync = c.noFsync
+	ec.LogLevel = c.level.String()
+	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(newLogger(c.logOutput, c.level, state))
+
+	timer := time.NewTimer(c.readyTimeout)
+	defer timer.Stop()
+
+	// embed.StartEtcd cannot be cancelled and may block (opening the
+	// database waits for its file lock), so it runs in its own goroutine.
+	type result struct {
+		e   *embed.Etcd
+		err error
+	}
+	started := make(chan result, 1)
+	go func() {
+		e, err := startEtcd(ec, state)
+		started <- result{e, err}
+	}()
+	abandon := func(why error) (*Server, bool, error) {
+		go func() {
+			r := <-started
+			if r.e != nil {
+				state.closing.Store(true)
+				r.e.Close()
+			}
+			if !isCrash(r.err) {
+				lock.release()
+			}
+		}()
+		return nil, true, why
+	}
+	var e *embed.Etcd
+	select {
+	case r := <-started:
+		if r.err != nil {
+			return nil, isCrash(r.err), fmt.Errorf("etcd: cannot start in %q (client %s, peer %s): %w", c.dir, clientURL.String(), peerURL.String(), r.err)
+		}
+		e = r.e
+	case <-ctx.Done():
+		return abandon(fmt.Errorf("etcd: start in %q cancelled while etcd was opening its data: %w", c.dir, ctx.Err()))
+	case <-timer.C:
+		return abandon(fmt.Errorf("etcd: still opening its data in %q after %s; set Config.LogOutput and Config.LogLevel \"info\" to see why, or raise Config.ReadyTimeout", c.dir, c.readyTimeout))
+	}
+
+	fail := func(err error) (*Server, bool, error) {
+		state.closing.Store(true)
+		e.Close()
+		return nil, false, err
+	}
+	select {
+	case <-e.Server.ReadyNotify():
+	case err := <-e.Err():
+		if err == nil {
+			err = errors.New("a listener stopped")
+		}
+		return fail(fmt.Errorf("etcd: failed while starting in %q: %w", c.dir, err))
+	case <-e.Server.StopNotify():
+		return fail(fmt.Errorf("etcd: stopped before it became ready in %q; set Config.LogOutput and Config.LogLevel \"info\" to see why", c.dir))
+	case <-ctx.Done():
+		return fail(fmt.Errorf("etcd: start in %q cancelled before it became ready: %w", c.dir, ctx.Err()))
+	case <-timer.C:
+		return fail(fmt.Errorf("etcd: not ready after %s in %q; set Config.LogOutput and Config.LogLevel \"info\" to see why, or raise Config.ReadyTimeout", c.readyTimeout, c.dir))
+	}
+
+	s = &Server{
+		etcd:        e,
+		dir:         c.dir,
+		clientURL:   clientURL.String(),
+		log:         state,
+		lock:        lock,
+		errc:        make(chan error, errBufferSize),
+		forwardDone: make(chan struct{}),
+	}
+	go s.forwardErrors()
+	return s, true, nil
+}
+
+// startEtcd calls embed.StartEtcd. Fatal and panic log calls made by etcd
+// while it starts (for example on a corrupt write-ahead log) would otherwise
+// exit or crash the process; the logger turns them into a panic carrying a
+// *startupAbort, recovered here and returned. Runtime panics inside etcd (it
+// dereferences nil on some damaged data directories) are recovered too.
+//
+// After such a crash etcd cannot clean up: its listeners and its open
+// database stay behind until the process exits. Start therefore keeps the
+// data directory lock, so later Starts on the same Dir fail at once instead
+// of blocking on the database's file lock.
+func startEtcd(ec *embed.Config, state *logState) (e *embed.Etcd, err error) {
+	state.starting.Store(true)
+	defer state.starting.Store(false)
+	defer func() {
+		if r := recover(); r != nil {
+			e = nil
+			if abort, ok := r.(*startupAbort); ok {
+				err = abort
+				return
+			}
+			// etcd does not check everything it reads from the
+			// data directory; a damaged or foreign directory can
+			// make it dereference nil.
+			err = &startupAbort{
+				msg: fmt.Sprintf("etcd crashed while opening its data (%v); the data directory is probably damaged or was not written by etcd: move it aside to start with an empty one, or restore it from a backup", r),
+			}
+		}
+	}()
+	return embed.StartEtcd(ec)
+}
+
+// isCrash reports whether err comes from a recovered etcd crash.
+func isCrash(err error) bool {
+	var abort *startupAbort
+	return errors.As(err, &abort)
+}
+
+// forwardErrors copies errors from etcd to s.errc until etcd's error channel
+// is closed by Close.
+func (s *Server) forwardErrors() {
+	defer close(s.forwardDone)
+	defer close(s.errc)
+	etcdErrs := s.etcd.Err()
+	stopped := s.etcd.Server.StopNotify()
+	for {
+		select {
+		case err, ok := <-etcdErrs:
+			if !ok {
+				return
+			}
+			if err == nil || s.log.closing.Load() {
+				continue
+			}
+			s.report(fmt.Errorf("etcd at %s: %w", s.clientURL, err))
+		case <-stopped:
+			stopped = nil
+			if !s.log.closing.Load() {
+				s.report(fmt.Errorf("etcd at %s stopped unexpectedly (data dir %q); set Config.LogOutput to see why", s.clientURL, s.dir))
+			}
+		}
+	}
+}
+
+// report sends err to s.errc without blocking; when nobody reads the channel
+// and it is full, later errors are dropped, since the first ones already say
+// that the server is broken.
+func (s *Server) report(err error) {
+	select {
+	case s.errc <- err:
+	default:
+	}
+}
+
+// pickPorts returns the configured ports, replacing zeros with ports that were
+// free on host a moment ago. Both listeners are held open together so the two
+// picked ports differ.
+func pickPorts(host string, clientPort, peerPort int) (int, int, error) {
+	ports := []int{clientPort, peerPort}
+	for i := range ports {
+		if ports[i] != 0 {
+			continue
+		}
+		l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+		if err != nil {
+			return 0, 0, fmt.Errorf("etcd: cannot find a free port on %q: %w; check Config.Host", host, err)
+		}
+		defer l.Close()
+		ports[i] = l.Addr().(*net.TCPAddr).Port
+	}
+	return ports[0], ports[1], nil
+}
+
+// inUsePort returns the port of the address a failed listen tried to bind,
+// or 0 if err does not say.
+func inUsePort(err error) int {
+	var op *net.OpError
+	if errors.As(err, &op) {
+		if a, ok := op.Addr.(*net.TCPAddr); ok {
+			return a.Port
+		}
+	}
+	return 0
+}
+
+func isAddrInUse(err error) bool {
+	return errors.Is(err, syscall.EADDRINUSE) || strings.Contains(err.Error(), "address already in use")
+}
