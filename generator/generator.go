@@ -129,7 +129,7 @@ func Generate(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if changed || len(plan.Write) > 0 || len(plan.Delete) > 0 {
+	if !o.Runtime.Skip && (changed || len(plan.Write) > 0 || len(plan.Delete) > 0) {
 		logf("go mod tidy")
 		if err := goModTidy(ctx, m.ModuleDir); err != nil {
 			return nil, err
@@ -152,7 +152,7 @@ func codegenInput(m *model.Model, generatedPkg string) codegen.Input {
 		for _, v := range g.Versions {
 			p := codegen.Package{ImportPath: v.ImportPath, Dir: v.Dir, Group: g.Name, GroupPackageName: g.PackageName, Version: v.Name}
 			for _, k := range v.Kinds {
-				p.Kinds = append(p.Kinds, codegen.Kind{Name: k.Name, NamespaceScoped: k.NamespaceScoped, HasStatus: k.HasStatus})
+				p.Kinds = append(p.Kinds, codegen.Kind{Name: k.Name, NamespaceScoped: k.NamespaceScoped, HasStatus: k.HasStatus, Plural: k.Plural})
 			}
 			in.Packages = append(in.Packages, p)
 		}

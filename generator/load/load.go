@@ -7,10 +7,12 @@
 package load
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -52,6 +54,9 @@ func Packages(ctx context.Context, dir string, patterns []string) (*Result, erro
 	if err != nil {
 		return nil, fmt.Errorf("loading %s: %w", strings.Join(patterns, " "), err)
 	}
+	// Only API packages matter: a pattern such as ./... also matches packages (generated
+	// clients among them) that need the generated files this load leaves out.
+	pkgs = slices.DeleteFunc(pkgs, func(p *packages.Package) bool { return !mentionsMarkers(p) })
 	var errs []string
 	seen := map[string]bool{}
 	for _, p := range pkgs {
@@ -72,7 +77,8 @@ func Packages(ctx context.Context, dir string, patterns []string) (*Result, erro
 		return nil, fmt.Errorf("the types packages do not compile; fix these first:\n\t%s", strings.Join(errs, "\n\t"))
 	}
 	if len(pkgs) == 0 {
-		return nil, fmt.Errorf("no packages match %s in %s", strings.Join(patterns, " "), abs)
+		return nil, fmt.Errorf("no API types packages (with +groupName, +genclient or +kubebuilder:object:root) match %s in %s",
+			strings.Join(patterns, " "), abs)
 	}
 	sort.Slice(pkgs, func(i, j int) bool { return pkgs[i].PkgPath < pkgs[j].PkgPath })
 	for _, p := range pkgs {
@@ -123,4 +129,31 @@ func relPos(msg string) string {
 		return rest
 	}
 	return msg
+}
+
+// apiMarkers are the markers that make a package an API types package.
+var apiMarkers = [][]byte{[]byte("+groupName"), []byte("+genclient"), []byte("+kubebuilder:object:root")}
+
+// mentionsMarkers reports whether any source file of p mentions an API marker. It reads
+// the files rather than the syntax so that packages that fail to parse are still seen.
+func mentionsMarkers(p *packages.Package) bool {
+	files := p.GoFiles
+	if len(files) == 0 {
+		files = p.CompiledGoFiles
+	}
+	for _, f := range append(files, p.IgnoredFiles...) {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		data, err := os.ReadFile(f)
+		if err != nil || bytes.Contains(data[:min(len(data), 4096)], []byte("// Code generated ")) {
+			continue
+		}
+		for _, m := range apiMarkers {
+			if bytes.Contains(data, m) {
+				return true
+			}
+		}
+	}
+	return len(files) == 0 && len(p.Errors) > 0
 }

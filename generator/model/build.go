@@ -24,6 +24,8 @@ import (
 
 const metav1Path = "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+var goIdentRE = regexp.MustCompile(`^[a-z][a-z0-9]*$`)
+
 var versionRE = regexp.MustCompile(`^v[1-9][0-9]*((alpha|beta)[1-9][0-9]*)?$`)
 
 // Build makes the model of the loaded packages. It returns the model and warnings, or an
@@ -187,10 +189,26 @@ func (b *builder) pkg(p *packages.Package) {
 	if !ok {
 		return
 	}
+	dir := packageDir(p)
+	pkgName := filepath.Base(filepath.Dir(dir))
+	if !goIdentRE.MatchString(pkgName) {
+		b.errorf(pkgPos, "put version packages in a directory named after the group, e.g. pkg/apis/shop/v1 (lower-case letters and digits)",
+			"directory %q above %s cannot name the group's Go packages (clients, listers, storage)", pkgName, verName)
+		return
+	}
+	if first, _, _ := strings.Cut(group, "."); strings.Contains(first, "-") {
+		b.errorf(gm.Pos, "choose a group whose first label has no '-', e.g. shopfront.example.com",
+			"the first label of group %s becomes Go identifiers in the clientset (%sV1()); it cannot contain '-'", group, first)
+		return
+	}
 	g := b.groups[group]
 	if g == nil {
-		g = &Group{Name: group, PackageName: groupPackageName(group)}
+		g = &Group{Name: group, PackageName: pkgName}
 		b.groups[group] = g
+	} else if g.PackageName != pkgName {
+		b.errorf(pkgPos, "keep every version of a group under one directory, e.g. pkg/apis/"+g.PackageName+"/"+verName,
+			"versions of group %s live under different directories (%s and %s)", group, g.PackageName, pkgName)
+		return
 	}
 	for _, v := range g.Versions {
 		if v.Name == verName {
@@ -199,7 +217,7 @@ func (b *builder) pkg(p *packages.Package) {
 			return
 		}
 	}
-	v := &Version{Group: g, Name: verName, ImportPath: p.PkgPath, PkgName: p.Name, Dir: packageDir(p), Pos: pkgPos}
+	v := &Version{Group: g, Name: verName, ImportPath: p.PkgPath, PkgName: p.Name, Dir: dir, Pos: pkgPos}
 	for _, d := range kindDecls {
 		if k := b.kind(p, v, d); k != nil {
 			v.Kinds = append(v.Kinds, k)
@@ -345,8 +363,8 @@ func (b *builder) checkServer(m *Model) {
 	short := map[string]*Kind{}
 	for _, g := range m.Groups {
 		if other, dup := pkgNames[g.PackageName]; dup {
-			b.errorf(g.Versions[0].Pos, "give one of the groups a different first label",
-				"groups %s and %s would both generate Go packages named %q", other, g.Name, g.PackageName)
+			b.errorf(g.Versions[0].Pos, "put the groups' versions under directories with different names",
+				"groups %s and %s both live in directories named %q, which name their Go packages", other, g.Name, g.PackageName)
 		}
 		pkgNames[g.PackageName] = g.Name
 		kinds := map[string]*Kind{}
@@ -373,17 +391,6 @@ func (b *builder) checkServer(m *Model) {
 			}
 		}
 	}
-}
-
-// groupPackageName is the first DNS label of a group, as a Go identifier.
-func groupPackageName(group string) string {
-	first, _, _ := strings.Cut(group, ".")
-	return strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
-			return r
-		}
-		return -1
-	}, first)
 }
 
 func packageDir(p *packages.Package) string {

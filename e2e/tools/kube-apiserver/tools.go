@@ -1,0 +1,9 @@
+//go:build tools
+
+// Package tools pins kube-apiserver for the aggregation end-to-end tests. This is a module
+// of its own because k8s.io/kubernetes can only be required with every staging module
+// replaced by its published version; `go build k8s.io/kubernetes/cmd/kube-apiserver` here
+// builds the binary the tests start.
+package tools
+
+import _ "k8s.io/kubernetes/cmd/kube-apiserver"

@@ -1,0 +1,494 @@
+package codegen
+
+import (
+	"bytes"
+	"context"
+	"go/format"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"k8s.io/gengo/v2/types"
+)
+
+const (
+	fixtureModule = "example.com/fixture"
+	fixtureTypes  = fixtureModule + "/pkg/apis/shop/v1"
+	fixtureHeader = "/*\nCopyright The Fixture Authors.\n*/\n"
+)
+
+// wantPaths is the complete output for the fixture.
+var wantPaths = []string{
+	"pkg/apis/shop/v1/zz_generated.deepcopy.go",
+	"pkg/apis/shop/v1/zz_generated.model_name.go",
+	"pkg/generated/applyconfiguration/internal/internal.go",
+	"pkg/generated/applyconfiguration/shop/v1/gadget.go",
+	"pkg/generated/applyconfiguration/shop/v1/gadgetspec.go",
+	"pkg/generated/applyconfiguration/shop/v1/widget.go",
+	"pkg/generated/applyconfiguration/shop/v1/widgetspec.go",
+	"pkg/generated/applyconfiguration/shop/v1/widgetstatus.go",
+	"pkg/generated/applyconfiguration/utils.go",
+	"pkg/generated/clientset/versioned/clientset.go",
+	"pkg/generated/clientset/versioned/fake/clientset_generated.go",
+	"pkg/generated/clientset/versioned/fake/doc.go",
+	"pkg/generated/clientset/versioned/fake/register.go",
+	"pkg/generated/clientset/versioned/scheme/doc.go",
+	"pkg/generated/clientset/versioned/scheme/register.go",
+	"pkg/generated/clientset/versioned/typed/shop/v1/doc.go",
+	"pkg/generated/clientset/versioned/typed/shop/v1/fake/doc.go",
+	"pkg/generated/clientset/versioned/typed/shop/v1/fake/fake_gadget.go",
+	"pkg/generated/clientset/versioned/typed/shop/v1/fake/fake_shop_client.go",
+	"pkg/generated/clientset/versioned/typed/shop/v1/fake/fake_widget.go",
+	"pkg/generated/clientset/versioned/typed/shop/v1/gadget.go",
+	"pkg/generated/clientset/versioned/typed/shop/v1/generated_expansion.go",
+	"pkg/generated/clientset/versioned/typed/shop/v1/shop_client.go",
+	"pkg/generated/clientset/versioned/typed/shop/v1/widget.go",
+	"pkg/generated/informers/externalversions/factory.go",
+	"pkg/generated/informers/externalversions/generic.go",
+	"pkg/generated/informers/externalversions/internalinterfaces/factory_interfaces.go",
+	"pkg/generated/informers/externalversions/shop/interface.go",
+	"pkg/generated/informers/externalversions/shop/v1/gadget.go",
+	"pkg/generated/informers/externalversions/shop/v1/interface.go",
+	"pkg/generated/informers/externalversions/shop/v1/widget.go",
+	"pkg/generated/listers/shop/v1/expansion_generated.go",
+	"pkg/generated/listers/shop/v1/gadget.go",
+	"pkg/generated/listers/shop/v1/widget.go",
+	"pkg/generated/openapi/zz_generated.openapi.go",
+}
+
+// copyFixture copies testdata/fixture into a fresh directory.
+func copyFixture(t *testing.T) string {
+	t.Helper()
+	dst := t.TempDir()
+	src := filepath.Join("testdata", "fixture")
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+func fixtureInput(dir string) Input {
+	return Input{
+		ModuleDir:  dir,
+		ModulePath: fixtureModule,
+		Header:     []byte(fixtureHeader),
+		// The fixture requires k8s.io/api (see its tools.go), so Scale's schema can be generated.
+		ExtraOpenAPIPackages: []string{"k8s.io/api/autoscaling/v1"},
+		Packages: []Package{{
+			ImportPath:       fixtureTypes,
+			Dir:              filepath.Join(dir, "pkg", "apis", "shop", "v1"),
+			Group:            "shop.example.com",
+			GroupPackageName: "shop",
+			Version:          "v1",
+			Kinds: []Kind{
+				{Name: "Widget", NamespaceScoped: true, HasStatus: true},
+				// No +genclient in the fixture: the tag is injected.
+				{Name: "Gadget"},
+			},
+		}},
+	}
+}
+
+// snapshot records every file under dir with its content and modification time.
+func snapshot(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	m := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		var b []byte
+		if !d.IsDir() {
+			if b, err = os.ReadFile(p); err != nil {
+				return err
+			}
+		}
+		m[p] = info.Mode().String() + " " + info.ModTime().String() + "\n" + string(b)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// isolateTemp points os.TempDir at an empty directory and fails the test if
+// Run leaves anything in it.
+func isolateTemp(t *testing.T) {
+	t.Helper()
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	t.Cleanup(func() {
+		if entries, _ := os.ReadDir(tmp); len(entries) > 0 {
+			t.Errorf("Run left %d entries in the temp dir, e.g. %s", len(entries), entries[0].Name())
+		}
+	})
+}
+
+func toolFor(p string) string {
+	switch {
+	case strings.HasSuffix(p, "/zz_generated.deepcopy.go"):
+		return toolDeepcopy
+	case strings.HasPrefix(p, "pkg/generated/openapi/"), strings.HasSuffix(p, "/zz_generated.model_name.go"):
+		return toolOpenAPI
+	case strings.HasPrefix(p, "pkg/generated/clientset/"):
+		return toolClient
+	case strings.HasPrefix(p, "pkg/generated/listers/"):
+		return toolLister
+	case strings.HasPrefix(p, "pkg/generated/informers/"):
+		return toolInformer
+	case strings.HasPrefix(p, "pkg/generated/applyconfiguration/"):
+		return toolApplyConfig
+	}
+	return ""
+}
+
+func paths(files []File) []string {
+	var out []string
+	for _, f := range files {
+		out = append(out, f.Path)
+	}
+	return out
+}
+
+func TestRun(t *testing.T) {
+	isolateTemp(t)
+	dir := copyFixture(t)
+	before := snapshot(t, dir)
+
+	files, stats, err := RunWithStats(context.Background(), fixtureInput(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("first run: load %v, total %v, steps %v", stats.Load, stats.Total, stats.Steps)
+
+	if got := paths(files); !slices.Equal(got, wantPaths) {
+		t.Errorf("paths:\ngot  %q\nwant %q", got, wantPaths)
+	}
+	const buildTag = "//go:build !ignore_autogenerated\n// +build !ignore_autogenerated\n\n"
+	argv0 := filepath.Base(os.Args[0])
+	for _, f := range files {
+		tool := toolFor(f.Path)
+		rest := f.Content
+		if tool == toolDeepcopy || tool == toolOpenAPI {
+			var ok bool
+			if rest, ok = bytes.CutPrefix(rest, []byte(buildTag)); !ok {
+				t.Errorf("%s: does not start with the build tag", f.Path)
+			}
+		}
+		wantHead := fixtureHeader + "\n" + generatedBy(tool) + "\n"
+		if !bytes.HasPrefix(rest, []byte(wantHead)) {
+			t.Errorf("%s: header:\n%s\nwant prefix:\n%s", f.Path, firstLines(f.Content, 10), wantHead)
+		}
+		if bytes.Contains(f.Content, []byte("Code generated by "+argv0)) {
+			t.Errorf("%s: names the test binary", f.Path)
+		}
+		if formatted, err := format.Source(f.Content); err != nil || !bytes.Equal(formatted, f.Content) {
+			t.Errorf("%s: not gofmt-clean (err %v)", f.Path, err)
+		}
+	}
+
+	// Injected tags had their effect: Widget gets status verbs, Gadget (no
+	// +genclient in the source) gets a cluster-scoped client without them.
+	content := map[string]string{}
+	for _, f := range files {
+		content[f.Path] = string(f.Content)
+	}
+	typed := "pkg/generated/clientset/versioned/typed/shop/v1/"
+	for _, c := range []struct{ file, want string }{
+		{typed + "widget.go", "UpdateStatus(ctx context.Context, widget *shopv1.Widget"},
+		{typed + "widget.go", "ApplyStatus(ctx context.Context, widget *"},
+		{typed + "shop_client.go", "func (c *ShopV1Client) Gadgets() GadgetInterface"},
+		{typed + "shop_client.go", "func (c *ShopV1Client) Widgets(namespace string) WidgetInterface"},
+		{typed + "shop_client.go", "features provided by the shop.example.com group"},
+		{"pkg/apis/shop/v1/zz_generated.deepcopy.go", "func (in *GadgetList) DeepCopyObject() runtime.Object"},
+		{"pkg/generated/openapi/zz_generated.openapi.go", `Description: "Widget is a namespaced thing with a status.",`},
+		{"pkg/generated/openapi/zz_generated.openapi.go", "schema_k8sio_api_autoscaling_v1_Scale(ref)"},
+		{"pkg/generated/openapi/zz_generated.openapi.go", "intstr.IntOrString{}.OpenAPIModelName():"},
+	} {
+		if !strings.Contains(content[c.file], c.want) {
+			t.Errorf("%s does not contain %q", c.file, c.want)
+		}
+	}
+	if strings.Contains(content[typed+"gadget.go"], "UpdateStatus") {
+		t.Errorf("gadget client has UpdateStatus despite HasStatus=false")
+	}
+
+	again, err := Run(context.Background(), fixtureInput(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(files, again) {
+		t.Errorf("second run differs")
+	}
+	if after := snapshot(t, dir); !reflect.DeepEqual(before, after) {
+		t.Errorf("Run changed the module directory")
+	}
+}
+
+func firstLines(b []byte, n int) string {
+	lines := strings.SplitN(string(b), "\n", n+1)
+	return strings.Join(lines[:min(n, len(lines))], "\n")
+}
+
+// TestRunOutputCompiles writes the output into a copy of the fixture and
+// builds and vets it. The fixture's register.go needs DeepCopyObject, so the
+// types package itself only compiles with the generated deepcopy.
+func TestRunOutputCompiles(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds client-go")
+	}
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("go not on PATH")
+	}
+	dir := copyFixture(t)
+	files, err := Run(context.Background(), fixtureInput(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		p := filepath.Join(dir, filepath.FromSlash(f.Path))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, f.Content, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The generated code needs client-go and kube-openapi. Offer tidy the
+	// parent module's checksums (a superset, same versions) so that it does
+	// not have to ask the checksum database.
+	parentSum, err := os.ReadFile(filepath.Join("..", "..", "go.sum"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := os.ReadFile(filepath.Join(dir, "go.sum"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go.sum"), append(sum, parentSum...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"mod", "tidy"}, {"build", "./..."}, {"vet", "./..."}} {
+		cmd := exec.Command(goBin, args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+}
+
+func TestRunIgnoresStaleGeneratedFiles(t *testing.T) {
+	isolateTemp(t)
+	dir := copyFixture(t)
+	clean, err := Run(context.Background(), fixtureInput(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What a previous run could have left behind: types that no longer
+	// exist, methods that clash, and a syntax error.
+	stale := `//go:build !ignore_autogenerated
+// +build !ignore_autogenerated
+
+// Code generated by deepcopy-gen. DO NOT EDIT.
+
+package v1
+
+import "k8s.io/apimachinery/pkg/runtime"
+
+func (in *Widget) DeepCopyInto(out *Widget) { out.Removed = in.Removed }
+
+func (in *Sprocket) DeepCopyObject() runtime.Object { return in }
+
+func (in *Widget) DeepCopyInto(out *Widget) {}
+
+this is not Go
+`
+	if err := os.WriteFile(filepath.Join(dir, "pkg", "apis", "shop", "v1", deepcopyFileName), []byte(stale), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	files, err := Run(context.Background(), fixtureInput(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(files, clean) {
+		t.Errorf("output with a stale deepcopy file differs from the clean output")
+	}
+}
+
+// TestRunSharedLoadMatchesSeparateLoads shows that sharing one load and
+// universe between the generators gives the same bytes as giving each its
+// own, as the standalone tools do.
+func TestRunSharedLoadMatchesSeparateLoads(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads six times")
+	}
+	dir := copyFixture(t)
+	shared, _, err := run(context.Background(), fixtureInput(dir), runOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	separate, _, err := run(context.Background(), fixtureInput(dir), runOptions{loadPerStep: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := paths(shared), paths(separate); !slices.Equal(got, want) {
+		t.Fatalf("paths differ:\nshared   %q\nseparate %q", got, want)
+	}
+	for i := range shared {
+		if !bytes.Equal(shared[i].Content, separate[i].Content) {
+			t.Errorf("%s differs between shared and separate loads", shared[i].Path)
+		}
+	}
+}
+
+func TestRunViolationReport(t *testing.T) {
+	dir := copyFixture(t)
+	in := fixtureInput(dir)
+	var report bytes.Buffer
+	in.ViolationReport = &report
+	if _, err := Run(context.Background(), in); err != nil {
+		t.Fatal(err)
+	}
+	// The fixture's own types follow the API rules; apimachinery's do not.
+	if want := "API rule violation: names_match,k8s.io/apimachinery/pkg/util/intstr,IntOrString,IntVal\n"; !strings.Contains(report.String(), want) {
+		t.Errorf("report does not contain %q:\n%s", want, report.String())
+	}
+	if strings.Contains(report.String(), fixtureTypes) {
+		t.Errorf("unexpected violations in the fixture:\n%s", report.String())
+	}
+}
+
+func TestRunInvalidInput(t *testing.T) {
+	dir := copyFixture(t)
+	for _, c := range []struct {
+		name   string
+		modify func(*Input)
+		want   string
+	}{
+		{"relative module dir", func(in *Input) { in.ModuleDir = "fixture" }, "not an absolute path"},
+		{"no module path", func(in *Input) { in.ModulePath = "" }, "ModulePath is empty"},
+		{"no packages", func(in *Input) { in.Packages = nil }, "no types packages"},
+		{"output outside module", func(in *Input) { in.OutputPkg = "example.com/other" }, "not inside module"},
+		{"header not a comment", func(in *Input) { in.Header = []byte("Copyright me\n") }, "Go comments only"},
+		{"version not last element", func(in *Input) { in.Packages[0].Version = "v2" }, "last element of the import path"},
+		{"group package name", func(in *Input) { in.Packages[0].GroupPackageName = "store" }, "parent directory"},
+		{"hyphenated first group label", func(in *Input) { in.Packages[0].Group = "my-shop.example.com" }, "first label is a Go identifier"},
+		{"core group", func(in *Input) { in.Packages[0].Group = "" }, "not a lower-case DNS subdomain"},
+		{"wrong dir", func(in *Input) { in.Packages[0].Dir = dir }, "Dir"},
+		{"duplicate kind", func(in *Input) { in.Packages[0].Kinds = append(in.Packages[0].Kinds, Kind{Name: "Widget"}) }, `kind "Widget" listed twice`},
+		{"kind is another kind's list", func(in *Input) { in.Packages[0].Kinds = append(in.Packages[0].Kinds, Kind{Name: "WidgetList"}) }, "list type of kind"},
+		{"unexported kind", func(in *Input) { in.Packages[0].Kinds[0].Name = "widget" }, "exported Go identifier"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			in := fixtureInput(dir)
+			in.Packages[0].Kinds = slices.Clone(in.Packages[0].Kinds)
+			c.modify(&in)
+			_, err := Run(context.Background(), in)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("err = %v, want it to contain %q", err, c.want)
+			}
+		})
+	}
+}
+
+// TestRunUnknownKind exercises the checks made on the loaded universe.
+func TestRunUnknownKind(t *testing.T) {
+	isolateTemp(t)
+	in := fixtureInput(copyFixture(t))
+	in.Packages[0].Kinds = append(in.Packages[0].Kinds, Kind{Name: "WidgetSpec"}, Kind{Name: "Sprocket"})
+	_, err := Run(context.Background(), in)
+	for _, want := range []string{
+		"type Sprocket not found",
+		"type WidgetSpec does not embed k8s.io/apimachinery/pkg/apis/meta/v1.TypeMeta",
+		"type WidgetSpecList not found",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("err = %v, want it to contain %q", err, want)
+		}
+	}
+}
+
+// TestRunKlogFatalBecomesError drives applyconfiguration-gen into its
+// klog.Fatalf with an unparsable schema: Run must return, not exit, and
+// clean up.
+func TestRunKlogFatalBecomesError(t *testing.T) {
+	isolateTemp(t)
+	in := fixtureInput(copyFixture(t))
+	in.OpenAPISchema = []byte("{not json")
+	_, err := Run(context.Background(), in)
+	if err == nil || !strings.Contains(err.Error(), "applyconfiguration-gen GetTargets: klog.Fatal") {
+		t.Fatalf("err = %v, want a klog.Fatal error from applyconfiguration-gen", err)
+	}
+}
+
+func TestRunCanceled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Run(ctx, fixtureInput(copyFixture(t))); err != context.Canceled {
+		t.Errorf("err = %v, want context.Canceled", err)
+	}
+}
+
+func TestInjectTags(t *testing.T) {
+	const pkgPath = "example.com/m/pkg/apis/shop/v1"
+	u := types.Universe{}
+	p := u.Package(pkgPath)
+	p.Comments = []string{"Package v1 is the v1 API.", "+groupName=old.example.com", "+k8s:deepcopy-gen=false", "+k8s:client-gen=false"}
+	widget := u.Type(types.Name{Package: pkgPath, Name: "Widget"})
+	widget.SecondClosestCommentLines = []string{"+genclient", "+genclient:method=Scale,verb=get,subresource=scale"}
+	widget.CommentLines = []string{"Widget is a widget.", "+genclient:noStatus", "+k8s:openapi-gen=false"}
+	list := u.Type(types.Name{Package: pkgPath, Name: "WidgetList"})
+	list.CommentLines = []string{"+k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object"}
+	helper := u.Type(types.Name{Package: pkgPath, Name: "Helper"})
+	helper.CommentLines = []string{"Helper helps.", "+genclient", "+genclient:nonNamespaced", "+k8s:deepcopy-gen=false"}
+
+	in := Input{Packages: []Package{{ImportPath: pkgPath, Group: "shop.example.com", Kinds: []Kind{{Name: "Widget"}}}}}
+	injectTags(u, in)
+	check := func() {
+		t.Helper()
+		for _, c := range []struct {
+			name      string
+			got, want []string
+		}{
+			{"package", p.Comments, []string{"Package v1 is the v1 API.", "+k8s:deepcopy-gen=package", "+k8s:openapi-gen=true", "+groupName=shop.example.com", "+k8s:openapi-model-package=com.example.m.pkg.apis.shop.v1"}},
+			{"package doc", p.DocComments, []string{"+k8s:deepcopy-gen=package", "+k8s:openapi-gen=true", "+groupName=shop.example.com", "+k8s:openapi-model-package=com.example.m.pkg.apis.shop.v1"}},
+			{"widget second", widget.SecondClosestCommentLines, []string{"+genclient:method=Scale,verb=get,subresource=scale"}},
+			{"widget", widget.CommentLines, []string{"Widget is a widget.", "+k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object", "+genclient", "+genclient:nonNamespaced", "+genclient:noStatus"}},
+			{"list", list.CommentLines, []string{"+k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object"}},
+			{"helper", helper.CommentLines, []string{"Helper helps.", "+k8s:deepcopy-gen=false"}},
+		} {
+			if !slices.Equal(c.got, c.want) {
+				t.Errorf("%s:\ngot  %q\nwant %q", c.name, c.got, c.want)
+			}
+		}
+	}
+	check()
+	injectTags(u, in) // idempotent
+	check()
+}
