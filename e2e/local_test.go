@@ -214,8 +214,8 @@ func TestLocalServer(t *testing.T) {
 			t.Errorf("merge patch: %v labels=%v generation=%d", err, p.GetLabels(), p.GetGeneration())
 		}
 		p, err = bc.Patch(ctx, "aurora", types.JSONPatchType, []byte(`[{"op":"replace","path":"/spec/dock","value":"south"}]`), metav1.PatchOptions{})
-		if dock, _, _ := unstructured.NestedString(p.Object, "spec", "dock"); err != nil || dock != "south" {
-			t.Errorf("json patch: %v dock=%q", err, dock)
+		if dock, _, _ := unstructured.NestedString(p.Object, "spec", "dock"); err != nil || dock != "south" || p.GetGeneration() != 3 {
+			t.Errorf("json patch: %v dock=%q generation=%d", err, dock, p.GetGeneration())
 		}
 	})
 
@@ -318,8 +318,23 @@ func TestLocalServer(t *testing.T) {
 		if err != nil || out != "west" {
 			t.Errorf("kubectl get -o jsonpath: %v %q", err, out)
 		}
+		out, err = kubectl(t, up.kubeconfig, "", "explain", "boat.spec.dock")
+		if err != nil || !strings.Contains(out, "Dock is the name of the Dock the boat berths at.") {
+			t.Errorf("kubectl explain: %v\n%s", err, out)
+		}
 		if out, err := kubectl(t, up.kubeconfig, "", "delete", "boat", "echo", "-n", ns); err != nil {
 			t.Errorf("kubectl delete: %v\n%s", err, out)
+		}
+	})
+
+	t.Run("generated tree is clean", func(t *testing.T) {
+		if out := run(t, dir, "gofmt", "-l", "."); strings.TrimSpace(out) != "" {
+			t.Errorf("gofmt -l lists files:\n%s", out)
+		}
+		run(t, dir, "go", "vet", "./...")
+		out := run(t, dir, aagen(t), "generate", "--verify", "./pkg/apis/...")
+		if !strings.Contains(out, "up to date") {
+			t.Errorf("verify: %s", out)
 		}
 	})
 
@@ -331,7 +346,7 @@ func TestLocalServer(t *testing.T) {
 	if err != nil {
 		t.Fatalf("after restart: %v", err)
 	}
-	if phase, _, _ := unstructured.NestedString(got.Object, "status", "phase"); phase != "Berthed" || got.GetGeneration() != 2 {
+	if phase, _, _ := unstructured.NestedString(got.Object, "status", "phase"); phase != "Berthed" || got.GetGeneration() != 3 {
 		t.Errorf("after restart: phase=%q generation=%d", phase, got.GetGeneration())
 	}
 	if _, err := os.Stat(filepath.Join(dir, ".aagen", "etcd")); err != nil {
