@@ -369,3 +369,15 @@ func statusOf(t *testing.T, cfg *rest.Config, path string) int {
 	_ = json.NewDecoder(resp.Body).Decode(&status)
 	return resp.StatusCode
 }
+
+// TestExampleTests runs the example project's own tests (generated clientset, informers,
+// listers, apply configurations and OpenAPI against an in-process server) in a fresh copy,
+// as a user of the generated project would.
+func TestExampleTests(t *testing.T) {
+	skipShort(t)
+	dir := t.TempDir()
+	copyTree(t, filepath.Join(repoRoot(t), "testdata/example"), dir, nil)
+	run(t, dir, aagen(t), "generate", "./pkg/apis/...")
+	out := run(t, dir, "go", "test", "-count=1", "./...")
+	t.Log(tail(out, 2000))
+}

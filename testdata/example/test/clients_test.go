@@ -1,0 +1,227 @@
+// Package test exercises the generated server with the generated clients: the way a
+// controller author uses them. It is hand-written (aagen does not generate or touch it).
+package test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/kube-openapi/pkg/spec3"
+
+	"github.com/aagen-dev/aagen/runtime/servertest"
+
+	marinav1alpha1 "example.com/marina/pkg/apis/marina/v1alpha1"
+	"example.com/marina/pkg/apiserver"
+	applymarina "example.com/marina/pkg/generated/applyconfiguration/marina/v1alpha1"
+	"example.com/marina/pkg/generated/clientset/versioned"
+	"example.com/marina/pkg/generated/clientset/versioned/fake"
+	"example.com/marina/pkg/generated/informers/externalversions"
+)
+
+func startServer(t *testing.T) *versioned.Clientset {
+	t.Helper()
+	spec, err := apiserver.NewSpec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := servertest.Start(t, spec)
+	return versioned.NewForConfigOrDie(srv.Config)
+}
+
+func newBoat(name string, length int32) *marinav1alpha1.Boat {
+	return &marinav1alpha1.Boat{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "harbour", Labels: map[string]string{"fleet": "blue"}},
+		Spec:       marinav1alpha1.BoatSpec{Dock: "north", LengthMeters: length},
+	}
+}
+
+func TestClients(t *testing.T) {
+	cs := startServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	boats := cs.MarinaV1alpha1().Boats("harbour")
+
+	// Informer and lister from the generated factory, started before any object exists.
+	factory := externalversions.NewSharedInformerFactoryWithOptions(cs, 0, externalversions.WithNamespace("harbour"))
+	informer := factory.Marina().V1alpha1().Boats()
+	events := make(chan string, 16)
+	_, err := informer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { events <- "add " + obj.(*marinav1alpha1.Boat).Name },
+		UpdateFunc: func(_, obj any) { events <- "update " + obj.(*marinav1alpha1.Boat).Name },
+		DeleteFunc: func(obj any) {
+			if b, ok := obj.(*marinav1alpha1.Boat); ok {
+				events <- "delete " + b.Name
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopInformers := make(chan struct{})
+	factory.Start(stopInformers)
+	defer func() {
+		close(stopInformers)
+		factory.Shutdown()
+	}()
+	factory.WaitForCacheSync(ctx.Done())
+	expect := func(want string) {
+		t.Helper()
+		select {
+		case got := <-events:
+			if got != want {
+				t.Fatalf("informer event %q, want %q", got, want)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("informer event %q did not arrive", want)
+		}
+	}
+
+	// Typed CRUD.
+	created, err := boats.Create(ctx, newBoat("aurora", 12), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect("add aurora")
+	created.Spec.LengthMeters = 13
+	updated, err := boats.Update(ctx, created, metav1.UpdateOptions{})
+	if err != nil || updated.Generation != 2 {
+		t.Fatalf("update: %v generation=%d", err, updated.Generation)
+	}
+	expect("update aurora")
+	updated.Status.Phase = "Berthed"
+	st, err := boats.UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+	if err != nil || st.Status.Phase != "Berthed" {
+		t.Fatalf("update status: %v %+v", err, st.Status)
+	}
+	expect("update aurora")
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		b, err := informer.Lister().Boats("harbour").Get("aurora")
+		return err == nil && b.Status.Phase == "Berthed", nil
+	}); err != nil {
+		t.Fatalf("lister never saw the status update: %v", err)
+	}
+	listed, err := informer.Lister().List(labels.SelectorFromSet(labels.Set{"fleet": "blue"}))
+	if err != nil || len(listed) != 1 {
+		t.Fatalf("lister list: %v, %d items", err, len(listed))
+	}
+	list, err := boats.List(ctx, metav1.ListOptions{LabelSelector: "fleet=blue"})
+	if err != nil || len(list.Items) != 1 {
+		t.Fatalf("list: %v, %d items", err, len(list.Items))
+	}
+
+	// Server-side apply with apply configurations: two managers, one field, a conflict.
+	apply := applymarina.Boat("aurora", "harbour").WithSpec(applymarina.BoatSpec().WithDock("north").WithLengthMeters(13))
+	if _, err := boats.Apply(ctx, apply, metav1.ApplyOptions{FieldManager: "owner"}); err != nil {
+		t.Fatalf("apply by owner: %v", err)
+	}
+	expect("update aurora")
+	other := applymarina.Boat("aurora", "harbour").WithSpec(applymarina.BoatSpec().WithDock("south").WithLengthMeters(13))
+	_, err = boats.Apply(ctx, other, metav1.ApplyOptions{FieldManager: "intruder"})
+	if !apierrors.IsConflict(err) || !strings.Contains(err.Error(), ".spec.dock") || !strings.Contains(err.Error(), `"owner"`) {
+		t.Fatalf("conflicting apply: want 409 naming .spec.dock and manager owner, got %v", err)
+	}
+	forced, err := boats.Apply(ctx, other, metav1.ApplyOptions{FieldManager: "intruder", Force: true})
+	if err != nil || forced.Spec.Dock != "south" {
+		t.Fatalf("forced apply: %v %+v", err, forced.Spec)
+	}
+	expect("update aurora")
+	managers := map[string]bool{}
+	for _, mf := range forced.ManagedFields {
+		managers[mf.Manager] = true
+	}
+	if !managers["intruder"] || !managers["owner"] {
+		t.Errorf("managedFields managers: %v", managers)
+	}
+	// Applying status through the main resource is reset; through /status it sticks.
+	withStatus := applymarina.Boat("aurora", "harbour").WithStatus(applymarina.BoatStatus().WithBerth(7))
+	applied, err := boats.ApplyStatus(ctx, withStatus, metav1.ApplyOptions{FieldManager: "harbour-master", Force: true})
+	if err != nil || applied.Status.Berth != 7 || applied.Spec.Dock != "south" {
+		t.Fatalf("apply status: %v %+v %+v", err, applied.Status, applied.Spec)
+	}
+	expect("update aurora")
+
+	// Cluster-scoped kind.
+	dock := &marinav1alpha1.Dock{ObjectMeta: metav1.ObjectMeta{Name: "north"}, Spec: marinav1alpha1.DockSpec{Berths: 4}}
+	if _, err := cs.MarinaV1alpha1().Docks().Create(ctx, dock, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := boats.Delete(ctx, "aurora", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	expect("delete aurora")
+	if _, err := boats.Get(ctx, "aurora", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("get after delete: %v", err)
+	}
+}
+
+// TestOpenAPIV3 parses the published OpenAPI v3 document of the group-version with
+// kube-openapi and checks every kind and its fields are there, with their docs.
+func TestOpenAPIV3(t *testing.T) {
+	cs := startServer(t)
+	raw, err := cs.Discovery().RESTClient().Get().AbsPath("/openapi/v3/apis/marina.example.com/v1alpha1").DoRaw(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc spec3.OpenAPI
+	if err := doc.UnmarshalJSON(raw); err != nil {
+		t.Fatalf("not a valid OpenAPI v3 document: %v", err)
+	}
+	if !strings.HasPrefix(doc.Version, "3.") {
+		t.Errorf("openapi version %q", doc.Version)
+	}
+	want := map[string][]string{
+		"com.example.marina.pkg.apis.marina.v1alpha1.Boat":     {"apiVersion", "kind", "metadata", "spec", "status"},
+		"com.example.marina.pkg.apis.marina.v1alpha1.BoatSpec": {"dock", "lengthMeters", "crew", "sails"},
+		"com.example.marina.pkg.apis.marina.v1alpha1.Dock":     {"apiVersion", "kind", "metadata", "spec"},
+		"com.example.marina.pkg.apis.marina.v1alpha1.DockSpec": {"berths", "depth", "amenities"},
+	}
+	for name, fields := range want {
+		s, ok := doc.Components.Schemas[name]
+		if !ok {
+			t.Errorf("schema %s missing", name)
+			continue
+		}
+		for _, f := range fields {
+			if _, ok := s.Properties[f]; !ok {
+				t.Errorf("%s has no property %s", name, f)
+			}
+		}
+	}
+	boat := doc.Components.Schemas["com.example.marina.pkg.apis.marina.v1alpha1.Boat"]
+	if boat == nil || boat.Extensions["x-kubernetes-group-version-kind"] == nil {
+		t.Errorf("Boat has no x-kubernetes-group-version-kind extension")
+	}
+	if spec := doc.Components.Schemas["com.example.marina.pkg.apis.marina.v1alpha1.BoatSpec"]; spec != nil {
+		if d := spec.Properties["dock"].Description; d != "Dock is the name of the Dock the boat berths at." {
+			t.Errorf("dock description %q", d)
+		}
+	}
+	if len(doc.Paths.Paths) == 0 {
+		t.Errorf("no paths")
+	}
+}
+
+// TestFakeClientset shows the generated fake clientset in a plain unit test.
+func TestFakeClientset(t *testing.T) {
+	cs := fake.NewClientset(newBoat("aurora", 12))
+	ctx := context.Background()
+	got, err := cs.MarinaV1alpha1().Boats("harbour").Get(ctx, "aurora", metav1.GetOptions{})
+	if err != nil || got.Spec.LengthMeters != 12 {
+		t.Fatalf("get: %v %+v", err, got)
+	}
+	if _, err := cs.MarinaV1alpha1().Docks().Create(ctx, &marinav1alpha1.Dock{ObjectMeta: metav1.ObjectMeta{Name: "north"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	docks, err := cs.MarinaV1alpha1().Docks().List(ctx, metav1.ListOptions{})
+	if err != nil || len(docks.Items) != 1 {
+		t.Fatalf("list docks: %v %v", err, docks)
+	}
+}
