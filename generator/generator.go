@@ -13,6 +13,7 @@ import (
 	"io"
 	"path"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"time"
@@ -37,6 +38,8 @@ type Options struct {
 	GeneratedDir string
 	// Runtime says how the module reaches aagen's runtime (see RuntimeRef).
 	Runtime RuntimeRef
+	// Deploy configures the deploy manifests.
+	Deploy emit.DeployOptions
 	// Verify compares instead of writing: the run fails if the tree is out of date.
 	Verify bool
 	// Log receives progress lines; nil discards them.
@@ -100,9 +103,21 @@ func Generate(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	all = append(all, own...)
+	if o.Deploy.GoVersion == "" {
+		o.Deploy.GoVersion = goMinor()
+	}
+	deploy, err := emit.Deploy(m, emit.Options{ServerName: res.ServerName, GeneratedPkg: generatedPkg}, o.Deploy)
+	if err != nil {
+		return nil, err
+	}
+	all = append(all, deploy...)
 	logf("generated %d files (%.1fs)", len(all), time.Since(t).Seconds())
 
-	scan := []string{o.GeneratedDir, "pkg/apiserver", "pkg/registry"}
+	deployDir := o.Deploy.Dir
+	if deployDir == "" {
+		deployDir = "config/deploy"
+	}
+	scan := []string{o.GeneratedDir, "pkg/apiserver", "pkg/registry", deployDir}
 	for _, g := range m.Groups {
 		for _, v := range g.Versions {
 			rel, _ := filepath.Rel(m.ModuleDir, v.Dir)
@@ -173,4 +188,14 @@ func summary(m *model.Model) string {
 		}
 	}
 	return strings.Join(parts, "; ")
+}
+
+// goMinor is the Go version of this toolchain as "1.N", for the Dockerfile.
+func goMinor() string {
+	v := strings.TrimPrefix(runtime.Version(), "go")
+	parts := strings.SplitN(v, ".", 3)
+	if len(parts) >= 2 {
+		return parts[0] + "." + parts[1]
+	}
+	return v
 }

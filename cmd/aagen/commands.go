@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/aagen-dev/aagen/generator"
+	"github.com/aagen-dev/aagen/generator/emit"
 )
 
 func newRootCommand() *cobra.Command {
@@ -41,6 +42,7 @@ type generateFlags struct {
 	version      string
 	noGoMod      bool
 	verify       bool
+	deploy       emit.DeployOptions
 }
 
 func (f *generateFlags) add(cmd *cobra.Command, withVerify bool) {
@@ -51,6 +53,12 @@ func (f *generateFlags) add(cmd *cobra.Command, withVerify bool) {
 	fs.StringVar(&f.replace, "aagen-replace", "", "aagen checkout the module's go.mod replaces the runtime with (default: the checkout this aagen was built from)")
 	fs.StringVar(&f.version, "aagen-version", "", "require this published aagen version instead of a replace")
 	fs.BoolVar(&f.noGoMod, "no-go-mod", false, "leave go.mod alone (no runtime requirement, no go mod tidy)")
+	fs.StringVar(&f.deploy.Dir, "deploy-dir", "config/deploy", "module-relative directory for the deploy manifests")
+	fs.StringVar(&f.deploy.Namespace, "namespace", "", "namespace the server is deployed to (default: the server name)")
+	fs.StringVar(&f.deploy.Image, "image", "", "container image of the server (default <name>:latest)")
+	fs.StringSliceVar(&f.deploy.EtcdServers, "etcd-servers", nil, "use this external etcd cluster instead of deploying a 3-member etcd StatefulSet")
+	fs.StringVar(&f.deploy.EtcdImage, "etcd-image", emit.DefaultEtcdImage, "image of the etcd StatefulSet")
+	fs.BoolVar(&f.deploy.CertManager, "cert-manager", false, "let cert-manager issue the serving certificate and inject the CA into the APIServices (instead of local certificates in <deploy-dir>/certs)")
 	if withVerify {
 		fs.BoolVar(&f.verify, "verify", false, "write nothing; fail listing the generated files that are out of date")
 	}
@@ -64,6 +72,7 @@ func (f *generateFlags) options(patterns []string, log io.Writer) generator.Opti
 		GeneratedDir: f.generatedDir,
 		Runtime:      generator.RuntimeRef{Replace: f.replace, Version: f.version, Skip: f.noGoMod},
 		Verify:       f.verify,
+		Deploy:       f.deploy,
 		Log:          log,
 	}
 }

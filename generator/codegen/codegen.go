@@ -69,8 +69,19 @@ type Input struct {
 	// that imports the generated openapi package). It is passed to
 	// applyconfiguration-gen as --openapi-schema, which then embeds the
 	// structured-merge-diff schema in applyconfiguration/internal and
-	// generates Extract functions. Empty: no schema, no Extract functions.
+	// generates Extract functions. Empty: Run computes the document itself
+	// in the models-schema step (see doc.go, "Apply schema"), unless
+	// SkipApplySchema is set. A non-empty OpenAPISchema wins over both.
 	OpenAPISchema []byte
+	// SkipApplySchema skips the models-schema step: applyconfiguration/internal
+	// then holds an empty schema, there are no Extract<Kind> functions, and
+	// the fake clientset's NewClientset fails on the served kinds ("no type
+	// found matching"). The step runs the go command (`go run` of a small
+	// program that imports the generated openapi package): about 0.5 to 1s
+	// with a warm build cache, tens of seconds with a cold one, and it may
+	// download modules. Meant for tests and callers that only need the
+	// other files quickly.
+	SkipApplySchema bool
 	// ExtraOpenAPIPackages are further packages whose types openapi-gen
 	// defines, e.g. k8s.io/api/autoscaling/v1 for a /scale subresource. The
 	// user's module must require their modules.
@@ -86,11 +97,13 @@ type File struct {
 // Stats describes one Run, for logging and benchmarks.
 type Stats struct {
 	Load  time.Duration // the single gengo package load, universe and tag injection
-	Steps []StepStat    // one per generator, in execution order
+	Steps []StepStat    // one per step, in execution order
 	Total time.Duration
 }
 
-// StepStat is the time one generator took (GetTargets and ExecuteTargets).
+// StepStat is the time one generator took (GetTargets and ExecuteTargets),
+// or the models-schema step (Tool "models-schema": building and running the
+// program that prints the apply schema).
 type StepStat struct {
 	Tool     string
 	Duration time.Duration
@@ -105,12 +118,15 @@ type StepStat struct {
 //   - <OutputPkg>/clientset/versioned (with fake),
 //   - <OutputPkg>/listers,
 //   - <OutputPkg>/informers/externalversions,
-//   - <OutputPkg>/applyconfiguration.
+//   - <OutputPkg>/applyconfiguration, with the structured-merge-diff schema
+//     of the generated openapi definitions and Extract functions (see
+//     doc.go, "Apply schema").
 //
 // It returns the files sorted by path and writes nothing under ModuleDir.
 // Runs are serialised within a process (see doc.go, "klog.Fatal"). ctx is
-// checked before the load and between generators; neither the load nor a
-// running generator can be interrupted.
+// checked before the load and between steps, and cancelling it kills the go
+// command of the models-schema step; neither the load nor a running
+// generator can be interrupted.
 func Run(ctx context.Context, in Input) ([]File, error) {
 	files, _, err := run(ctx, in, runOptions{})
 	return files, err

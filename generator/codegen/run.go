@@ -43,13 +43,15 @@ type runOptions struct {
 }
 
 // step is one generator: its name systems, the packages it sees as inputs
-// (Context.Inputs) and its GetTargets.
+// (Context.Inputs) and its GetTargets; or, if action is set, a step that
+// runs no generator (models-schema).
 type step struct {
 	tool          string
 	nameSystems   namer.NameSystems
 	defaultSystem string
 	inputs        []string
 	targets       func(*generator.Context) []generator.Target
+	action        func(context.Context) error
 }
 
 func run(ctx context.Context, in Input, opts runOptions) (files []File, stats Stats, err error) {
@@ -74,14 +76,23 @@ func run(ctx context.Context, in Input, opts runOptions) (files []File, stats St
 	defer os.RemoveAll(tmp)
 	root := filepath.Join(tmp, "out") // mirrors ModuleDir
 	schemaPath := ""
-	if len(in.OpenAPISchema) > 0 {
+	var schemaAction func(context.Context) error
+	switch {
+	case len(in.OpenAPISchema) > 0: // the caller's schema wins
 		schemaPath = filepath.Join(tmp, "openapi-schema.json")
 		if err := os.WriteFile(schemaPath, in.OpenAPISchema, 0o600); err != nil {
 			return nil, stats, fmt.Errorf("codegen: %w", err)
 		}
+	case !in.SkipApplySchema:
+		// Written by the models-schema step, before applyconfiguration-gen
+		// reads it in its GetTargets.
+		schemaPath = filepath.Join(tmp, "openapi-schema.json")
+		schemaAction = func(ctx context.Context) error {
+			return modelsSchema(ctx, in, root, filepath.Join(tmp, "models-schema"), schemaPath)
+		}
 	}
 
-	steps, err := in.steps(schemaPath)
+	steps, err := in.steps(schemaPath, schemaAction)
 	if err != nil {
 		return nil, stats, err
 	}
@@ -98,7 +109,9 @@ func run(ctx context.Context, in Input, opts runOptions) (files []File, stats St
 			return nil, stats, err
 		}
 		for i, st := range steps {
-			contexts[i] = st.context(base)
+			if st.action == nil {
+				contexts[i] = st.context(base)
+			}
 		}
 		stats.Load = time.Since(t0)
 	}
@@ -109,6 +122,13 @@ func run(ctx context.Context, in Input, opts runOptions) (files []File, stats St
 			return nil, stats, err
 		}
 		t0 := time.Now()
+		if st.action != nil {
+			if err := st.action(ctx); err != nil {
+				return nil, stats, err
+			}
+			stats.Steps = append(stats.Steps, StepStat{Tool: st.tool, Duration: time.Since(t0)})
+			continue
+		}
 		c := contexts[i]
 		if opts.loadPerStep {
 			base, err := load(in)
@@ -219,8 +239,11 @@ func (in Input) violationReport() io.Writer {
 // steps configures the six generators like kube_codegen.sh does, but through
 // their args structs instead of flags. No GoHeaderFile is set, so
 // gengo.GoBoilerplate never reads a file (no klog.Fatal there); the license
-// header is added by stagedTarget.
-func (in Input) steps(schemaPath string) ([]step, error) {
+// header is added by stagedTarget. schemaPath, if not empty, is the
+// --openapi-schema of applyconfiguration-gen; schema, if not nil, writes it
+// and runs as the models-schema step, after the openapi steps (whose output
+// it compiles) and before applyconfiguration-gen.
+func (in Input) steps(schemaPath string, schema func(context.Context) error) ([]step, error) {
 	types := in.typesPackages()
 	all := in.loadPatterns()
 	slices.Sort(all)
@@ -274,7 +297,7 @@ func (in Input) steps(schemaPath string) ([]step, error) {
 		}
 	}
 	// Plural exceptions are empty: nothing for PluralExceptionListToMapOrDie to die on.
-	return []step{
+	steps := []step{
 		{
 			tool: toolDeepcopy, nameSystems: deepcopygen.NameSystems(), defaultSystem: deepcopygen.DefaultNameSystem(),
 			inputs:  types,
@@ -296,6 +319,7 @@ func (in Input) steps(schemaPath string) ([]step, error) {
 				return openapigen.GetOpenAPITargets(c, oa, openAPIHeader)
 			},
 		},
+		{tool: toolModelsSchema, action: schema},
 		{
 			tool: toolApplyConfig, nameSystems: acgen.NameSystems(), defaultSystem: acgen.DefaultNameSystem(),
 			inputs:  types,
@@ -319,7 +343,8 @@ func (in Input) steps(schemaPath string) ([]step, error) {
 			inputs:        types,
 			targets:       func(c *generator.Context) []generator.Target { return informergen.GetTargets(c, ia) },
 		},
-	}, nil
+	}
+	return slices.DeleteFunc(steps, func(st step) bool { return st.tool == toolModelsSchema && st.action == nil }), nil
 }
 
 // clientGroups builds client-gen's Groups the way its --input-base/--input

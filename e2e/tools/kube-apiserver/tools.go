@@ -3,7 +3,9 @@
 // Package tools pins kube-apiserver for the aggregation end-to-end tests. This is a module
 // of its own because k8s.io/kubernetes can only be required with every staging module
 // replaced by its published version; `go build k8s.io/kubernetes/cmd/kube-apiserver` here
-// builds the binary the tests start.
+// builds the binary the tests start, and kube-controller-manager runs the ClusterRole aggregation controller.
 package tools
 
 import _ "k8s.io/kubernetes/cmd/kube-apiserver"
+
+import _ "k8s.io/kubernetes/cmd/kube-controller-manager"

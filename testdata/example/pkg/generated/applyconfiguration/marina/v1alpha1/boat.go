@@ -3,8 +3,11 @@
 package v1alpha1
 
 import (
+	marinav1alpha1 "example.com/marina/pkg/apis/marina/v1alpha1"
+	internal "example.com/marina/pkg/generated/applyconfiguration/internal"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	types "k8s.io/apimachinery/pkg/types"
+	managedfields "k8s.io/apimachinery/pkg/util/managedfields"
 	v1 "k8s.io/client-go/applyconfigurations/meta/v1"
 )
 
@@ -30,6 +33,47 @@ func Boat(name, namespace string) *BoatApplyConfiguration {
 	b.WithKind("Boat")
 	b.WithAPIVersion("marina.example.com/v1alpha1")
 	return b
+}
+
+// ExtractBoatFrom extracts the applied configuration owned by fieldManager from
+// boat for the specified subresource. Pass an empty string for subresource to extract
+// the main resource. Common subresources include "status", "scale", etc.
+// boat must be a unmodified Boat API object that was retrieved from the Kubernetes API.
+// ExtractBoatFrom provides a way to perform a extract/modify-in-place/apply workflow.
+// Note that an extracted apply configuration will contain fewer fields than what the fieldManager previously
+// applied if another fieldManager has updated or force applied any of the previously applied fields.
+func ExtractBoatFrom(boat *marinav1alpha1.Boat, fieldManager string, subresource string) (*BoatApplyConfiguration, error) {
+	b := &BoatApplyConfiguration{}
+	err := managedfields.ExtractInto(boat, internal.Parser().Type("com.example.marina.pkg.apis.marina.v1alpha1.Boat"), fieldManager, b, subresource)
+	if err != nil {
+		return nil, err
+	}
+	b.WithName(boat.Name)
+	b.WithNamespace(boat.Namespace)
+
+	b.WithKind("Boat")
+	b.WithAPIVersion("marina.example.com/v1alpha1")
+	return b, nil
+}
+
+// ExtractBoat extracts the applied configuration owned by fieldManager from
+// boat. If no managedFields are found in boat for fieldManager, a
+// BoatApplyConfiguration is returned with only the Name, Namespace (if applicable),
+// APIVersion and Kind populated. It is possible that no managed fields were found for because other
+// field managers have taken ownership of all the fields previously owned by fieldManager, or because
+// the fieldManager never owned fields any fields.
+// boat must be a unmodified Boat API object that was retrieved from the Kubernetes API.
+// ExtractBoat provides a way to perform a extract/modify-in-place/apply workflow.
+// Note that an extracted apply configuration will contain fewer fields than what the fieldManager previously
+// applied if another fieldManager has updated or force applied any of the previously applied fields.
+func ExtractBoat(boat *marinav1alpha1.Boat, fieldManager string) (*BoatApplyConfiguration, error) {
+	return ExtractBoatFrom(boat, fieldManager, "")
+}
+
+// ExtractBoatStatus extracts the applied configuration owned by fieldManager from
+// boat for the status subresource.
+func ExtractBoatStatus(boat *marinav1alpha1.Boat, fieldManager string) (*BoatApplyConfiguration, error) {
+	return ExtractBoatFrom(boat, fieldManager, "status")
 }
 
 func (b BoatApplyConfiguration) IsApplyConfiguration() {}

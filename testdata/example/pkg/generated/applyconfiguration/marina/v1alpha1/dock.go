@@ -3,8 +3,11 @@
 package v1alpha1
 
 import (
+	marinav1alpha1 "example.com/marina/pkg/apis/marina/v1alpha1"
+	internal "example.com/marina/pkg/generated/applyconfiguration/internal"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	types "k8s.io/apimachinery/pkg/types"
+	managedfields "k8s.io/apimachinery/pkg/util/managedfields"
 	v1 "k8s.io/client-go/applyconfigurations/meta/v1"
 )
 
@@ -27,6 +30,40 @@ func Dock(name string) *DockApplyConfiguration {
 	b.WithKind("Dock")
 	b.WithAPIVersion("marina.example.com/v1alpha1")
 	return b
+}
+
+// ExtractDockFrom extracts the applied configuration owned by fieldManager from
+// dock for the specified subresource. Pass an empty string for subresource to extract
+// the main resource. Common subresources include "status", "scale", etc.
+// dock must be a unmodified Dock API object that was retrieved from the Kubernetes API.
+// ExtractDockFrom provides a way to perform a extract/modify-in-place/apply workflow.
+// Note that an extracted apply configuration will contain fewer fields than what the fieldManager previously
+// applied if another fieldManager has updated or force applied any of the previously applied fields.
+func ExtractDockFrom(dock *marinav1alpha1.Dock, fieldManager string, subresource string) (*DockApplyConfiguration, error) {
+	b := &DockApplyConfiguration{}
+	err := managedfields.ExtractInto(dock, internal.Parser().Type("com.example.marina.pkg.apis.marina.v1alpha1.Dock"), fieldManager, b, subresource)
+	if err != nil {
+		return nil, err
+	}
+	b.WithName(dock.Name)
+
+	b.WithKind("Dock")
+	b.WithAPIVersion("marina.example.com/v1alpha1")
+	return b, nil
+}
+
+// ExtractDock extracts the applied configuration owned by fieldManager from
+// dock. If no managedFields are found in dock for fieldManager, a
+// DockApplyConfiguration is returned with only the Name, Namespace (if applicable),
+// APIVersion and Kind populated. It is possible that no managed fields were found for because other
+// field managers have taken ownership of all the fields previously owned by fieldManager, or because
+// the fieldManager never owned fields any fields.
+// dock must be a unmodified Dock API object that was retrieved from the Kubernetes API.
+// ExtractDock provides a way to perform a extract/modify-in-place/apply workflow.
+// Note that an extracted apply configuration will contain fewer fields than what the fieldManager previously
+// applied if another fieldManager has updated or force applied any of the previously applied fields.
+func ExtractDock(dock *marinav1alpha1.Dock, fieldManager string) (*DockApplyConfiguration, error) {
+	return ExtractDockFrom(dock, fieldManager, "")
 }
 
 func (b DockApplyConfiguration) IsApplyConfiguration() {}

@@ -1,0 +1,196 @@
+// Package deploycerts creates the certificate material of a deployed server: a CA and a
+// serving certificate for the server's Service (<name>.<namespace>.svc and friends), plus
+// the Secret that carries it. kube-apiserver's aggregator checks the serving certificate
+// against the CA, which aagen writes into each APIService's caBundle.
+//
+// The material is created once and kept: files that exist are reused as they are, so
+// regenerating never changes the caBundle under a running deployment.
+package deploycerts
+
+import (
+	"bytes"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"k8s.io/client-go/util/keyutil"
+	"sigs.k8s.io/yaml"
+)
+
+// File is one file of the material, relative to the module root.
+type File struct {
+	Path    string
+	Content []byte
+}
+
+// Material is the CA (for caBundle) and the files to create.
+type Material struct {
+	CACert []byte
+	// Files are created when missing; existing ones are kept.
+	Files []File
+}
+
+// Ensure returns the material in dir (module-relative, under moduleDir), creating what is
+// missing. An existing serving certificate must cover dnsNames and be signed by the CA.
+func Ensure(moduleDir, dir, secretName, namespace string, dnsNames []string, now time.Time) (*Material, error) {
+	p := func(name string) string { return path.Join(dir, name) }
+	read := func(name string) []byte {
+		data, err := os.ReadFile(filepath.Join(moduleDir, filepath.FromSlash(p(name))))
+		if err != nil {
+			return nil
+		}
+		return data
+	}
+	caCert, caKey, tlsCert, tlsKey := read("ca.crt"), read("ca.key"), read("tls.crt"), read("tls.key")
+	fix := fmt.Sprintf("delete %s (or use --cert-manager) and generate again to issue new certificates", dir)
+	m := &Material{}
+	if caCert == nil {
+		if caKey != nil || tlsCert != nil || tlsKey != nil {
+			return nil, fmt.Errorf("%s has keys or certificates but no ca.crt; %s", dir, fix)
+		}
+		var err error
+		if caCert, caKey, err = newCA(secretName+"-ca", now); err != nil {
+			return nil, err
+		}
+		m.Files = append(m.Files, File{p("ca.crt"), caCert}, File{p("ca.key"), caKey})
+	}
+	ca, signer, err := parsePair(caCert, caKey)
+	if err != nil {
+		return nil, fmt.Errorf("%s/ca.crt, ca.key: %v; %s", dir, err, fix)
+	}
+	if tlsCert == nil || tlsKey == nil {
+		if tlsCert, tlsKey, err = newServing(ca, signer, dnsNames, now); err != nil {
+			return nil, err
+		}
+		m.Files = append(m.Files, File{p("tls.crt"), tlsCert}, File{p("tls.key"), tlsKey})
+	} else if err := checkServing(ca, tlsCert, dnsNames, now); err != nil {
+		return nil, fmt.Errorf("%s/tls.crt: %v; %s", dir, err, fix)
+	}
+	secret, err := yaml.Marshal(map[string]any{
+		"apiVersion": "v1",
+		"kind":       "Secret",
+		"type":       "kubernetes.io/tls",
+		"metadata":   map[string]any{"name": secretName, "namespace": namespace},
+		"data":       map[string]any{"tls.crt": tlsCert, "tls.key": tlsKey, "ca.crt": caCert},
+	})
+	if err != nil {
+		return nil, err
+	}
+	m.Files = append(m.Files,
+		File{p("serving-cert.yaml"), append([]byte("# The serving certificate of the server; private: keep it out of version control.\n"), secret...)},
+		File{p(".gitignore"), []byte("# Private keys and the Secret holding them.\n*\n!.gitignore\n")})
+	m.CACert = caCert
+	return m, nil
+}
+
+func newCA(cn string, now time.Time) ([]byte, []byte, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial(),
+		Subject:               pkix.Name{CommonName: cn},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(10 * 365 * 24 * time.Hour),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	return encode(der, key)
+}
+
+func newServing(ca *x509.Certificate, signer crypto.Signer, dnsNames []string, now time.Time) ([]byte, []byte, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: serial(),
+		Subject:      pkix.Name{CommonName: dnsNames[0]},
+		DNSNames:     dnsNames,
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(5 * 365 * 24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, signer)
+	if err != nil {
+		return nil, nil, err
+	}
+	return encode(der, key)
+}
+
+func checkServing(ca *x509.Certificate, certPEM []byte, dnsNames []string, now time.Time) error {
+	block, _ := pem.Decode(certPEM)
+	if block == nil {
+		return fmt.Errorf("not a PEM certificate")
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		return err
+	}
+	if err := cert.CheckSignatureFrom(ca); err != nil {
+		return fmt.Errorf("not signed by ca.crt")
+	}
+	for _, n := range dnsNames {
+		if !slices.Contains(cert.DNSNames, n) {
+			return fmt.Errorf("does not cover %s (the Service name or namespace changed?)", n)
+		}
+	}
+	if now.After(cert.NotAfter) {
+		return fmt.Errorf("expired on %s", cert.NotAfter.Format(time.DateOnly))
+	}
+	return nil
+}
+
+func parsePair(certPEM, keyPEM []byte) (*x509.Certificate, crypto.Signer, error) {
+	block, _ := pem.Decode(certPEM)
+	if block == nil {
+		return nil, nil, fmt.Errorf("not a PEM certificate")
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		return nil, nil, err
+	}
+	key, err := keyutil.ParsePrivateKeyPEM(keyPEM)
+	if err != nil {
+		return nil, nil, err
+	}
+	signer, ok := key.(crypto.Signer)
+	if !ok {
+		return nil, nil, fmt.Errorf("key cannot sign")
+	}
+	return cert, signer, nil
+}
+
+func encode(der []byte, key *ecdsa.PrivateKey) ([]byte, []byte, error) {
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	var c, k bytes.Buffer
+	_ = pem.Encode(&c, &pem.Block{Type: "CERTIFICATE", Bytes: der})
+	_ = pem.Encode(&k, &pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
+	return c.Bytes(), k.Bytes(), nil
+}
+
+func serial() *big.Int {
+	n, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	return n
+}

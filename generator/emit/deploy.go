@@ -1,0 +1,190 @@
+package emit
+
+import (
+	"bytes"
+	"encoding/base64"
+	"fmt"
+	"path"
+	"strings"
+	"text/template"
+	"time"
+
+	"github.com/aagen-dev/aagen/generator/deploycerts"
+	"github.com/aagen-dev/aagen/generator/model"
+	"github.com/aagen-dev/aagen/templates"
+)
+
+// DeployOptions configure the deploy manifests.
+type DeployOptions struct {
+	// Dir is the module-relative directory of the manifests (default config/deploy).
+	Dir string
+	// Namespace the server runs in (default: the server name).
+	Namespace string
+	// Image of the server (default: <name>:latest).
+	Image string
+	// EtcdServers, when set, names an external etcd cluster instead of the StatefulSet.
+	EtcdServers []string
+	// EtcdImage is the image of the etcd StatefulSet.
+	EtcdImage string
+	// CertManager lets cert-manager issue the serving certificate and inject the CA.
+	CertManager bool
+	// GoVersion is the Go version of the Dockerfile's build stage.
+	GoVersion string
+	// Now is the time certificates are issued at (tests); default time.Now.
+	Now func() time.Time
+}
+
+// DefaultEtcdImage is the etcd image of the StatefulSet.
+const DefaultEtcdImage = "registry.k8s.io/etcd:3.6.5-0"
+
+// ServingPort is the port the server listens on in its pod.
+const ServingPort = 8443
+
+// GeneratedYAMLHeader marks YAML files aagen owns.
+const GeneratedYAMLHeader = "# " + GeneratedHeader
+
+type deployData struct {
+	Name, Namespace, Image, EtcdImage, CABundle, Dir, GoVersion string
+	Port                                                        int
+	CertManager                                                 bool
+	ServerArgs, DNSNames, Resources                             []string
+	EtcdInitialCluster                                          string
+	Groups                                                      []deployGroup
+	APIServices                                                 []deployAPIService
+}
+
+type deployGroup struct {
+	Name                     string
+	Resources, ReadResources []string
+}
+
+type deployAPIService struct {
+	Group, Version string
+	Priority       int
+}
+
+// Deploy renders the deploy manifests and the Dockerfile; moduleDir is read for existing
+// certificates (created once and kept).
+func Deploy(m *model.Model, o Options, d DeployOptions) ([]File, error) {
+	if d.Dir == "" {
+		d.Dir = "config/deploy"
+	}
+	if d.Namespace == "" {
+		d.Namespace = o.ServerName
+	}
+	if d.Image == "" {
+		d.Image = o.ServerName + ":latest"
+	}
+	if d.EtcdImage == "" {
+		d.EtcdImage = DefaultEtcdImage
+	}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	name := o.ServerName
+	data := deployData{
+		Name: name, Namespace: d.Namespace, Image: d.Image, EtcdImage: d.EtcdImage, Dir: d.Dir,
+		GoVersion: d.GoVersion, Port: ServingPort, CertManager: d.CertManager,
+		DNSNames: []string{
+			name + "." + d.Namespace + ".svc",
+			name + "." + d.Namespace + ".svc.cluster.local",
+			name + "." + d.Namespace,
+			name,
+		},
+	}
+	etcdServers := d.EtcdServers
+	if len(etcdServers) == 0 {
+		var peers []string
+		for i := 0; i < 3; i++ {
+			member := fmt.Sprintf("%s-etcd-%d", name, i)
+			host := fmt.Sprintf("%s.%s-etcd.%s.svc", member, name, d.Namespace)
+			etcdServers = append(etcdServers, "http://"+host+":2379")
+			peers = append(peers, member+"=http://"+host+":2380")
+		}
+		data.EtcdInitialCluster = strings.Join(peers, ",")
+	}
+	data.ServerArgs = []string{
+		fmt.Sprintf("--secure-port=%d", ServingPort),
+		"--tls-cert-file=/var/run/serving-cert/tls.crt",
+		"--tls-private-key-file=/var/run/serving-cert/tls.key",
+		"--etcd-servers=" + strings.Join(etcdServers, ","),
+	}
+	for _, g := range m.Groups {
+		dg := deployGroup{Name: g.Name}
+		seen := map[string]bool{}
+		for i, v := range g.Versions {
+			data.APIServices = append(data.APIServices, deployAPIService{Group: g.Name, Version: v.Name, Priority: 100 - 10*i})
+			for _, k := range v.Kinds {
+				if seen[k.Plural] {
+					continue
+				}
+				seen[k.Plural] = true
+				dg.Resources = append(dg.Resources, k.Plural)
+				dg.ReadResources = append(dg.ReadResources, k.Plural)
+				if k.HasStatus {
+					dg.ReadResources = append(dg.ReadResources, k.Plural+"/status")
+				}
+			}
+		}
+		data.Groups = append(data.Groups, dg)
+	}
+
+	var files []File
+	if !d.CertManager {
+		mat, err := deploycerts.Ensure(m.ModuleDir, path.Join(d.Dir, "certs"), name+"-serving-cert", d.Namespace, data.DNSNames, d.Now())
+		if err != nil {
+			return nil, err
+		}
+		data.CABundle = base64.StdEncoding.EncodeToString(mat.CACert)
+		for _, f := range mat.Files {
+			files = append(files, File{Path: f.Path, Content: f.Content, Owner: UserOwned})
+		}
+	}
+
+	manifests := []string{"namespace", "rbac", "apiserver", "apiservices"}
+	if len(d.EtcdServers) == 0 {
+		manifests = append(manifests, "etcd")
+	}
+	if d.CertManager {
+		manifests = append(manifests, "certificates")
+	}
+	for _, t := range manifests {
+		out, err := render(t+".yaml.tmpl", data)
+		if err != nil {
+			return nil, err
+		}
+		p := "zz_generated." + t + ".yaml"
+		data.Resources = append(data.Resources, p)
+		files = append(files, File{Path: path.Join(d.Dir, p), Content: withYAMLHeader(out), Owner: Generated})
+	}
+	if !d.CertManager {
+		data.Resources = append(data.Resources, "certs/serving-cert.yaml")
+	}
+	kust, err := render("kustomization.yaml.tmpl", data)
+	if err != nil {
+		return nil, err
+	}
+	files = append(files, File{Path: path.Join(d.Dir, "kustomization.yaml"), Content: withYAMLHeader(kust), Owner: Generated})
+	docker, err := render("Dockerfile.tmpl", data)
+	if err != nil {
+		return nil, err
+	}
+	files = append(files, File{Path: "Dockerfile", Content: docker, Owner: UserOwned})
+	return files, nil
+}
+
+func withYAMLHeader(b []byte) []byte {
+	return append([]byte(GeneratedYAMLHeader+"\n"), b...)
+}
+
+func render(name string, data any) ([]byte, error) {
+	t, err := template.New(name).Funcs(template.FuncMap{"join": strings.Join}).ParseFS(templates.Deploy, "deploy/"+name)
+	if err != nil {
+		return nil, fmt.Errorf("template %s: %w", name, err)
+	}
+	var buf bytes.Buffer
+	if err := t.Execute(&buf, data); err != nil {
+		return nil, fmt.Errorf("template %s: %w", name, err)
+	}
+	return buf.Bytes(), nil
+}
