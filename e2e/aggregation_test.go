@@ -61,10 +61,16 @@ func TestAggregation(t *testing.T) {
 	dyn := dynamic.NewForConfigOrDie(cp.admin)
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kube.Discovery()))
 
-	// Every object of the manifests passes a server-side dry run, then is applied, with a
-	// test-only overlay: the Service points at the local process.
+	// Every object of the manifests passes a server-side dry run (namespaced objects need
+	// their namespace, so Namespaces go first), then is applied, with a test-only overlay:
+	// the Service points at the local process.
 	objs := loadKustomization(t, filepath.Join(dir, "config/deploy"))
 	port := freePort(t)
+	for _, o := range objs {
+		if o.GetKind() == "Namespace" {
+			applyObject(t, ctx, dyn, mapper, o, false)
+		}
+	}
 	for _, o := range objs {
 		applyObject(t, ctx, dyn, mapper, o, true)
 	}
@@ -167,9 +173,12 @@ func TestAggregation(t *testing.T) {
 			t.Fatalf("list: %v %d", err, len(list.Items))
 		}
 		applyBody := []byte(`{"apiVersion":"marina.example.com/v1alpha1","kind":"Boat","metadata":{"name":"aurora"},"spec":{"dock":"east","lengthMeters":12}}`)
-		got, err := bc.Patch(ctx, "aurora", types.ApplyPatchType, applyBody, metav1.PatchOptions{FieldManager: "e2e-apply"})
-		if dock, _, _ := unstructured.NestedString(got.Object, "spec", "dock"); err != nil || dock != "east" {
-			t.Fatalf("server-side apply: %v dock=%q", err, dock)
+		got, err := bc.Patch(ctx, "aurora", types.ApplyPatchType, applyBody, metav1.PatchOptions{FieldManager: "e2e-apply", Force: ptrTo(true)})
+		if err != nil {
+			t.Fatalf("server-side apply: %v", err)
+		}
+		if dock, _, _ := unstructured.NestedString(got.Object, "spec", "dock"); dock != "east" {
+			t.Fatalf("server-side apply: dock=%q", dock)
 		}
 		if out, err := kubectl(t, cp.kubeconfig, "", "get", "boats", "-n", ns); err != nil || !strings.Contains(out, "aurora") {
 			t.Errorf("kubectl get boats: %v\n%s", err, out)
@@ -343,3 +352,5 @@ func replaceArgs(args []string, set map[string]string) []string {
 }
 
 var _ = discovery.NewDiscoveryClientForConfigOrDie
+
+func ptrTo[T any](v T) *T { return &v }
