@@ -92,6 +92,9 @@ func Go(m *model.Model, o Options) ([]File, error) {
 	if err := add("pkg/apiserver/zz_generated.apiserver.go", Generated, apiserver(m, o)); err != nil {
 		return nil, err
 	}
+	if err := add(apiTestPath(), Generated, apiTest(m, o)); err != nil {
+		return nil, err
+	}
 	if err := add(path.Join("cmd", o.ServerName, "main.go"), UserOwned, mainFile(m, o)); err != nil {
 		return nil, err
 	}
