@@ -135,3 +135,21 @@ func writeFile(path string, data []byte) error {
 	}
 	return os.Rename(tmp, path)
 }
+
+// ModuleRoot returns the root directory of the module containing dir.
+func ModuleRoot(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	for d := abs; ; {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return d, nil
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return "", fmt.Errorf("%s is not inside a Go module", abs)
+		}
+		d = parent
+	}
+}

@@ -29,7 +29,7 @@ the server command.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newGenerateCommand(), newUpCommand(), newVersionCommand())
+	root.AddCommand(newGenerateCommand(), newUpCommand(), newCertsCommand(), newVersionCommand())
 	return root
 }
 
@@ -170,6 +170,48 @@ func up(ctx context.Context, o generator.Options, stateDir string, serverArgs []
 	}
 }
 
+func newCertsCommand() *cobra.Command {
+	var f generateFlags
+	var renew bool
+	cmd := &cobra.Command{
+		Use:   "certs [packages]",
+		Short: "Create (or renew) the CA and serving certificate of the deployed server",
+		Long: `certs creates, in <deploy-dir>/certs, a CA and a serving certificate for the server's
+Service (<name>.<namespace>.svc), the Secret that carries them, and writes the CA into every
+APIService's caBundle, by running generate. Existing certificates are kept unless --renew is
+given. With --cert-manager no local certificates are made: cert-manager issues them.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o := f.options(args, cmd.ErrOrStderr())
+			if renew {
+				if err := removeCerts(o); err != nil {
+					return err
+				}
+			}
+			_, err := generator.Generate(cmd.Context(), o)
+			return err
+		},
+	}
+	f.add(cmd, false)
+	cmd.Flags().BoolVar(&renew, "renew", false, "replace the existing CA and serving certificate (the APIServices' caBundle changes)")
+	return cmd
+}
+
+// removeCerts deletes the certificate files so that generate issues new ones.
+func removeCerts(o generator.Options) error {
+	root, err := generator.ModuleRoot(o.Dir)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(root, filepath.FromSlash(o.Deploy.Dir), "certs")
+	for _, name := range []string{"ca.crt", "ca.key", "tls.crt", "tls.key", "serving-cert.yaml"} {
+		if err := os.Remove(filepath.Join(dir, name)); err != nil && !os.IsNotExist(err) {
+			return err
+		}
+	}
+	return nil
+}
+
 func newVersionCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
@@ -192,5 +234,3 @@ func newVersionCommand() *cobra.Command {
 		},
 	}
 }
-
-var _ = os.Stdout

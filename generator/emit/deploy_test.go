@@ -1,0 +1,105 @@
+package emit
+
+import (
+	"encoding/base64"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/aagen-dev/aagen/generator/model"
+)
+
+func deployModel(t *testing.T) *model.Model {
+	g := &model.Group{Name: "shop.example.com", PackageName: "shop"}
+	v1 := &model.Version{Group: g, Name: "v1", ImportPath: "example.com/shop/pkg/apis/shop/v1"}
+	v1beta1 := &model.Version{Group: g, Name: "v1beta1", ImportPath: "example.com/shop/pkg/apis/shop/v1beta1"}
+	v1.Kinds = []*model.Kind{{Version: v1, Name: "Widget", Plural: "widgets", HasStatus: true, NamespaceScoped: true}}
+	v1beta1.Kinds = []*model.Kind{{Version: v1beta1, Name: "Gadget", Plural: "gadgets"}}
+	g.Versions = []*model.Version{v1, v1beta1}
+	return &model.Model{ModuleDir: t.TempDir(), ModulePath: "example.com/shop", Groups: []*model.Group{g}}
+}
+
+func files(t *testing.T, fs []File) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, f := range fs {
+		out[f.Path] = string(f.Content)
+		if strings.HasSuffix(f.Path, ".yaml") {
+			for _, doc := range strings.Split(string(f.Content), "\n---\n") {
+				var obj map[string]any
+				if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
+					t.Errorf("%s is not valid YAML: %v", f.Path, err)
+				}
+			}
+		}
+	}
+	return out
+}
+
+func TestDeployDefault(t *testing.T) {
+	fs, err := Deploy(deployModel(t), Options{ServerName: "shop-apiserver"}, DeployOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := files(t, fs)
+	ca := got["config/deploy/certs/ca.crt"]
+	if ca == "" {
+		t.Fatal("no CA created")
+	}
+	apis := got["config/deploy/zz_generated.apiservices.yaml"]
+	for _, want := range []string{"name: v1.shop.example.com", "name: v1beta1.shop.example.com", "versionPriority: 100", "versionPriority: 90",
+		"caBundle: " + base64.StdEncoding.EncodeToString([]byte(ca))} {
+		if !strings.Contains(apis, want) {
+			t.Errorf("apiservices lack %q:\n%s", want, apis)
+		}
+	}
+	if strings.Contains(apis, "insecureSkipTLSVerify") {
+		t.Error("insecureSkipTLSVerify must never be used")
+	}
+	dep := got["config/deploy/zz_generated.apiserver.yaml"]
+	if !strings.Contains(dep, "--etcd-servers=http://shop-apiserver-etcd-0.shop-apiserver-etcd.shop-apiserver.svc:2379,") ||
+		!strings.Contains(dep, "runAsNonRoot: true") || !strings.Contains(dep, "readOnlyRootFilesystem: true") {
+		t.Errorf("deployment:\n%s", dep)
+	}
+	rbac := got["config/deploy/zz_generated.rbac.yaml"]
+	for _, want := range []string{"resources: [widgets, gadgets]", "resources: [widgets, widgets/status, gadgets]", "aggregate-to-view", "extension-apiserver-authentication-reader", "system:auth-delegator"} {
+		if !strings.Contains(rbac, want) {
+			t.Errorf("rbac lacks %q", want)
+		}
+	}
+	if _, ok := got["config/deploy/zz_generated.etcd.yaml"]; !ok {
+		t.Error("no etcd StatefulSet by default")
+	}
+	if !strings.Contains(got["config/deploy/kustomization.yaml"], "- certs/serving-cert.yaml") {
+		t.Error("kustomization does not include the serving certificate")
+	}
+	if !strings.Contains(got["Dockerfile"], "USER 65532:65532") || !strings.Contains(got["Dockerfile"], "CGO_ENABLED=0") {
+		t.Errorf("Dockerfile:\n%s", got["Dockerfile"])
+	}
+}
+
+func TestDeployCertManagerExternalEtcd(t *testing.T) {
+	fs, err := Deploy(deployModel(t), Options{ServerName: "shop-apiserver"},
+		DeployOptions{CertManager: true, EtcdServers: []string{"https://etcd-a:2379", "https://etcd-b:2379"}, Namespace: "shop"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := files(t, fs)
+	if _, ok := got["config/deploy/certs/ca.crt"]; ok {
+		t.Error("local certificates created with --cert-manager")
+	}
+	if _, ok := got["config/deploy/zz_generated.etcd.yaml"]; ok {
+		t.Error("etcd StatefulSet emitted with external etcd")
+	}
+	apis := got["config/deploy/zz_generated.apiservices.yaml"]
+	if !strings.Contains(apis, "cert-manager.io/inject-ca-from: shop/shop-apiserver-serving-cert") || strings.Contains(apis, "caBundle") {
+		t.Errorf("apiservices:\n%s", apis)
+	}
+	if !strings.Contains(got["config/deploy/zz_generated.certificates.yaml"], "- shop-apiserver.shop.svc") {
+		t.Error("certificate lacks the service DNS name")
+	}
+	if !strings.Contains(got["config/deploy/zz_generated.apiserver.yaml"], "--etcd-servers=https://etcd-a:2379,https://etcd-b:2379") {
+		t.Error("deployment does not use the external etcd")
+	}
+}
