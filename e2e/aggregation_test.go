@@ -168,6 +168,9 @@ func TestAggregation(t *testing.T) {
 		case <-time.After(30 * time.Second):
 			t.Fatal("no watch event through the aggregator")
 		}
+		if got, err := bc.Get(ctx, "aurora", metav1.GetOptions{}); err != nil || got.GetName() != "aurora" {
+			t.Fatalf("get through the aggregator: %v", err)
+		}
 		list, err := bc.List(ctx, metav1.ListOptions{LabelSelector: "rig=sloop"})
 		if err != nil || len(list.Items) != 1 {
 			t.Fatalf("list: %v %d", err, len(list.Items))

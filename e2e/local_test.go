@@ -318,6 +318,10 @@ func TestLocalServer(t *testing.T) {
 		if err != nil || out != "west" {
 			t.Errorf("kubectl get -o jsonpath: %v %q", err, out)
 		}
+		unknown := strings.Replace(manifest, "  lengthMeters: 8\n", "  lengthMeters: 8\n  colour: red\n", 1)
+		if out, err := kubectl(t, up.kubeconfig, unknown, "apply", "-f", "-"); err == nil || !strings.Contains(out, "colour") {
+			t.Errorf("kubectl apply with an unknown field: want it rejected naming the field, got %v\n%s", err, out)
+		}
 		out, err = kubectl(t, up.kubeconfig, "", "explain", "boat.spec.dock")
 		if err != nil || !strings.Contains(out, "Dock is the name of the Dock the boat berths at.") {
 			t.Errorf("kubectl explain: %v\n%s", err, out)

@@ -140,6 +140,11 @@ func TestClients(t *testing.T) {
 		t.Errorf("managedFields managers: %v", managers)
 	}
 	// Applying status through the main resource is reset; through /status it sticks.
+	mainWithStatus := applymarina.Boat("aurora", "harbour").WithStatus(applymarina.BoatStatus().WithPhase("Sunk"))
+	ignored, err := boats.Apply(ctx, mainWithStatus, metav1.ApplyOptions{FieldManager: "prankster", Force: true})
+	if err != nil || ignored.Status.Phase != "Berthed" {
+		t.Fatalf("apply of status through the main resource: %v phase=%q (want Berthed, unchanged)", err, ignored.Status.Phase)
+	}
 	withStatus := applymarina.Boat("aurora", "harbour").WithStatus(applymarina.BoatStatus().WithBerth(7))
 	applied, err := boats.ApplyStatus(ctx, withStatus, metav1.ApplyOptions{FieldManager: "harbour-master", Force: true})
 	if err != nil || applied.Status.Berth != 7 || applied.Spec.Dock != "south" {
@@ -159,6 +164,24 @@ func TestClients(t *testing.T) {
 	expect("delete aurora")
 	if _, err := boats.Get(ctx, "aurora", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("get after delete: %v", err)
+	}
+}
+
+// TestTwoServers runs two servers in one process at once: they share no state.
+func TestTwoServers(t *testing.T) {
+	a, b := startServer(t), startServer(t)
+	ctx := context.Background()
+	if _, err := a.MarinaV1alpha1().Docks().Create(ctx, &marinav1alpha1.Dock{ObjectMeta: metav1.ObjectMeta{Name: "only-in-a"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.MarinaV1alpha1().Docks().Get(ctx, "only-in-a", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("server b sees server a's dock: %v", err)
+	}
+	if _, err := b.MarinaV1alpha1().Docks().Create(ctx, &marinav1alpha1.Dock{ObjectMeta: metav1.ObjectMeta{Name: "only-in-b"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if list, err := a.MarinaV1alpha1().Docks().List(ctx, metav1.ListOptions{}); err != nil || len(list.Items) != 1 {
+		t.Fatalf("server a: %v %v", err, list)
 	}
 }
 
