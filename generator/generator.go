@@ -44,6 +44,10 @@ type Options struct {
 	Verify bool
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
+	// Warn receives warnings about the types (e.g. markers not applied yet); nil means Log.
+	Warn io.Writer
+	// Verbose adds detail to Log: each generator's time and each file written or deleted.
+	Verbose bool
 }
 
 // Result describes a finished run.
@@ -71,8 +75,14 @@ func Generate(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	m, warns, err := model.Build(loaded, markers.Default())
-	for _, w := range warns {
-		logf("%s", w.String())
+	warn := o.Warn
+	if warn == nil {
+		warn = o.Log
+	}
+	if warn != nil {
+		for _, w := range warns {
+			fmt.Fprintf(warn, "aagen: %s\n", w.String())
+		}
 	}
 	if err != nil {
 		return nil, err
@@ -90,9 +100,15 @@ func Generate(ctx context.Context, o Options) (*Result, error) {
 
 	t := time.Now()
 	logf("running code generators (deepcopy, openapi, clientset, listers, informers, apply configurations)")
-	files, err := codegen.Run(ctx, codegenInput(m, generatedPkg))
+	files, stats, err := codegen.RunWithStats(ctx, codegenInput(m, generatedPkg))
 	if err != nil {
 		return nil, fmt.Errorf("code generation: %w", err)
+	}
+	if o.Verbose {
+		logf("  package load %.2fs", stats.Load.Seconds())
+		for _, st := range stats.Steps {
+			logf("  %s %.2fs", st.Tool, st.Duration.Seconds())
+		}
 	}
 	var all []emit.File
 	for _, f := range files {
@@ -138,6 +154,14 @@ func Generate(ctx context.Context, o Options) (*Result, error) {
 	}
 	if err := output.Apply(m.ModuleDir, plan); err != nil {
 		return nil, fmt.Errorf("writing files: %w", err)
+	}
+	if o.Verbose {
+		for _, f := range plan.Write {
+			logf("  wrote %s", f.Path)
+		}
+		for _, p := range plan.Delete {
+			logf("  deleted %s", p)
+		}
 	}
 	logf("wrote %d, deleted %d, unchanged %d, kept %d user files", len(plan.Write), len(plan.Delete), plan.Unchanged, len(plan.Kept))
 	changed, err := o.Runtime.apply(m.ModuleDir)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/aagen-dev/aagen/generator"
 	"github.com/aagen-dev/aagen/generator/emit"
@@ -29,6 +30,7 @@ the server command.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.PersistentFlags().BoolP("verbose", "v", false, "print detail: each generator's time and each file written or deleted")
 	root.AddCommand(newGenerateCommand(), newUpCommand(), newCertsCommand(), newVersionCommand())
 	return root
 }
@@ -64,8 +66,25 @@ func (f *generateFlags) add(cmd *cobra.Command, withVerify bool) {
 	}
 }
 
-func (f *generateFlags) options(patterns []string, log io.Writer) generator.Options {
+// progress returns where progress lines go: the terminal, or nowhere when stderr is piped
+// (unless -v asks for them).
+func progress(cmd *cobra.Command) (log io.Writer, verbose bool) {
+	verbose, _ = cmd.Flags().GetBool("verbose")
+	errOut := cmd.ErrOrStderr()
+	if verbose {
+		return errOut, true
+	}
+	if f, ok := errOut.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		return errOut, false
+	}
+	return nil, false
+}
+
+func (f *generateFlags) options(cmd *cobra.Command, patterns []string) generator.Options {
+	log, verbose := progress(cmd)
 	return generator.Options{
+		Warn:         cmd.ErrOrStderr(),
+		Verbose:      verbose,
 		Dir:          f.dir,
 		Patterns:     patterns,
 		ServerName:   f.name,
@@ -86,7 +105,7 @@ func newGenerateCommand() *cobra.Command {
   aagen generate --verify ./pkg/apis/...   # in CI: fail when generated code is stale`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, err := generator.Generate(cmd.Context(), f.options(args, cmd.ErrOrStderr()))
+			_, err := generator.Generate(cmd.Context(), f.options(cmd, args))
 			return err
 		},
 	}
@@ -119,7 +138,7 @@ Arguments after -- go to the server (see its --help).`,
 			if len(patterns) == 0 {
 				return errors.New("name the types packages, e.g. aagen up ./pkg/apis/...")
 			}
-			return up(cmd.Context(), f.options(patterns, cmd.ErrOrStderr()), stateDir, serverArgs, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return up(cmd.Context(), f.options(cmd, patterns), stateDir, serverArgs, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	f.add(cmd, false)
@@ -135,14 +154,18 @@ func up(ctx context.Context, o generator.Options, stateDir string, serverArgs []
 	root := res.Model.ModuleDir
 	state := filepath.Join(root, stateDir)
 	bin := filepath.Join(state, "bin", res.ServerName)
-	fmt.Fprintf(stderr, "aagen: building %s (the first build compiles k8s.io/apiserver and etcd: a few minutes)\n", res.ServerName)
+	log := o.Log
+	if log == nil {
+		log = io.Discard
+	}
+	fmt.Fprintf(log, "aagen: building %s (the first build compiles k8s.io/apiserver and etcd: a few minutes)\n", res.ServerName)
 	start := time.Now()
 	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/"+res.ServerName)
 	build.Dir, build.Stdout, build.Stderr = root, stderr, stderr
 	if err := build.Run(); err != nil {
 		return fmt.Errorf("building %s: %w", res.ServerName, err)
 	}
-	fmt.Fprintf(stderr, "aagen: built %s in %.0fs; starting it (Ctrl-C stops it)\n", bin, time.Since(start).Seconds())
+	fmt.Fprintf(log, "aagen: built %s in %.0fs; starting it (Ctrl-C stops it)\n", bin, time.Since(start).Seconds())
 	args := append([]string{
 		"--local",
 		"--local-dir=" + filepath.Join(state, "local"),
@@ -182,7 +205,7 @@ APIService's caBundle, by running generate. Existing certificates are kept unles
 given. With --cert-manager no local certificates are made: cert-manager issues them.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o := f.options(args, cmd.ErrOrStderr())
+			o := f.options(cmd, args)
 			if renew {
 				if err := removeCerts(o); err != nil {
 					return err
