@@ -251,6 +251,9 @@ func (b *builder) kind(p *packages.Package, v *Version, d typeDecl) *Kind {
 		good = false
 	}
 	b.list(p, k, d.pos)
+	if !b.checkFields(p, name, st) {
+		good = false
+	}
 
 	var hasStatusField bool
 	for i := 0; i < st.NumFields(); i++ {
@@ -260,12 +263,7 @@ func (b *builder) kind(p *packages.Package, v *Version, d typeDecl) *Kind {
 		case f.Embedded() && isNamed(f.Type(), metav1Path, "TypeMeta"), f.Name() == "ObjectMeta":
 		case f.Name() == "Status":
 			hasStatusField = true
-		case !f.Exported():
-			if jsonName != "" && jsonName != "-" {
-				b.errorf(p.Fset.Position(f.Pos()), "export the field (capitalise it) or drop its json tag",
-					"field %s.%s is unexported but has json tag %q; it would never be stored", name, f.Name(), jsonName)
-				good = false
-			}
+		case !f.Exported() || jsonName == "-":
 		default:
 			k.SpecFields = append(k.SpecFields, f.Name())
 		}
