@@ -12,7 +12,7 @@ import (
 	"github.com/aagen-dev/aagen/generator/model"
 )
 
-func exampleDir(t *testing.T) string {
+func exampleDir(t testing.TB) string {
 	t.Helper()
 	d, err := filepath.Abs("../../testdata/example")
 	if err != nil {

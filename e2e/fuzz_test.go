@@ -1,0 +1,21 @@
+package e2e
+
+import (
+	"testing"
+)
+
+// TestShortFuzz runs the fuzz targets for a few seconds each, so that every CI run also
+// fuzzes the marker parser and the model builder (go test runs one -fuzz target at a time,
+// hence the subprocesses).
+func TestShortFuzz(t *testing.T) {
+	skipShort(t)
+	for _, target := range []struct{ pkg, fn string }{
+		{"./generator/markers", "FuzzParseText"},
+		{"./generator/model", "FuzzBuild"},
+	} {
+		t.Run(target.fn, func(t *testing.T) {
+			out := run(t, repoRoot(t), "go", "test", "-run=^$", "-fuzz=^"+target.fn+"$", "-fuzztime=10s", target.pkg)
+			t.Log(tail(out, 500))
+		})
+	}
+}
