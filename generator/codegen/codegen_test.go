@@ -237,6 +237,29 @@ func TestRun(t *testing.T) {
 		t.Errorf("gadget client has UpdateStatus despite HasStatus=false")
 	}
 
+	// The models-schema step fed applyconfiguration-gen: the apply schema is
+	// embedded and Extract functions exist.
+	apply := "pkg/generated/applyconfiguration/"
+	for _, c := range []struct{ file, want string }{
+		{apply + "internal/internal.go", "- name: com.example.fixture.pkg.apis.shop.v1.Widget\n"},
+		{apply + "internal/internal.go", "- name: com.example.fixture.pkg.apis.shop.v1.GadgetSpec\n"},
+		{apply + "internal/internal.go", "- name: io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta\n"},
+		{apply + "shop/v1/widget.go", "func ExtractWidget(widget *shopv1.Widget, fieldManager string) (*WidgetApplyConfiguration, error)"},
+		{apply + "shop/v1/widget.go", "func ExtractWidgetStatus("},
+		{apply + "shop/v1/gadget.go", "func ExtractGadget(gadget *shopv1.Gadget, fieldManager string) (*GadgetApplyConfiguration, error)"},
+	} {
+		if !strings.Contains(content[c.file], c.want) {
+			t.Errorf("%s does not contain %q", c.file, c.want)
+		}
+	}
+	var tools []string
+	for _, st := range stats.Steps {
+		tools = append(tools, st.Tool)
+	}
+	if want := []string{toolDeepcopy, toolOpenAPI, toolOpenAPI, toolModelsSchema, toolApplyConfig, toolClient, toolLister, toolInformer}; !slices.Equal(tools, want) {
+		t.Errorf("steps %q, want %q", tools, want)
+	}
+
 	again, err := Run(context.Background(), fixtureInput(dir))
 	if err != nil {
 		t.Fatal(err)
@@ -247,6 +270,20 @@ func TestRun(t *testing.T) {
 	if after := snapshot(t, dir); !reflect.DeepEqual(before, after) {
 		t.Errorf("Run changed the module directory")
 	}
+	// Like a fresh module, the fixture requires k8s.io/kube-openapi only
+	// indirectly and not the modules its pkg/common and pkg/validation/spec
+	// import, which the models-schema program needs: the step resolved them
+	// in a copy of go.mod and go.sum (the snapshot shows the originals are
+	// untouched).
+	mod, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []string{"github.com/emicklei/go-restful/v3", "github.com/go-openapi/jsonreference"} {
+		if bytes.Contains(mod, []byte(m)) {
+			t.Errorf("fixture go.mod requires %s; the test no longer shows that missing requirements are resolved", m)
+		}
+	}
 }
 
 func firstLines(b []byte, n int) string {
@@ -254,10 +291,12 @@ func firstLines(b []byte, n int) string {
 	return strings.Join(lines[:min(n, len(lines))], "\n")
 }
 
-// TestRunOutputCompiles writes the output into a copy of the fixture and
-// builds and vets it. The fixture's register.go needs DeepCopyObject, so the
-// types package itself only compiles with the generated deepcopy.
-func TestRunOutputCompiles(t *testing.T) {
+// outputModule writes the output into a copy of the fixture, plus extra
+// files (path relative to the module: content), and makes the module
+// complete with go mod tidy. It returns the module directory and the go
+// command.
+func outputModule(t *testing.T, extra map[string]string) (dir, goBin string) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("builds client-go")
 	}
@@ -265,10 +304,13 @@ func TestRunOutputCompiles(t *testing.T) {
 	if err != nil {
 		t.Skip("go not on PATH")
 	}
-	dir := copyFixture(t)
+	dir = copyFixture(t)
 	files, err := Run(context.Background(), fixtureInput(dir))
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, name := range sortedKeys(extra) {
+		files = append(files, File{Path: name, Content: []byte(extra[name])})
 	}
 	for _, f := range files {
 		p := filepath.Join(dir, filepath.FromSlash(f.Path))
@@ -293,14 +335,98 @@ func TestRunOutputCompiles(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "go.sum"), append(sum, parentSum...), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, args := range [][]string{{"mod", "tidy"}, {"build", "./..."}, {"vet", "./..."}} {
-		cmd := exec.Command(goBin, args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
+	goCmd(t, dir, goBin, "mod", "tidy")
+	return dir, goBin
+}
+
+func goCmd(t *testing.T, dir, goBin string, args ...string) {
+	t.Helper()
+	cmd := exec.Command(goBin, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
+}
+
+// TestRunOutputCompiles builds and vets the output in a copy of the fixture.
+// The fixture's register.go needs DeepCopyObject, so the types package itself
+// only compiles with the generated deepcopy.
+func TestRunOutputCompiles(t *testing.T) {
+	dir, goBin := outputModule(t, nil)
+	goCmd(t, dir, goBin, "build", "./...")
+	goCmd(t, dir, goBin, "vet", "./...")
+}
+
+// fakeClientsetTest exercises the generated fake clientset. NewClientset
+// converts every object with the apply schema's type converter: with an
+// empty schema (no models-schema step) it fails with "no type found
+// matching: com.example.fixture.pkg.apis.shop.v1.Widget".
+const fakeClientsetTest = `package fakecheck
+
+import (
+	"context"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	shopv1 "example.com/fixture/pkg/apis/shop/v1"
+	applyv1 "example.com/fixture/pkg/generated/applyconfiguration/shop/v1"
+	"example.com/fixture/pkg/generated/clientset/versioned/fake"
+)
+
+func TestFakeClientset(t *testing.T) {
+	ctx := context.Background()
+	cs := fake.NewClientset(
+		&shopv1.Widget{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns"}, Spec: shopv1.WidgetSpec{Size: 1, Colors: []string{"red"}}},
+		&shopv1.Gadget{ObjectMeta: metav1.ObjectMeta{Name: "g"}, Spec: shopv1.GadgetSpec{Owner: "me"}},
+	)
+	widgets := cs.ShopV1().Widgets("ns")
+	if _, err := widgets.Create(ctx, &shopv1.Widget{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns"}, Spec: shopv1.WidgetSpec{Size: 2}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	a, err := widgets.Get(ctx, "a", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("Get: %v", err)
+	}
+	if a.Spec.Size != 1 || len(a.Spec.Colors) != 1 {
+		t.Errorf("Get: spec %+v", a.Spec)
+	}
+	list, err := widgets.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("List: %v", err)
+	}
+	if len(list.Items) != 2 {
+		t.Errorf("List: %d widgets, want 2", len(list.Items))
+	}
+	gadgets, err := cs.ShopV1().Gadgets().List(ctx, metav1.ListOptions{})
+	if err != nil || len(gadgets.Items) != 1 || gadgets.Items[0].Spec.Owner != "me" {
+		t.Errorf("Gadgets().List: %v, %+v", err, gadgets)
+	}
+
+	// Server-side apply and Extract use the same schema.
+	applied, err := widgets.Apply(ctx, applyv1.Widget("c", "ns").WithSpec(applyv1.WidgetSpec().WithSize(3)), metav1.ApplyOptions{FieldManager: "tester"})
+	if err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	if applied.Spec.Size != 3 {
+		t.Errorf("Apply: spec %+v", applied.Spec)
+	}
+	extracted, err := applyv1.ExtractWidget(applied, "tester")
+	if err != nil {
+		t.Fatalf("ExtractWidget: %v", err)
+	}
+	if extracted.Spec == nil || extracted.Spec.Size == nil || *extracted.Spec.Size != 3 {
+		t.Errorf("ExtractWidget: %+v", extracted)
+	}
+}
+`
+
+// TestRunFakeClientset runs a test of the generated fake clientset
+// (NewClientset, Create, Get, List, Apply, Extract) in a copy of the fixture.
+func TestRunFakeClientset(t *testing.T) {
+	dir, goBin := outputModule(t, map[string]string{"pkg/fakecheck/fake_test.go": fakeClientsetTest})
+	goCmd(t, dir, goBin, "test", "-count=1", "./pkg/fakecheck/")
 }
 
 func TestRunIgnoresStaleGeneratedFiles(t *testing.T) {
@@ -331,6 +457,22 @@ this is not Go
 `
 	if err := os.WriteFile(filepath.Join(dir, "pkg", "apis", "shop", "v1", deepcopyFileName), []byte(stale), 0o644); err != nil {
 		t.Fatal(err)
+	}
+	// Stale generated files under other names, left out of the load by the
+	// same build tag: the models-schema step must not compile them either
+	// (they clash with the generated methods and functions).
+	staleElsewhere := map[string]string{
+		"pkg/apis/shop/v1/zz_generated.old.go":       "//go:build !ignore_autogenerated\n\npackage v1\n\nimport \"k8s.io/apimachinery/pkg/runtime\"\n\nfunc (in *Widget) DeepCopyObject() runtime.Object { return in }\n",
+		"pkg/generated/openapi/openapi_generated.go": "//go:build !ignore_autogenerated\n\npackage openapi\n\nfunc GetOpenAPIDefinitions() {}\n",
+	}
+	for name, content := range staleElsewhere {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	files, err := Run(context.Background(), fixtureInput(dir))
 	if err != nil {
@@ -370,6 +512,7 @@ func TestRunSharedLoadMatchesSeparateLoads(t *testing.T) {
 func TestRunViolationReport(t *testing.T) {
 	dir := copyFixture(t)
 	in := fixtureInput(dir)
+	in.SkipApplySchema = true
 	var report bytes.Buffer
 	in.ViolationReport = &report
 	if _, err := Run(context.Background(), in); err != nil {
@@ -434,9 +577,126 @@ func TestRunUnknownKind(t *testing.T) {
 	}
 }
 
+// TestRunSkipApplySchema: without the models-schema step the apply schema is
+// empty and there are no Extract functions; everything else is the same.
+func TestRunSkipApplySchema(t *testing.T) {
+	isolateTemp(t)
+	dir := copyFixture(t)
+	in := fixtureInput(dir)
+	in.SkipApplySchema = true
+	skipped, stats, err := RunWithStats(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range stats.Steps {
+		if st.Tool == toolModelsSchema {
+			t.Errorf("models-schema step ran")
+		}
+	}
+	full, err := Run(context.Background(), fixtureInput(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := paths(skipped), paths(full); !slices.Equal(got, want) {
+		t.Fatalf("paths differ:\nskipped %q\nfull    %q", got, want)
+	}
+	for i, f := range skipped {
+		differs := !bytes.Equal(f.Content, full[i].Content)
+		wantDiffer := strings.HasPrefix(f.Path, "pkg/generated/applyconfiguration/internal/") ||
+			f.Path == "pkg/generated/applyconfiguration/shop/v1/widget.go" ||
+			f.Path == "pkg/generated/applyconfiguration/shop/v1/gadget.go"
+		if differs != wantDiffer {
+			t.Errorf("%s: differs %v, want %v", f.Path, differs, wantDiffer)
+		}
+		if strings.HasPrefix(f.Path, "pkg/generated/applyconfiguration/") &&
+			(bytes.Contains(f.Content, []byte("func Extract")) || bytes.Contains(f.Content, []byte("com.example.fixture.pkg.apis.shop.v1.Widget"))) {
+			t.Errorf("%s: has Extract functions or schema entries despite SkipApplySchema", f.Path)
+		}
+	}
+}
+
+// TestRunModelsSchemaCompileError: a types package that does not compile
+// even with the generated files fails the models-schema step with the go
+// command's output and a hint, and leaves nothing behind.
+func TestRunModelsSchemaCompileError(t *testing.T) {
+	isolateTemp(t)
+	dir := copyFixture(t)
+	broken := "package v1\n\nvar _ = notDefinedAnywhere\n"
+	if err := os.WriteFile(filepath.Join(dir, "pkg", "apis", "shop", "v1", "broken.go"), []byte(broken), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := snapshot(t, dir)
+	_, err := Run(context.Background(), fixtureInput(dir))
+	for _, want := range []string{"codegen: models-schema: go run", "undefined: notDefinedAnywhere", "hint:", "SkipApplySchema"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("err = %v, want it to contain %q", err, want)
+		}
+	}
+	if after := snapshot(t, dir); !reflect.DeepEqual(before, after) {
+		t.Errorf("Run changed the module directory")
+	}
+	// The same package is fine when the step is skipped: the load ignores
+	// type errors.
+	in := fixtureInput(dir)
+	in.SkipApplySchema = true
+	if _, err := Run(context.Background(), in); err != nil {
+		t.Errorf("with SkipApplySchema: %v", err)
+	}
+}
+
+// TestRunModelsSchemaMissingDefinition: a served type that uses a type whose
+// package has no OpenAPI definitions is reported with the missing names
+// instead of applyconfiguration-gen's panic.
+func TestRunModelsSchemaMissingDefinition(t *testing.T) {
+	dir := copyFixture(t)
+	typesGo := filepath.Join(dir, "pkg", "apis", "shop", "v1", "types.go")
+	b, err := os.ReadFile(typesGo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = bytes.Replace(b, []byte("\tOwner string `json:\"owner,omitempty\"`\n"),
+		[]byte("\tOwner string `json:\"owner,omitempty\"`\n\t// Scale is borrowed.\n\t// +optional\n\tScale *autoscalingv1.ScaleSpec `json:\"scale,omitempty\"`\n"), 1)
+	b = bytes.Replace(b, []byte("import (\n"), []byte("import (\n\tautoscalingv1 \"k8s.io/api/autoscaling/v1\"\n"), 1)
+	if err := os.WriteFile(typesGo, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in := fixtureInput(dir)
+	in.ExtraOpenAPIPackages = nil
+	_, err = Run(context.Background(), in)
+	for _, want := range []string{
+		// openapi-gen refers to types outside its inputs by Go name.
+		"\n  k8s.io/api/autoscaling/v1.ScaleSpec (referenced by com.example.fixture.pkg.apis.shop.v1.GadgetSpec)\n",
+		"ExtraOpenAPIPackages",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("err = %v, want it to contain %q", err, want)
+		}
+	}
+	// With the package's definitions it works.
+	if _, err := Run(context.Background(), fixtureInput(dir)); err != nil {
+		t.Errorf("with k8s.io/api/autoscaling/v1 definitions: %v", err)
+	}
+}
+
+func TestSchemaGoEnv(t *testing.T) {
+	t.Setenv("GOFLAGS", "-mod=vendor -tags=foo --modfile=/x/go.mod -overlay=/y.json -modcacherw")
+	t.Setenv("GOWORK", "/z/go.work")
+	env := schemaGoEnv()
+	var got []string
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "GOFLAGS=") || strings.HasPrefix(kv, "GOWORK=") {
+			got = append(got, kv)
+		}
+	}
+	if want := []string{"GOFLAGS=-tags=foo -modcacherw", "GOWORK=off"}; !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
 // TestRunKlogFatalBecomesError drives applyconfiguration-gen into its
 // klog.Fatalf with an unparsable schema: Run must return, not exit, and
-// clean up.
+// clean up. It also shows that a caller's OpenAPISchema wins over the
+// models-schema step, whose output would parse.
 func TestRunKlogFatalBecomesError(t *testing.T) {
 	isolateTemp(t)
 	in := fixtureInput(copyFixture(t))

@@ -125,13 +125,13 @@
 // applyconfiguration-gen turns a Swagger 2.0 document of the served kinds
 // into the structured-merge-diff schema of applyconfiguration/internal, which
 // Extract<Kind> functions and the fake clientset's NewClientset (its type
-// converter) need; without one, NewClientset fails with "no type found
-// matching". That document comes from the generated openapi code, which
-// must be compiled and run: upstream projects keep a
-// pkg/generated/openapi/cmd/models-schema program for it. The
-// models-schema step runs the equivalent (the same JSON: k8s.io/kube-
-// aggregator's program with our import path) after deepcopy and openapi
-// have written their files, still in the same Run and on the same load:
+// converter) need; without one, the fake clientset fails with "no type found
+// matching". That document comes from the generated openapi code, which must
+// be compiled and run: upstream projects keep a
+// pkg/generated/openapi/cmd/models-schema program for it. The models-schema
+// step runs the equivalent (k8s.io/kube-aggregator's program with our import
+// path, so the same JSON) after deepcopy and openapi have written their
+// files, still in the same Run and on the same load:
 //
 //	go run -mod=mod -modfile=<tmp>/go.mod -overlay=<tmp>/overlay.json -buildvcs=false ./<openapi dir>/zz_aagen_models_schema
 //
@@ -149,13 +149,26 @@
 // k8s.io/kube-openapi only indirectly and lacks the requirements and
 // checksums of the modules that its pkg/common and pkg/validation/spec
 // import, and -mod=mod adds them to the copies (from the module cache, or
-// the proxy and checksum database), never to the user's files. Nothing is
-// written into ModuleDir. The program's stdout is the document; it must parse
-// and have definitions. Failures (including a types package that does not
-// compile) are errors quoting the first 4 KB of the go command's output and
-// a hint. A vendor directory is not used. The cost is one go command: about
-// 0.7 to 1s with a warm build cache (go run caches the executable too), far
-// more with a cold one. Input.SkipApplySchema skips the step.
+// the proxy and checksum database), never to the user's files. A vendor
+// directory is not used. Nothing is written into ModuleDir.
+//
+// The program's stdout is the document; it must parse and have definitions.
+// Failures (including a types package that does not compile) are errors
+// quoting the first 4 KB of the go command's output, with staging paths
+// shown as module paths, and a hint. A definition that a served kind
+// references but that is missing (a type from a package that is not an
+// openapi input, which openapi-gen refers to by its Go name) is reported by
+// name instead of applyconfiguration-gen's panic; the fix is to add the
+// package to Input.ExtraOpenAPIPackages.
+//
+// The cost is one go command. With a warm build cache it is about 0.15s
+// when the compiled inputs are unchanged (go run caches the executable; the
+// cache key includes ModuleDir but not the staging paths) and about 1s when
+// the types changed (compile the types and openapi packages, link). With a
+// cold build cache it is about 10s (kube-openapi, apimachinery and their
+// dependencies), plus downloads if the module cache lacks them.
+// Input.SkipApplySchema skips the step. Stats reports it as the step
+// "models-schema".
 //
 // # klog.Fatal
 //
@@ -172,6 +185,6 @@
 //     unnamed interface types) or user DeepCopy/DeepCopyInto methods with a
 //     wrong signature;
 //   - an Input.OpenAPISchema that does not parse or lacks a referenced
-//     definition (applyconfiguration-gen); the models-schema step's output
-//     comes from the same generated definitions, so it has them all.
+//     definition (applyconfiguration-gen). The models-schema step checks
+//     its own output for both.
 package codegen

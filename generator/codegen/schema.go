@@ -168,8 +168,21 @@ func modelsSchema(ctx context.Context, in Input, root, work, schemaPath string) 
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return ctxErr
 		}
-		return fmt.Errorf("codegen: %s: go %s (in %s): %v\n%s\n%s", toolModelsSchema, strings.Join(args, " "), in.ModuleDir, err,
-			truncate(stderr.Bytes(), maxToolOutput), schemaHint)
+		// Compiler positions in staged files name the staging tree: show
+		// them at their place in the module (relative to ModuleDir, like the
+		// go command's other positions), and the scratch directory as <tmp>.
+		sep := string(filepath.Separator)
+		var pairs []string
+		if r, err := filepath.Rel(in.ModuleDir, root); err == nil {
+			pairs = append(pairs, r+sep, "")
+		}
+		if r, err := filepath.Rel(in.ModuleDir, mainGo); err == nil {
+			pairs = append(pairs, r, filepath.Join(rel, "main.go"))
+		}
+		pairs = append(pairs, root+sep, "", mainGo, filepath.Join(rel, "main.go"), work, "<tmp>")
+		clean := strings.NewReplacer(pairs...)
+		return fmt.Errorf("codegen: %s: go %s (in %s): %v\n%s\n%s", toolModelsSchema, clean.Replace(strings.Join(args, " ")), in.ModuleDir, err,
+			clean.Replace(truncate(stderr.Bytes(), maxToolOutput)), schemaHint)
 	}
 	var doc struct {
 		Definitions map[string]any `json:"definitions"`
