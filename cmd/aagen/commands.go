@@ -31,7 +31,7 @@ the server command.`,
 		SilenceErrors: true,
 	}
 	root.PersistentFlags().BoolP("verbose", "v", false, "print detail: each generator's time and each file written or deleted")
-	root.AddCommand(newGenerateCommand(), newUpCommand(), newCertsCommand(), newVersionCommand())
+	root.AddCommand(newInitCommand(), newCreateCommand(), newGenerateCommand(), newUpCommand(), newCertsCommand(), newVersionCommand())
 	return root
 }
 
