@@ -61,7 +61,18 @@ func (c *quietCore) Write(ent zapcore.Entry, fields []zapcore.Field) error {
 	if c.state.closing.Load() && isShutdownNoise(fields) {
 		return nil
 	}
+	if isBenignVersionRace(ent, fields) {
+		return nil
+	}
 	return c.Core.Write(ent, fields)
+}
+
+// isBenignVersionRace reports etcd's version monitor failing to record the storage
+// version before the first raft entry is applied ("missing term information"). etcd
+// retries on its next tick; seen when a member is stopped right after it started.
+func isBenignVersionRace(ent zapcore.Entry, fields []zapcore.Field) bool {
+	err := fieldError(fields)
+	return err != nil && ent.Message == "failed to update storage version" && strings.Contains(err.Error(), "missing term information")
 }
 
 // isShutdownNoise reports whether an entry carries an error that only says a
