@@ -22,7 +22,7 @@ The API groups of the project are <group>.<domain>: --domain is a DNS name you o
   aagen init --domain example.com --module example.com/foo --dir foo`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			o.Log = cmd.ErrOrStderr()
+			o.Log, _ = progress(cmd)
 			return scaffold.Init(cmd.Context(), o)
 		},
 	}
@@ -65,7 +65,7 @@ exists or the package already declares the kind.`,
   aagen create api --group ships --version v1 --kind Fleet --scale --plural fleets`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			o.Log = cmd.ErrOrStderr()
+			o.Log, _ = progress(cmd)
 			return scaffold.CreateAPI(cmd.Context(), o)
 		},
 	}
