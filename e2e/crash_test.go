@@ -16,14 +16,15 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
 // startBinary runs the server binary in local mode on dir's state and waits for the
 // KUBECONFIG line.
-func startBinary(t *testing.T, bin, state string) (*exec.Cmd, dynamic.Interface) {
+func startBinary(t *testing.T, bin, state string, extra ...string) (*exec.Cmd, dynamic.Interface, *rest.Config) {
 	t.Helper()
-	cmd := exec.Command(bin, "--local", "--secure-port=0", "--local-dir="+filepath.Join(state, "local"), "--embedded-etcd-dir="+filepath.Join(state, "etcd"))
+	cmd := exec.Command(bin, append([]string{"--local", "--secure-port=0", "--local-dir=" + filepath.Join(state, "local"), "--embedded-etcd-dir=" + filepath.Join(state, "etcd")}, extra...)...)
 	stdout, _ := cmd.StdoutPipe()
 	logs := &syncBuffer{}
 	cmd.Stderr = logs
@@ -46,12 +47,12 @@ func startBinary(t *testing.T, bin, state string) (*exec.Cmd, dynamic.Interface)
 			t.Fatal(err)
 		}
 		cfg.QPS, cfg.Burst = 500, 1000
-		return cmd, dynamic.NewForConfigOrDie(cfg)
+		return cmd, dynamic.NewForConfigOrDie(cfg), cfg
 	case <-time.After(2 * time.Minute):
 		_ = cmd.Process.Kill()
 		t.Fatalf("server not ready:\n%s", tail(logs.String(), 3000))
 	}
-	return nil, nil
+	return nil, nil, nil
 }
 
 // TestCrashRecovery kills the server with SIGKILL in the middle of a stream of writes on
@@ -68,7 +69,7 @@ func TestCrashRecovery(t *testing.T) {
 	ctx := context.Background()
 	acked := map[string]bool{}
 	for round := 0; round < 3; round++ {
-		cmd, dyn := startBinary(t, bin, state)
+		cmd, dyn, _ := startBinary(t, bin, state)
 		bc := dyn.Resource(boats).Namespace("harbour")
 		list, err := bc.List(ctx, metav1.ListOptions{})
 		if err != nil {
@@ -117,7 +118,7 @@ func TestCrashRecovery(t *testing.T) {
 			t.Fatalf("round %d: no write was acknowledged", round)
 		}
 
-		cmd, dyn = startBinary(t, bin, state)
+		cmd, dyn, _ = startBinary(t, bin, state)
 		bc = dyn.Resource(boats).Namespace("harbour")
 		stored := map[string]bool{}
 		list, err = bc.List(ctx, metav1.ListOptions{})
