@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -62,9 +63,12 @@ func TestLocalServer(t *testing.T) {
 			short      string
 			verbs      string
 		}{
-			"boats":        {true, "bt", "create,delete,deletecollection,get,list,patch,update,watch"},
-			"boats/status": {true, "", "get,patch,update"},
-			"docks":        {false, "dk", "create,delete,deletecollection,get,list,patch,update,watch"},
+			"boats":         {true, "bt", "create,delete,deletecollection,get,list,patch,update,watch"},
+			"boats/status":  {true, "", "get,patch,update"},
+			"docks":         {false, "dk", "create,delete,deletecollection,get,list,patch,update,watch"},
+			"fleets":        {true, "fl", "create,delete,deletecollection,get,list,patch,update,watch"},
+			"fleets/status": {true, "", "get,patch,update"},
+			"fleets/scale":  {true, "", "get,patch,update"},
 		}
 		got := map[string]bool{}
 		for _, r := range list.APIResources {
@@ -333,6 +337,240 @@ func TestLocalServer(t *testing.T) {
 		}
 	})
 
+	// kubectl get shows NAME, the +kubebuilder:printcolumn columns of priority 0 and AGE;
+	// -o wide adds the others.
+	t.Run("printer columns", func(t *testing.T) {
+		out, err := kubectl(t, up.kubeconfig, "", "get", "boats", "-n", ns)
+		if err != nil {
+			t.Fatalf("kubectl get boats: %v\n%s", err, out)
+		}
+		rows := table(out)
+		if got := strings.Join(rows["NAME"], " "); got != "DOCK LENGTH PHASE AGE" {
+			t.Errorf("kubectl get boats: header NAME %s, want NAME DOCK LENGTH PHASE AGE\n%s", got, out)
+		}
+		// aurora is at dock south, 13 m long and berthed; borealis has no phase yet.
+		if got := cells(rows, "aurora", 3); got != "south 13 Berthed" {
+			t.Errorf("aurora row %q\n%s", got, out)
+		}
+		if got := cells(rows, "borealis", 3); got != "north 15 " {
+			t.Errorf("borealis row %q\n%s", got, out)
+		}
+		out, err = kubectl(t, up.kubeconfig, "", "get", "boats", "-n", ns, "-o", "wide")
+		rows = table(out)
+		if got := strings.Join(rows["NAME"], " "); err != nil || got != "DOCK LENGTH PHASE BERTH AGE" {
+			t.Errorf("kubectl get boats -o wide: %v, header NAME %s\n%s", err, got, out)
+		}
+		if got := cells(rows, "aurora", 4); got != "south 13 Berthed 4" {
+			t.Errorf("aurora wide row %q\n%s", got, out)
+		}
+		out, err = kubectl(t, up.kubeconfig, "", "get", "docks")
+		rows = table(out)
+		if err != nil || strings.Join(rows["NAME"], " ") != "BERTHS AGE" || cells(rows, "north", 1) != "8" {
+			t.Errorf("kubectl get docks: %v\n%s", err, out)
+		}
+		// The Table itself, as client-go asks for it.
+		client, err := rest.HTTPClientFor(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, cfg.Host+"/apis/marina.example.com/v1alpha1/namespaces/harbour/boats/aurora", nil)
+		req.Header.Set("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var tbl metav1.Table
+		if err := json.NewDecoder(resp.Body).Decode(&tbl); err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("table: %d %v", resp.StatusCode, err)
+		}
+		var cols []string
+		for _, c := range tbl.ColumnDefinitions {
+			cols = append(cols, fmt.Sprintf("%s:%s:%d", c.Name, c.Type, c.Priority))
+		}
+		if got := strings.Join(cols, " "); got != "Name:string:0 Dock:string:0 Length:integer:0 Phase:string:0 Berth:integer:1 Age:date:0" {
+			t.Errorf("table columns %s", got)
+		}
+		if len(tbl.Rows) != 1 || fmt.Sprint(tbl.Rows[0].Cells[:5]) != "[aurora south 13 Berthed 4]" {
+			t.Errorf("table rows %+v", tbl.Rows)
+		}
+	})
+
+	// +kubebuilder:selectablefield:JSONPath=.spec.dock makes spec.dock a field selector.
+	t.Run("field selectors", func(t *testing.T) {
+		// What the selectors must return, filtered here.
+		all, err := bc.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var north, other []string
+		for _, b := range all.Items {
+			if dock, _, _ := unstructured.NestedString(b.Object, "spec", "dock"); dock == "north" {
+				north = append(north, "boat.marina.example.com/"+b.GetName())
+			} else {
+				other = append(other, "boat.marina.example.com/"+b.GetName())
+			}
+		}
+		if !slices.Contains(north, "boat.marina.example.com/borealis") || !slices.Contains(other, "boat.marina.example.com/aurora") {
+			t.Fatalf("boats at north %v, elsewhere %v", north, other)
+		}
+		out, err := kubectl(t, up.kubeconfig, "", "get", "boats", "-n", ns, "--field-selector", "spec.dock=north", "-o", "name")
+		if err != nil || strings.Fields(out) == nil || strings.Join(strings.Fields(out), " ") != strings.Join(north, " ") {
+			t.Errorf("kubectl get boats --field-selector spec.dock=north: %v, want %v\n%s", err, north, out)
+		}
+		out, err = kubectl(t, up.kubeconfig, "", "get", "boats", "-A", "--field-selector", "spec.dock!=north,metadata.namespace=harbour", "-o", "name")
+		if err != nil || strings.Join(strings.Fields(out), " ") != strings.Join(other, " ") {
+			t.Errorf("kubectl get boats --field-selector spec.dock!=north: %v, want %v\n%s", err, other, out)
+		}
+		out, err = kubectl(t, up.kubeconfig, "", "get", "boats", "-n", ns, "--field-selector", "metadata.name=aurora", "-o", "name")
+		if err != nil || strings.TrimSpace(out) != "boat.marina.example.com/aurora" {
+			t.Errorf("kubectl get boats --field-selector metadata.name=aurora: %v\n%s", err, out)
+		}
+		out, err = kubectl(t, up.kubeconfig, "", "get", "boats", "-n", ns, "--field-selector", "spec.colour=red")
+		if err == nil || !strings.Contains(out, "BadRequest") || !strings.Contains(out, "field label not supported: spec.colour") ||
+			!strings.Contains(out, "metadata.name, metadata.namespace, spec.dock") {
+			t.Errorf("kubectl get boats --field-selector spec.colour=red: want 400 naming the supported fields, got %v\n%s", err, out)
+		}
+		if _, err := bc.List(ctx, metav1.ListOptions{FieldSelector: "spec.lengthMeters=13"}); !apierrors.IsBadRequest(err) {
+			t.Errorf("list with an unselectable field: want 400, got %v", err)
+		}
+		if _, err := dyn.Resource(docks).List(ctx, metav1.ListOptions{FieldSelector: "spec.berths=8"}); !apierrors.IsBadRequest(err) {
+			t.Errorf("docks have no selectable fields: want 400, got %v", err)
+		}
+
+		// Watches filter on the field too: only the boat at dock west arrives.
+		list, err := bc.List(ctx, metav1.ListOptions{FieldSelector: "spec.dock=west"})
+		if err != nil || len(list.Items) != 0 {
+			t.Fatalf("list spec.dock=west: %v %d items", err, len(list.Items))
+		}
+		w, err := bc.Watch(ctx, metav1.ListOptions{FieldSelector: "spec.dock=west", ResourceVersion: list.GetResourceVersion()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		east, west := boat("foxtrot", nil, 5), boat("golf", nil, 6)
+		_ = unstructured.SetNestedField(east.Object, "east", "spec", "dock")
+		_ = unstructured.SetNestedField(west.Object, "west", "spec", "dock")
+		for _, b := range []*unstructured.Unstructured{east, west} {
+			if _, err := bc.Create(ctx, b, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			defer func(name string) { _ = bc.Delete(ctx, name, metav1.DeleteOptions{}) }(b.GetName())
+		}
+		select {
+		case ev := <-w.ResultChan():
+			if ev.Type != watch.Added || ev.Object.(*unstructured.Unstructured).GetName() != "golf" {
+				t.Errorf("watch spec.dock=west: got %s %v, want ADDED golf", ev.Type, ev.Object)
+			}
+		case <-time.After(30 * time.Second):
+			t.Error("watch spec.dock=west delivered nothing")
+		}
+	})
+
+	// +kubebuilder:subresource:scale serves /scale as autoscaling/v1 Scale.
+	t.Run("scale subresource", func(t *testing.T) {
+		fleets := schema.GroupVersionResource{Group: "marina.example.com", Version: "v1alpha1", Resource: "fleets"}
+		fc := dyn.Resource(fleets).Namespace(ns)
+		manifest := "apiVersion: marina.example.com/v1alpha1\nkind: Fleet\nmetadata:\n  name: armada\n  namespace: harbour\nspec:\n  replicas: 1\n  class: dinghy\n"
+		if out, err := kubectl(t, up.kubeconfig, manifest, "apply", "-f", "-"); err != nil {
+			t.Fatalf("kubectl apply fleet: %v\n%s", err, out)
+		}
+		dc := discovery.NewDiscoveryClientForConfigOrDie(cfg)
+		resources, err := dc.ServerResourcesForGroupVersion("marina.example.com/v1alpha1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range resources.APIResources {
+			if r.Name == "fleets/scale" && (r.Group != "autoscaling" || r.Version != "v1" || r.Kind != "Scale") {
+				t.Errorf("discovery of fleets/scale: %s/%s %s, want autoscaling/v1 Scale", r.Group, r.Version, r.Kind)
+			}
+		}
+
+		out, err := kubectl(t, up.kubeconfig, "", "scale", "fleet/armada", "-n", ns, "--replicas=3")
+		if err != nil || !strings.Contains(out, "fleet.marina.example.com/armada scaled") {
+			t.Fatalf("kubectl scale: %v\n%s", err, out)
+		}
+		f, err := fc.Get(ctx, "armada", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		replicas, _, _ := unstructured.NestedInt64(f.Object, "spec", "replicas")
+		class, _, _ := unstructured.NestedString(f.Object, "spec", "class")
+		if replicas != 3 || class != "dinghy" || f.GetGeneration() != 2 {
+			t.Errorf("after kubectl scale: replicas=%d class=%q generation=%d", replicas, class, f.GetGeneration())
+		}
+		// kubectl scale now owns spec.replicas (recorded in the Fleet's version).
+		var owner string
+		for _, e := range f.GetManagedFields() {
+			if e.FieldsV1 != nil && strings.Contains(string(e.FieldsV1.Raw), `"f:replicas"`) {
+				owner += e.Manager + "@" + e.APIVersion + " "
+			}
+		}
+		if !strings.Contains(owner, "@marina.example.com/v1alpha1") || strings.Contains(owner, "client-side-apply") || strings.Count(owner, "@") != 1 {
+			t.Errorf("owners of spec.replicas after kubectl scale: %q", owner)
+		}
+
+		// The observed side comes from status.
+		_ = unstructured.SetNestedField(f.Object, int64(2), "status", "replicas")
+		_ = unstructured.SetNestedField(f.Object, "fleet=armada", "status", "selector")
+		if _, err := fc.UpdateStatus(ctx, f, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		s, err := fc.Get(ctx, "armada", metav1.GetOptions{}, "scale")
+		if err != nil {
+			t.Fatal(err)
+		}
+		specReplicas, _, _ := unstructured.NestedInt64(s.Object, "spec", "replicas")
+		statusReplicas, _, _ := unstructured.NestedInt64(s.Object, "status", "replicas")
+		selector, _, _ := unstructured.NestedString(s.Object, "status", "selector")
+		if s.GetAPIVersion() != "autoscaling/v1" || s.GetKind() != "Scale" || s.GetName() != "armada" || specReplicas != 3 || statusReplicas != 2 || selector != "fleet=armada" {
+			t.Errorf("GET /scale: %v", s.Object)
+		}
+		out, err = kubectl(t, up.kubeconfig, "", "get", "fleet", "armada", "-n", ns, "--subresource=scale", "-o", "jsonpath={.kind} {.apiVersion} {.spec.replicas} {.status.replicas}")
+		if err != nil || out != "Scale autoscaling/v1 3 2" {
+			t.Errorf("kubectl get --subresource=scale: %v %q", err, out)
+		}
+		out, err = kubectl(t, up.kubeconfig, "", "get", "fleet", "armada", "-n", ns, "--subresource=scale")
+		if rows := table(out); err != nil || strings.Join(rows["NAME"], " ") != "DESIRED AVAILABLE AGE" || cells(rows, "armada", 2) != "3 2" {
+			t.Errorf("kubectl get --subresource=scale table: %v\n%s", err, out)
+		}
+		out, err = kubectl(t, up.kubeconfig, "", "get", "fleets", "-n", ns)
+		if rows := table(out); err != nil || cells(rows, "armada", 2) != "3 2" {
+			t.Errorf("kubectl get fleets: %v\n%s", err, out)
+		}
+
+		// PUT /scale with the current resourceVersion sets the replicas; a stale one conflicts.
+		_ = unstructured.SetNestedField(s.Object, int64(5), "spec", "replicas")
+		put, err := fc.Update(ctx, s, metav1.UpdateOptions{}, "scale")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, _, _ := unstructured.NestedInt64(put.Object, "spec", "replicas"); n != 5 || put.GetKind() != "Scale" || put.GetResourceVersion() == s.GetResourceVersion() {
+			t.Errorf("PUT /scale returned %v", put.Object)
+		}
+		if _, err := fc.Update(ctx, s, metav1.UpdateOptions{}, "scale"); !apierrors.IsConflict(err) {
+			t.Errorf("PUT /scale with a stale resourceVersion: want 409, got %v", err)
+		}
+		if out, err := kubectl(t, up.kubeconfig, "", "scale", "fleet/armada", "-n", ns, "--replicas=-1"); err == nil {
+			t.Errorf("kubectl scale --replicas=-1 succeeded:\n%s", out)
+		}
+		f, err = fc.Get(ctx, "armada", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		replicas, _, _ = unstructured.NestedInt64(f.Object, "spec", "replicas")
+		statusReplicas, _, _ = unstructured.NestedInt64(f.Object, "status", "replicas")
+		if replicas != 5 || statusReplicas != 2 || f.GetGeneration() != 3 {
+			t.Errorf("after PUT /scale: replicas=%d status.replicas=%d generation=%d", replicas, statusReplicas, f.GetGeneration())
+		}
+		if _, err := dyn.Resource(boats).Namespace(ns).Get(ctx, "aurora", metav1.GetOptions{}, "scale"); !apierrors.IsNotFound(err) {
+			t.Errorf("boats have no /scale: want 404, got %v", err)
+		}
+		if err := fc.Delete(ctx, "armada", metav1.DeleteOptions{}); err != nil {
+			t.Error(err)
+		}
+	})
+
 	t.Run("generated tree is clean", func(t *testing.T) {
 		if out := run(t, dir, "gofmt", "-l", "."); strings.TrimSpace(out) != "" {
 			t.Errorf("gofmt -l lists files:\n%s", out)
@@ -384,4 +622,43 @@ func TestExampleTests(t *testing.T) {
 	run(t, dir, aagen(t), "generate", "./pkg/apis/...")
 	out := run(t, dir, "go", "test", "-count=1", "./...")
 	t.Log(tail(out, 2000))
+}
+
+// table splits kubectl's table output into rows keyed by their first column (NAME for the
+// header), each holding the other columns, cut where the header's columns start (an empty
+// cell is "").
+func table(out string) map[string][]string {
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	var starts []int
+	header := lines[0]
+	for i := range header {
+		if header[i] != ' ' && (i == 0 || header[i-1] == ' ') {
+			starts = append(starts, i)
+		}
+	}
+	rows := map[string][]string{}
+	for _, line := range lines {
+		var row []string
+		for i, start := range starts {
+			end := len(line)
+			if i+1 < len(starts) && starts[i+1] < end {
+				end = starts[i+1]
+			}
+			cell := ""
+			if start < end {
+				cell = strings.TrimSpace(line[start:end])
+			}
+			row = append(row, cell)
+		}
+		if len(row) > 0 && row[0] != "" {
+			rows[row[0]] = row[1:]
+		}
+	}
+	return rows
+}
+
+// cells joins the first n cells of a row of table.
+func cells(rows map[string][]string, key string, n int) string {
+	row := append(append([]string(nil), rows[key]...), make([]string, n)...)
+	return strings.Join(row[:n], " ")
 }

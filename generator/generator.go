@@ -98,6 +98,14 @@ func Generate(ctx context.Context, o Options) (*Result, error) {
 	generatedPkg := m.ModulePath + "/" + o.GeneratedDir
 	logf("model: %s (%.1fs)", summary(m), time.Since(start).Seconds())
 
+	if m.HasScale() {
+		// The /scale subresource serves autoscaling/v1 Scale, whose OpenAPI definitions the
+		// code generators load from k8s.io/api: the module must require it first.
+		if err := requireK8sAPI(ctx, m.ModuleDir, !o.Verify && !o.Runtime.Skip, logf); err != nil {
+			return nil, err
+		}
+	}
+
 	t := time.Now()
 	logf("running code generators (deepcopy, openapi, clientset, listers, informers, apply configurations)")
 	files, stats, err := codegen.RunWithStats(ctx, codegenInput(m, generatedPkg))
@@ -187,6 +195,9 @@ func (e *StaleError) Error() string {
 
 func codegenInput(m *model.Model, generatedPkg string) codegen.Input {
 	in := codegen.Input{ModuleDir: m.ModuleDir, ModulePath: m.ModulePath, OutputPkg: generatedPkg}
+	if m.HasScale() {
+		in.ExtraOpenAPIPackages = []string{scalePackage}
+	}
 	for _, g := range m.Groups {
 		for _, v := range g.Versions {
 			p := codegen.Package{ImportPath: v.ImportPath, Dir: v.Dir, Group: g.Name, GroupPackageName: g.PackageName, Version: v.Name}

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strings"
 
 	"golang.org/x/mod/modfile"
@@ -152,4 +153,59 @@ func ModuleRoot(dir string) (string, error) {
 		}
 		d = parent
 	}
+}
+
+// scalePackage holds autoscaling/v1 Scale, which /scale subresources serve.
+const scalePackage = "k8s.io/api/autoscaling/v1"
+
+// requireK8sAPI makes sure the module requires k8s.io/api, so that scalePackage loads. When
+// it does not and write is set, it runs go get k8s.io/api at the version of the module's
+// k8s.io/apimachinery (they are released together) or, without one, at the version aagen
+// was built with. Otherwise it fails saying what to run.
+func requireK8sAPI(ctx context.Context, moduleDir string, write bool, logf func(string, ...any)) error {
+	gomod := filepath.Join(moduleDir, "go.mod")
+	data, err := os.ReadFile(gomod)
+	if err != nil {
+		return err
+	}
+	f, err := modfile.Parse(gomod, data, nil)
+	if err != nil {
+		return err
+	}
+	version := ""
+	for _, r := range f.Require {
+		switch r.Mod.Path {
+		case "k8s.io/api":
+			return nil
+		case "k8s.io/apimachinery":
+			version = r.Mod.Version
+		}
+	}
+	if version == "" {
+		if info, ok := debug.ReadBuildInfo(); ok {
+			for _, d := range info.Deps {
+				if d.Path == "k8s.io/api" {
+					version = d.Version
+				}
+			}
+		}
+	}
+	if version == "" || version == "(devel)" {
+		version = "latest"
+	}
+	get := "go get k8s.io/api@" + version
+	why := "a /scale subresource serves autoscaling/v1 Scale from k8s.io/api, which " + gomod + " does not require"
+	if !write {
+		return fmt.Errorf("%s: run `%s` in %s", why, get, moduleDir)
+	}
+	logf("%s (%s)", get, strings.TrimPrefix(why, "a "))
+	cmd := exec.CommandContext(ctx, "go", "get", "k8s.io/api@"+version)
+	cmd.Dir = moduleDir
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%s, and `%s` failed: %v\n%s\nadd the requirement yourself (go get k8s.io/api@<the version of k8s.io/apimachinery>) and run aagen again",
+			why, get, err, strings.TrimSpace(out.String()))
+	}
+	return nil
 }

@@ -124,6 +124,11 @@ func Deploy(m *model.Model, o Options, d DeployOptions) ([]File, error) {
 				if k.HasStatus {
 					dg.ReadResources = append(dg.ReadResources, k.Plural+"/status")
 				}
+				if k.Scale != nil {
+					// Like deployments/scale in the built-in roles: edit scales, view reads.
+					dg.Resources = append(dg.Resources, k.Plural+"/scale")
+					dg.ReadResources = append(dg.ReadResources, k.Plural+"/scale")
+				}
 			}
 		}
 		data.Groups = append(data.Groups, dg)

@@ -60,6 +60,8 @@ const (
 	pkgCobra     = "github.com/spf13/cobra"
 	pkgGenericAS = "k8s.io/apiserver/pkg/server"
 	pkgCli       = "k8s.io/component-base/cli"
+
+	pkgAutoscalingV1 = "k8s.io/api/autoscaling/v1"
 )
 
 // Go renders every Go file aagen emits itself for m.
@@ -228,8 +230,67 @@ func storage(k *model.Kind) *jen.File {
 			jen.Id("CopySpec"): jen.Func().Params(jen.List(jen.Id("dst"), jen.Id("src")).Add(ptr.Clone())).Block(copySpec...),
 		})
 	}
+	if len(k.PrintColumns) > 0 {
+		var cols []jen.Code
+		for _, c := range k.PrintColumns {
+			d := jen.Dict{jen.Id("Name"): jen.Lit(c.Name), jen.Id("Type"): jen.Lit(c.Type), jen.Id("JSONPath"): jen.Lit(c.JSONPath)}
+			if c.Format != "" {
+				d[jen.Id("Format")] = jen.Lit(c.Format)
+			}
+			if c.Description != "" {
+				d[jen.Id("Description")] = jen.Lit(c.Description)
+			}
+			if c.Priority != 0 {
+				d[jen.Id("Priority")] = jen.Lit(int(c.Priority))
+			}
+			cols = append(cols, jen.Values(d))
+		}
+		fields[jen.Id("Columns")] = jen.Index().Qual(pkgRegistry, "Column").Values(cols...)
+	}
+	if len(k.SelectableFields) > 0 {
+		var sel []jen.Code
+		for _, fp := range k.SelectableFields {
+			sel = append(sel, jen.Values(jen.Dict{
+				jen.Id("Name"): jen.Lit(fp.Label()),
+				jen.Id("Value"): jen.Func().Params(jen.Id("obj").Add(ptr.Clone())).String().Block(
+					readField(fp, jen.Lit(""), func(v *jen.Statement) jen.Code { return selectorValue(fp, v) })...),
+			}))
+		}
+		fields[jen.Id("SelectableFields")] = jen.Index().Qual(pkgRegistry, "SelectableField").Types(ptr.Clone()).Values(sel...)
+	}
+	var subresources []string
+	if k.HasStatus {
+		subresources = append(subresources, "status")
+	}
+	if sc := k.Scale; sc != nil {
+		subresources = append(subresources, "scale")
+		spec, status := sc.SpecReplicas, sc.StatusReplicas
+		d := jen.Dict{
+			jen.Id("SpecReplicasPath"): jen.Lit(spec.JSONPath),
+			jen.Id("SpecReplicas"): jen.Func().Params(jen.Id("obj").Add(ptr.Clone())).Params(jen.Int32(), jen.Bool()).Block(
+				readField(spec, jen.List(jen.Lit(0), jen.False()), func(v *jen.Statement) jen.Code {
+					return jen.List(convert(spec, "int32", v), jen.True())
+				})...),
+			jen.Id("SetSpecReplicas"): jen.Func().Params(jen.Id("obj").Add(ptr.Clone()), jen.Id("replicas").Int32()).Block(
+				writeField(spec, jen.Id("replicas"))...),
+			jen.Id("StatusReplicas"): jen.Func().Params(jen.Id("obj").Add(ptr.Clone())).Int32().Block(
+				readField(status, jen.Lit(0), func(v *jen.Statement) jen.Code { return convert(status, "int32", v) })...),
+		}
+		if sel := sc.Selector; sel != nil {
+			d[jen.Id("Selector")] = jen.Func().Params(jen.Id("obj").Add(ptr.Clone())).String().Block(
+				readField(*sel, jen.Lit(""), func(v *jen.Statement) jen.Code { return convert(*sel, "string", v) })...)
+		}
+		fields[jen.Id("Scale")] = jen.Op("&").Qual(pkgRegistry, "ScaleFuncs").Types(ptr.Clone()).Values(d)
+	}
+	what := ""
+	switch len(subresources) {
+	case 1:
+		what = " and its " + subresources[0] + " subresource"
+	case 2:
+		what = " and its " + subresources[0] + " and " + subresources[1] + " subresources"
+	}
 	f.Commentf("NewStorage builds the REST storage of %s.%s: the resource%s, on the etcd storage getter describes.",
-		k.Plural, v.Group.Name, map[bool]string{true: " and its status subresource", false: ""}[k.HasStatus])
+		k.Plural, v.Group.Name, what)
 	f.Func().Id("NewStorage").Params(
 		jen.Id("scheme").Op("*").Qual(pkgRuntime, "Scheme"),
 		jen.Id("getter").Qual(pkgGeneric, "RESTOptionsGetter"),
@@ -331,6 +392,16 @@ func apiserver(m *model.Model, o Options) *jen.File {
 		),
 	}
 	body = append(body, internal...)
+	if m.HasScale() {
+		f.ImportAlias(pkgAutoscalingV1, "autoscalingv1")
+		body = append(body,
+			jen.Comment("The /scale subresources serve autoscaling/v1 Scale, which is also its own internal version."),
+			jen.If(jen.Err().Op(":=").Qual(pkgAutoscalingV1, "AddToScheme").Call(jen.Id("scheme")), jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
+			jen.Id("scheme").Dot("AddKnownTypes").Call(
+				jen.Qual(pkgSchema, "GroupVersion").Values(jen.Dict{jen.Id("Group"): jen.Lit("autoscaling"), jen.Id("Version"): jen.Qual(pkgRuntime, "APIVersionInternal")}),
+				jen.Op("&").Qual(pkgAutoscalingV1, "Scale").Values()),
+		)
+	}
 	body = append(body,
 		jen.Comment("Unversioned meta types, served by discovery and in errors."),
 		jen.Qual(pkgMetav1, "AddToGroupVersion").Call(jen.Id("scheme"), jen.Qual(pkgSchema, "GroupVersion").Values(jen.Dict{jen.Id("Version"): jen.Lit("v1")})),
@@ -398,4 +469,77 @@ func lits(ss []string) []jen.Code {
 		out[i] = jen.Lit(s)
 	}
 	return out
+}
+
+// fieldExpr is obj.<Go fields of the first n steps of fp>.
+func fieldExpr(fp model.FieldPath, n int) *jen.Statement {
+	e := jen.Id("obj")
+	for _, st := range fp.Steps[:n] {
+		e = e.Dot(st.GoName)
+	}
+	return e
+}
+
+// readField returns the statements of a function that returns ret(value of fp), or zero
+// when a pointer on the path is nil.
+func readField(fp model.FieldPath, zero jen.Code, ret func(v *jen.Statement) jen.Code) []jen.Code {
+	var out []jen.Code
+	for i, st := range fp.Steps {
+		if st.Pointer {
+			out = append(out, jen.If(fieldExpr(fp, i+1).Op("==").Nil()).Block(jen.Return(zero)))
+		}
+	}
+	v := fieldExpr(fp, len(fp.Steps))
+	if fp.Steps[len(fp.Steps)-1].Pointer {
+		v = jen.Op("*").Add(v)
+	}
+	return append(out, jen.Return(ret(v)))
+}
+
+// writeField returns the statements that set fp to value (of fp's predeclared type),
+// allocating the structs that are nil on the way.
+func writeField(fp model.FieldPath, value *jen.Statement) []jen.Code {
+	var out []jen.Code
+	last := len(fp.Steps) - 1
+	for i, st := range fp.Steps[:last] {
+		if st.Pointer {
+			out = append(out, jen.If(fieldExpr(fp, i+1).Op("==").Nil()).Block(
+				fieldExpr(fp, i+1).Op("=").Op("&").Qual(st.Elem.Pkg, st.Elem.Name).Values()))
+		}
+	}
+	v := value
+	if !fp.LeafType.IsZero() {
+		v = jen.Qual(fp.LeafType.Pkg, fp.LeafType.Name).Call(value)
+	}
+	if fp.Steps[last].Pointer {
+		if !fp.LeafType.IsZero() {
+			out = append(out, jen.Id("v").Op(":=").Add(v))
+			v = jen.Id("v")
+		}
+		v = jen.Op("&").Add(v)
+	}
+	return append(out, fieldExpr(fp, len(fp.Steps)).Op("=").Add(v))
+}
+
+// convert converts v, of fp's leaf type, to the predeclared type basic when the leaf has a
+// named type.
+func convert(fp model.FieldPath, basic string, v *jen.Statement) *jen.Statement {
+	if fp.LeafType.IsZero() && fp.LeafBasic == basic {
+		return v
+	}
+	return jen.Id(basic).Call(v)
+}
+
+// selectorValue renders v, of fp's leaf type, as a field selector compares it.
+func selectorValue(fp model.FieldPath, v *jen.Statement) jen.Code {
+	switch fp.Leaf {
+	case "boolean":
+		return jen.Qual("strconv", "FormatBool").Call(convert(fp, "bool", v))
+	case "integer":
+		if strings.HasPrefix(fp.LeafBasic, "uint") || fp.LeafBasic == "byte" {
+			return jen.Qual("strconv", "FormatUint").Call(convert(fp, "uint64", v), jen.Lit(10))
+		}
+		return jen.Qual("strconv", "FormatInt").Call(convert(fp, "int64", v), jen.Lit(10))
+	}
+	return convert(fp, "string", v)
 }

@@ -3,7 +3,7 @@ package markers
 // Owned are the marker prefixes aagen reads; an unknown marker under one of them is an error.
 var owned = []string{"groupName", "genclient", "kubebuilder:", "aagen:"}
 
-const pendingIssue5 = "validation, defaults, printer columns, scale and selectable fields from markers come with resource semantics (issue 5)"
+const pendingIssue5 = "validation and defaults from markers come with resource semantics (issue 5)"
 
 // Default returns the registry of every marker aagen knows. It is built on each call:
 // there is no shared mutable registry.
@@ -48,14 +48,17 @@ func Default() *Registry {
 		&Definition{Name: "kubebuilder:storageversion", Target: OnType, Form: Flag,
 			Help: "Store this version of the kind (the hub) when a group serves several versions."},
 		&Definition{Name: "kubebuilder:subresource:scale", Target: OnType, Form: Args,
-			Keys: []string{"specpath", "statuspath", "selectorpath"}, Pending: pendingIssue5,
-			Help: "Serve /scale: specpath=.spec.replicas,statuspath=.status.replicas,selectorpath=.status.selector."},
+			Keys: []string{"specpath", "statuspath", "selectorpath"},
+			Help: "Serve /scale (autoscaling/v1 Scale, for kubectl scale and autoscalers): specpath=.spec.replicas (an int32 or *int32 under .spec), " +
+				"statuspath=.status.replicas (an int32 under .status), optional selectorpath=.status.selector (a string: the label selector in string form)."},
 		&Definition{Name: "kubebuilder:printcolumn", Target: OnType, Form: Args,
-			Keys: []string{"name", "type", "JSONPath", "description", "priority", "format"}, Pending: pendingIssue5,
-			Help: "A column of kubectl get."},
+			Keys: []string{"name", "type", "JSONPath", "description", "priority", "format"},
+			Help: "A column of kubectl get, after NAME and before AGE (repeatable, in order): name=<header>, type=integer|number|string|boolean|date " +
+				"(date shows an age), JSONPath=<.path> (CRD rules), optional description, priority=<n> (above 0: only with -o wide) and format."},
 		&Definition{Name: "kubebuilder:selectablefield", Target: OnType, Form: Args,
-			Keys: []string{"JSONPath"}, Pending: pendingIssue5,
-			Help: "A field usable in --field-selector."},
+			Keys: []string{"JSONPath"},
+			Help: "A field usable in --field-selector (repeatable): JSONPath=.spec.x names a string, integer or boolean field outside metadata; " +
+				"metadata.name and metadata.namespace are always selectable."},
 		&Definition{Name: "kubebuilder:deprecatedversion", Target: OnType, Form: Args,
 			Keys: []string{"warning"}, Pending: "deprecation warnings come with versions and conversion (issue 5)",
 			Help: "Mark this version deprecated."},

@@ -5,6 +5,7 @@ import (
 	"go/ast"
 	"go/token"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -330,8 +331,17 @@ func cleanList(in []string) []string {
 	return out
 }
 
+// unquote removes the quotes around a value. A double-quoted value is a Go string literal
+// (as for controller-gen: ".status.conditions[?(@.type==\"Ready\")].status"); one that is
+// not a valid literal, and a back-quoted value, just lose their quotes.
 func unquote(s string) string {
-	if len(s) >= 2 && (s[0] == '"' && s[len(s)-1] == '"' || s[0] == '`' && s[len(s)-1] == '`') {
+	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
+		if u, err := strconv.Unquote(s); err == nil {
+			return u
+		}
+		return s[1 : len(s)-1]
+	}
+	if len(s) >= 2 && s[0] == '`' && s[len(s)-1] == '`' {
 		return s[1 : len(s)-1]
 	}
 	return s

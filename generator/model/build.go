@@ -145,7 +145,8 @@ func (b *builder) pkg(p *packages.Package) {
 		if root && !isListDecl(p, d.spec.Name.Name) {
 			kindDecls = append(kindDecls, d)
 		} else if !root {
-			for _, name := range []string{"genclient:nonNamespaced", "genclient:noStatus", "kubebuilder:resource", "kubebuilder:subresource:status", "kubebuilder:storageversion"} {
+			for _, name := range []string{"genclient:nonNamespaced", "genclient:noStatus", "kubebuilder:resource", "kubebuilder:subresource:status", "kubebuilder:storageversion",
+				"kubebuilder:subresource:scale", "kubebuilder:printcolumn", "kubebuilder:selectablefield"} {
 				if m, ok := d.markers.Get(name); ok && !isListDecl(p, d.spec.Name.Name) {
 					b.errorf(m.Pos, "add `// +genclient` (or `// +kubebuilder:object:root=true`) to serve the type as a kind, or remove the marker",
 						"+%s on %s, which is not marked as a kind", name, d.spec.Name.Name)
@@ -317,6 +318,9 @@ func (b *builder) kind(p *packages.Package, v *Version, d typeDecl) *Kind {
 	case hasStatusField && ms.Has("genclient:noStatus"):
 	case hasStatusField && (hasStatusMarker || ms.Has("genclient")):
 		k.HasStatus = true
+	}
+	if !b.semantics(p, k, d) {
+		good = false
 	}
 	if !good {
 		return nil

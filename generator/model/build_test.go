@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -70,10 +71,10 @@ func TestExample(t *testing.T) {
 		t.Fatalf("groups: %+v", m.Groups)
 	}
 	v := m.Groups[0].Versions[0]
-	if v.Name != "v1alpha1" || v.ImportPath != "example.com/marina/pkg/apis/marina/v1alpha1" || len(v.Kinds) != 2 {
+	if v.Name != "v1alpha1" || v.ImportPath != "example.com/marina/pkg/apis/marina/v1alpha1" || len(v.Kinds) != 3 {
 		t.Fatalf("version: %+v", v)
 	}
-	boat, dock := v.Kinds[0], v.Kinds[1]
+	boat, dock, fleet := v.Kinds[0], v.Kinds[1], v.Kinds[2]
 	check := func(k *model.Kind, name, plural string, namespaced, status bool, short string, spec string) {
 		t.Helper()
 		if k.Name != name || k.Plural != plural || k.Singular != strings.ToLower(name) || k.NamespaceScoped != namespaced ||
@@ -87,6 +88,38 @@ func TestExample(t *testing.T) {
 	}
 	check(boat, "Boat", "boats", true, true, "bt", "Spec")
 	check(dock, "Dock", "docks", false, false, "dk", "Spec")
+	check(fleet, "Fleet", "fleets", true, true, "fl", "Spec")
+
+	wantCols := []model.PrintColumn{
+		{Name: "Dock", Type: "string", JSONPath: ".spec.dock"},
+		{Name: "Length", Type: "integer", JSONPath: ".spec.lengthMeters", Description: "Length overall, in metres."},
+		{Name: "Phase", Type: "string", JSONPath: ".status.phase"},
+		{Name: "Berth", Type: "integer", JSONPath: ".status.berth", Priority: 1},
+	}
+	if !reflect.DeepEqual(boat.PrintColumns, wantCols) {
+		t.Errorf("Boat columns:\n got %+v\nwant %+v", boat.PrintColumns, wantCols)
+	}
+	wantSel := []model.FieldPath{{JSONPath: ".spec.dock", Steps: []model.FieldStep{{GoName: "Spec"}, {GoName: "Dock"}}, Leaf: "string", LeafBasic: "string"}}
+	if !reflect.DeepEqual(boat.SelectableFields, wantSel) || boat.Scale != nil {
+		t.Errorf("Boat selectable fields %+v, scale %+v", boat.SelectableFields, boat.Scale)
+	}
+	if len(dock.PrintColumns) != 1 || dock.PrintColumns[0].JSONPath != ".spec.berths" {
+		t.Errorf("Dock columns %+v", dock.PrintColumns)
+	}
+	wantScale := &model.Scale{
+		SpecReplicas: model.FieldPath{JSONPath: ".spec.replicas", Steps: []model.FieldStep{{GoName: "Spec"}, {GoName: "Replicas", Pointer: true}},
+			Leaf: "integer", LeafBasic: "int32"},
+		StatusReplicas: model.FieldPath{JSONPath: ".status.replicas", Steps: []model.FieldStep{{GoName: "Status"}, {GoName: "Replicas"}},
+			Leaf: "integer", LeafBasic: "int32"},
+		Selector: &model.FieldPath{JSONPath: ".status.selector", Steps: []model.FieldStep{{GoName: "Status"}, {GoName: "Selector"}},
+			Leaf: "string", LeafBasic: "string"},
+	}
+	if !reflect.DeepEqual(fleet.Scale, wantScale) {
+		t.Errorf("Fleet scale:\n got %+v\nwant %+v", fleet.Scale, wantScale)
+	}
+	if !m.HasScale() {
+		t.Error("HasScale is false")
+	}
 }
 
 const docGo = "// +groupName=shop.example.com\npackage v1\n"

@@ -60,7 +60,88 @@ type Kind struct {
 	// SpecFields are the top-level fields other than TypeMeta, ObjectMeta and Status:
 	// the desired state (usually just Spec).
 	SpecFields []string
-	Pos        token.Position
+	// PrintColumns are the columns kubectl get shows between NAME and AGE, in marker order
+	// (+kubebuilder:printcolumn).
+	PrintColumns []PrintColumn
+	// SelectableFields are the fields usable in field selectors besides metadata.name and
+	// metadata.namespace (+kubebuilder:selectablefield), in marker order.
+	SelectableFields []FieldPath
+	// Scale is set when the /scale subresource is served (+kubebuilder:subresource:scale).
+	Scale *Scale
+	Pos   token.Position
+}
+
+// PrintColumn is one column of kubectl get, with the meaning of a CRD's
+// additionalPrinterColumns entry.
+type PrintColumn struct {
+	// Name is the column header.
+	Name string
+	// Type is integer, number, string, boolean or date (shown as an age).
+	Type string
+	// Format is an optional OpenAPI format (int32, int64, float, double, byte, date,
+	// date-time, password).
+	Format string
+	// Description documents the column; empty means a default naming the JSON path.
+	Description string
+	// JSONPath selects the value, e.g. ".spec.dock" (wrapped in {} and evaluated with
+	// k8s.io/client-go/util/jsonpath).
+	JSONPath string
+	// Priority 0 columns are always shown; higher ones only with -o wide.
+	Priority int32
+}
+
+// FieldPath is a simple JSON path (.a.b.c) into a kind, resolved to the kind's Go fields.
+type FieldPath struct {
+	// JSONPath is the path as written, e.g. ".spec.dock".
+	JSONPath string
+	// Steps are the Go fields from the kind to the leaf, in order. An inline embedded
+	// struct is a step of its own.
+	Steps []FieldStep
+	// Leaf is the JSON type of the leaf: "string", "integer" or "boolean".
+	Leaf string
+	// LeafType names the leaf's Go type when it is a named type (e.g. type Phase string),
+	// for conversions; it is zero for predeclared types.
+	LeafType GoType
+	// LeafBasic is the predeclared type underlying the leaf, e.g. "int32" or "string".
+	LeafBasic string
+}
+
+// FieldStep is one Go field on a FieldPath.
+type FieldStep struct {
+	// GoName is the Go field name.
+	GoName string
+	// Pointer is set when the field is a pointer.
+	Pointer bool
+	// Elem names the struct a pointer field points to (to allocate it); zero for the leaf.
+	Elem GoType
+}
+
+// GoType names a Go type by import path and name.
+type GoType struct{ Pkg, Name string }
+
+// IsZero reports whether t names no type.
+func (t GoType) IsZero() bool { return t.Name == "" }
+
+// Label is the field's name in field selectors: the JSON path without its leading dot.
+func (p FieldPath) Label() string { return strings.TrimPrefix(p.JSONPath, ".") }
+
+// Scale is the /scale subresource: where the replicas and the selector live.
+type Scale struct {
+	// SpecReplicas is an int32 (or *int32) under .spec; StatusReplicas an int32 under .status.
+	SpecReplicas, StatusReplicas FieldPath
+	// Selector is a string under .spec or .status holding the label selector in string form;
+	// nil without selectorpath.
+	Selector *FieldPath
+}
+
+// HasScale reports whether any kind of the model serves /scale.
+func (m *Model) HasScale() bool {
+	for _, k := range m.AllKinds() {
+		if k.Scale != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // GroupVersion returns "group/version".

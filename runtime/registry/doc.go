@@ -15,5 +15,15 @@
 //     resource keep the stored status, and writes to /status change nothing but status
 //     (and managedFields); server-side apply resets the same fields;
 //   - object names are DNS subdomains, metadata is validated like every other object,
-//     and all field errors of a request come back together as one 422 Invalid.
+//     and all field errors of a request come back together as one 422 Invalid;
+//   - with Columns, kubectl get shows NAME, the columns (priority above 0 only with
+//     -o wide) and AGE, cells computed like a CRD's additionalPrinterColumns (JSONPath on
+//     the object's JSON, an empty cell for a missing value, an age for a date);
+//   - field selectors take metadata.name, metadata.namespace and the SelectableFields
+//     (values compared as strings, like a CRD's selectableFields); REST.FieldLabels lists
+//     them for the scheme's field label conversion, which package server registers;
+//   - with Scale, "<plural>/scale" serves autoscaling/v1 Scale: GET reads the replicas and
+//     selector, PUT and PATCH set the spec replicas through the main store (so
+//     resourceVersion preconditions, generation, admission, watch and the managed fields
+//     of the replicas behave as for Deployments and custom resources).
 package registry

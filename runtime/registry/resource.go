@@ -45,6 +45,17 @@ type Resource[T Object] struct {
 	// Status is set when the kind has a status subresource.
 	Status *StatusFuncs[T]
 
+	// Columns are the columns kubectl get shows between NAME and AGE, like a CRD's
+	// additionalPrinterColumns. Empty means the default table (NAME, CREATED AT).
+	Columns []Column
+
+	// SelectableFields are the fields usable in field selectors (kubectl get
+	// --field-selector) besides metadata.name and metadata.namespace, which always are.
+	SelectableFields []SelectableField[T]
+
+	// Scale is set when the kind serves the /scale subresource (autoscaling/v1 Scale).
+	Scale *ScaleFuncs[T]
+
 	// Hooks is the user-owned value whose optional methods add behaviour; may be nil.
 	Hooks any
 }
@@ -56,6 +67,54 @@ type StatusFuncs[T Object] struct {
 	CopyStatus func(dst, src T)
 	// CopySpec sets every top-level field of dst except TypeMeta, ObjectMeta and status to src's.
 	CopySpec func(dst, src T)
+}
+
+// Column is one column of kubectl get, with the meaning of a CRD's additionalPrinterColumns
+// entry.
+type Column struct {
+	// Name is the column header.
+	Name string
+	// Type is integer, number, string, boolean or date; a date column shows the age of the
+	// timestamp it selects.
+	Type string
+	// Format is an optional OpenAPI format, passed on to clients.
+	Format string
+	// Description documents the column; empty means one naming JSONPath.
+	Description string
+	// Priority 0 columns are always shown; higher ones only with -o wide.
+	Priority int32
+	// JSONPath selects the cell's value, e.g. ".status.phase": it is wrapped in {} and
+	// evaluated with k8s.io/client-go/util/jsonpath on the object's JSON form. A missing value
+	// leaves the cell empty.
+	JSONPath string
+}
+
+// SelectableField is a field usable in field selectors.
+type SelectableField[T Object] struct {
+	// Name is the field's label in selectors, e.g. "spec.color" (the JSON path without its
+	// leading dot).
+	Name string
+	// Value returns the field's value as selectors compare it: a string as it is, an
+	// integer in decimal, a boolean as true or false, and "" when it is unset.
+	Value func(obj T) string
+}
+
+// ScaleFuncs read and write the fields behind the /scale subresource.
+type ScaleFuncs[T Object] struct {
+	// SpecReplicasPath is the JSON path of the desired replicas, e.g. ".spec.replicas"; it
+	// maps the managed fields of kubectl scale and server-side apply between the kind and
+	// Scale.
+	SpecReplicasPath string
+	// SpecReplicas returns the desired replicas; ok is false when they are unset (a nil
+	// pointer on the path).
+	SpecReplicas func(obj T) (replicas int32, ok bool)
+	// SetSpecReplicas sets the desired replicas, allocating what is nil on the path.
+	SetSpecReplicas func(obj T, replicas int32)
+	// StatusReplicas returns the observed replicas (0 when unset).
+	StatusReplicas func(obj T) int32
+	// Selector returns the label selector of the replicas in string form; nil when the kind
+	// has none.
+	Selector func(obj T) string
 }
 
 // GroupResource is the resource's group and plural name.

@@ -26,6 +26,12 @@ func NewStorage[T Object](scheme *runtime.Scheme, getter generic.RESTOptionsGett
 	}
 	r := &res
 	main := newStrategy(scheme, r, h)
+	table := rest.NewDefaultTableConvertor(r.GroupResource())
+	if len(r.Columns) > 0 {
+		if table, err = NewTableConvertor(r.Columns); err != nil {
+			return nil, fmt.Errorf("registry.Resource %s: %w", r.Kind, err)
+		}
+	}
 	store := &genericregistry.Store{
 		NewFunc:                   func() runtime.Object { return r.New() },
 		NewListFunc:               r.NewList,
@@ -35,14 +41,14 @@ func NewStorage[T Object](scheme *runtime.Scheme, getter generic.RESTOptionsGett
 		UpdateStrategy:            main,
 		DeleteStrategy:            main,
 		ResetFieldsStrategy:       main,
-		TableConvertor:            rest.NewDefaultTableConvertor(r.GroupResource()),
+		TableConvertor:            table,
 	}
-	opts := &generic.StoreOptions{RESTOptions: getter, AttrFunc: getAttrs(r.NamespaceScoped)}
+	opts := &generic.StoreOptions{RESTOptions: getter, AttrFunc: getAttrs(r)}
 	if err := store.CompleteWithOptions(opts); err != nil {
 		return nil, fmt.Errorf("%s: %w", r.GroupResource(), err)
 	}
 	out := map[string]rest.Storage{
-		r.Plural: &REST{Store: store, shortNames: r.ShortNames, categories: r.Categories},
+		r.Plural: &REST{Store: store, shortNames: r.ShortNames, categories: r.Categories, fieldLabels: r.fieldLabels()},
 	}
 	if r.Status != nil {
 		statusStore := *store
@@ -50,6 +56,13 @@ func NewStorage[T Object](scheme *runtime.Scheme, getter generic.RESTOptionsGett
 		statusStore.UpdateStrategy = ss
 		statusStore.ResetFieldsStrategy = ss
 		out[r.Plural+"/status"] = &StatusREST{store: &statusStore}
+	}
+	if r.Scale != nil {
+		scale, err := newScaleREST(store, r)
+		if err != nil {
+			return nil, err
+		}
+		out[r.Plural+"/scale"] = scale
 	}
 	return out, nil
 }
@@ -64,8 +77,30 @@ func (r *Resource[T]) validate() error {
 		return fmt.Errorf("registry.Resource %s: New and NewList are required", r.Kind)
 	case r.Status != nil && (r.Status.CopyStatus == nil || r.Status.CopySpec == nil):
 		return fmt.Errorf("registry.Resource %s: Status needs CopyStatus and CopySpec", r.Kind)
+	case r.Scale != nil && (r.Scale.SpecReplicas == nil || r.Scale.SetSpecReplicas == nil || r.Scale.StatusReplicas == nil):
+		return fmt.Errorf("registry.Resource %s: Scale needs SpecReplicas, SetSpecReplicas and StatusReplicas", r.Kind)
+	}
+	seen := map[string]bool{"metadata.name": true, "metadata.namespace": true}
+	for _, f := range r.SelectableFields {
+		switch {
+		case f.Name == "" || f.Value == nil:
+			return fmt.Errorf("registry.Resource %s: selectable field %q needs a Name and a Value", r.Kind, f.Name)
+		case seen[f.Name]:
+			return fmt.Errorf("registry.Resource %s: selectable field %q is given twice or is built in", r.Kind, f.Name)
+		}
+		seen[f.Name] = true
 	}
 	return nil
+}
+
+// fieldLabels are the fields usable in field selectors: metadata.name, metadata.namespace
+// and the selectable fields.
+func (r *Resource[T]) fieldLabels() []string {
+	out := []string{"metadata.name", "metadata.namespace"}
+	for _, f := range r.SelectableFields {
+		out = append(out, f.Name)
+	}
+	return out
 }
 
 func (r *Resource[T]) singularResource() schema.GroupResource {
@@ -76,8 +111,9 @@ func (r *Resource[T]) singularResource() schema.GroupResource {
 // discovery metadata it does not carry itself.
 type REST struct {
 	*genericregistry.Store
-	shortNames []string
-	categories []string
+	shortNames  []string
+	categories  []string
+	fieldLabels []string
 }
 
 var (
@@ -92,6 +128,11 @@ func (r *REST) ShortNames() []string { return r.shortNames }
 
 // Categories are the groupings (such as "all") published in discovery.
 func (r *REST) Categories() []string { return r.categories }
+
+// FieldLabels are the fields usable in field selectors: metadata.name, metadata.namespace
+// and the kind's selectable fields. Package server registers them with the scheme as the
+// kind's field label conversion, so that other labels are rejected with the list of these.
+func (r *REST) FieldLabels() []string { return r.fieldLabels }
 
 // StatusREST is the storage of the /status subresource: get, update and patch, where
 // only the status of the request is kept.

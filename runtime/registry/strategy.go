@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"fmt"
 
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -165,10 +166,21 @@ func objectMeta(obj runtime.Object) *metav1.ObjectMeta {
 	return obj.(metav1.ObjectMetaAccessor).GetObjectMeta().(*metav1.ObjectMeta)
 }
 
-// getAttrs returns the labels and fields a list or watch selects on.
-func getAttrs(namespaced bool) storage.AttrFunc {
+// getAttrs returns the labels and fields a list or watch selects on: metadata.name,
+// metadata.namespace (for namespaced kinds) and the selectable fields.
+func getAttrs[T Object](res *Resource[T]) storage.AttrFunc {
 	return func(obj runtime.Object) (labels.Set, fields.Set, error) {
 		meta := objectMeta(obj)
-		return meta.Labels, generic.ObjectMetaFieldsSet(meta, namespaced), nil
+		set := generic.ObjectMetaFieldsSet(meta, res.NamespaceScoped)
+		if len(res.SelectableFields) > 0 {
+			o, ok := obj.(T)
+			if !ok {
+				return nil, nil, fmt.Errorf("%s: unexpected object %T", res.Kind, obj)
+			}
+			for _, f := range res.SelectableFields {
+				set[f.Name] = f.Value(o)
+			}
+		}
+		return meta.Labels, set, nil
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apiserver/pkg/apis/apiserver"
 	"k8s.io/apiserver/pkg/authentication/authenticatorfactory"
@@ -112,6 +113,9 @@ func New(spec Spec, o *Options) (*genericapiserver.GenericAPIServer, genericapis
 				}
 				for k, s := range m {
 					storage[k] = s
+					if err := registerFieldLabels(spec.Scheme, schema.GroupVersion{Group: g.Name, Version: v.Name}, s); err != nil {
+						return nil, nil, fmt.Errorf("%s/%s %s: %w", g.Name, v.Name, k, err)
+					}
 				}
 			}
 			info.VersionedResourcesStorageMap[v.Name] = storage

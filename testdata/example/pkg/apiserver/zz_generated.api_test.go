@@ -25,4 +25,7 @@ func TestAPI(t *testing.T) {
 	t.Run("Dock.marina.example.com/v1alpha1", func(t *testing.T) {
 		servertest.CRUD[*marinav1alpha1.Dock, *marinav1alpha1.DockList](t, cs.MarinaV1alpha1().Docks(), &marinav1alpha1.Dock{})
 	})
+	t.Run("Fleet.marina.example.com/v1alpha1", func(t *testing.T) {
+		servertest.CRUD[*marinav1alpha1.Fleet, *marinav1alpha1.FleetList](t, cs.MarinaV1alpha1().Fleets("default"), &marinav1alpha1.Fleet{})
+	})
 }

@@ -9,9 +9,11 @@ import (
 	"example.com/marina/pkg/generated/openapi"
 	marinaboat "example.com/marina/pkg/registry/marina/boat"
 	marinadock "example.com/marina/pkg/registry/marina/dock"
+	marinafleet "example.com/marina/pkg/registry/marina/fleet"
 	"github.com/aagen-dev/aagen/runtime/server"
 	"github.com/spf13/cobra"
 	"io"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -29,10 +31,18 @@ func NewScheme() (*runtime.Scheme, error) {
 	scheme.AddKnownTypes(schema.GroupVersion{
 		Group:   "marina.example.com",
 		Version: runtime.APIVersionInternal,
-	}, &marinav1alpha1.Boat{}, &marinav1alpha1.BoatList{}, &marinav1alpha1.Dock{}, &marinav1alpha1.DockList{})
+	}, &marinav1alpha1.Boat{}, &marinav1alpha1.BoatList{}, &marinav1alpha1.Dock{}, &marinav1alpha1.DockList{}, &marinav1alpha1.Fleet{}, &marinav1alpha1.FleetList{})
 	if err := scheme.SetVersionPriority(marinav1alpha1.SchemeGroupVersion); err != nil {
 		return nil, err
 	}
+	// The /scale subresources serve autoscaling/v1 Scale, which is also its own internal version.
+	if err := autoscalingv1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	scheme.AddKnownTypes(schema.GroupVersion{
+		Group:   "autoscaling",
+		Version: runtime.APIVersionInternal,
+	}, &autoscalingv1.Scale{})
 	// Unversioned meta types, served by discovery and in errors.
 	metav1.AddToGroupVersion(scheme, schema.GroupVersion{Version: "v1"})
 	scheme.AddUnversionedTypes(schema.GroupVersion{
@@ -53,7 +63,7 @@ func NewSpec() (server.Spec, error) {
 			Name: "marina.example.com",
 			Versions: []server.Version{{
 				Name:      "v1alpha1",
-				Resources: []server.StorageFunc{marinaboat.NewStorage, marinadock.NewStorage},
+				Resources: []server.StorageFunc{marinaboat.NewStorage, marinadock.NewStorage, marinafleet.NewStorage},
 			}},
 		}},
 		Name:               "marina-apiserver",

@@ -26,6 +26,12 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &marinav1alpha1.DockApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("DockSpec"):
 		return &marinav1alpha1.DockSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("Fleet"):
+		return &marinav1alpha1.FleetApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("FleetSpec"):
+		return &marinav1alpha1.FleetSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("FleetStatus"):
+		return &marinav1alpha1.FleetStatusApplyConfiguration{}
 
 	}
 	return nil

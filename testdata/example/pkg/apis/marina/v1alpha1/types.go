@@ -8,6 +8,11 @@ import (
 //
 // +genclient
 // +kubebuilder:resource:shortName=bt,categories=marina
+// +kubebuilder:printcolumn:name=Dock,type=string,JSONPath=.spec.dock
+// +kubebuilder:printcolumn:name=Length,type=integer,JSONPath=.spec.lengthMeters,description="Length overall, in metres."
+// +kubebuilder:printcolumn:name=Phase,type=string,JSONPath=.status.phase
+// +kubebuilder:printcolumn:name=Berth,type=integer,JSONPath=.status.berth,priority=1
+// +kubebuilder:selectablefield:JSONPath=.spec.dock
 type Boat struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -62,6 +67,7 @@ type BoatList struct {
 // +genclient
 // +genclient:nonNamespaced
 // +kubebuilder:resource:shortName=dk,categories=marina
+// +kubebuilder:printcolumn:name=Berths,type=integer,JSONPath=.spec.berths
 type Dock struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -88,4 +94,52 @@ type DockList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 
 	Items []Dock `json:"items"`
+}
+
+// Fleet is a group of identical boats sailing together. Its /scale subresource sets how
+// many (kubectl scale, autoscalers).
+//
+// +genclient
+// +kubebuilder:resource:shortName=fl,categories=marina
+// +kubebuilder:subresource:status
+// +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.replicas,selectorpath=.status.selector
+// +kubebuilder:printcolumn:name=Desired,type=integer,JSONPath=.spec.replicas
+// +kubebuilder:printcolumn:name=Current,type=integer,JSONPath=.status.replicas
+type Fleet struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the fleet the owner wants.
+	Spec FleetSpec `json:"spec,omitempty"`
+	// Status is the fleet as last observed.
+	// +optional
+	Status FleetStatus `json:"status,omitempty"`
+}
+
+// FleetSpec is the desired state of a Fleet.
+type FleetSpec struct {
+	// Replicas is the number of boats the fleet should have.
+	// +optional
+	Replicas *int32 `json:"replicas,omitempty"`
+	// Class is the class of boat the fleet is made of, e.g. "dinghy".
+	// +optional
+	Class string `json:"class,omitempty"`
+}
+
+// FleetStatus is the observed state of a Fleet.
+type FleetStatus struct {
+	// Replicas is the number of boats the fleet has.
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
+	// Selector selects the fleet's boats by label, in string form.
+	// +optional
+	Selector string `json:"selector,omitempty"`
+}
+
+// FleetList is a list of Fleets.
+type FleetList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	Items []Fleet `json:"items"`
 }

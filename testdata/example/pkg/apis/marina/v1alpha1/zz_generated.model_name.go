@@ -39,3 +39,23 @@ func (in DockList) OpenAPIModelName() string {
 func (in DockSpec) OpenAPIModelName() string {
 	return "com.example.marina.pkg.apis.marina.v1alpha1.DockSpec"
 }
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in Fleet) OpenAPIModelName() string {
+	return "com.example.marina.pkg.apis.marina.v1alpha1.Fleet"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in FleetList) OpenAPIModelName() string {
+	return "com.example.marina.pkg.apis.marina.v1alpha1.FleetList"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in FleetSpec) OpenAPIModelName() string {
+	return "com.example.marina.pkg.apis.marina.v1alpha1.FleetSpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in FleetStatus) OpenAPIModelName() string {
+	return "com.example.marina.pkg.apis.marina.v1alpha1.FleetStatus"
+}

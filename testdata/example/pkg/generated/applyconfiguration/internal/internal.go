@@ -113,6 +113,45 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: depth
       type:
         scalar: string
+- name: com.example.marina.pkg.apis.marina.v1alpha1.Fleet
+  map:
+    fields:
+    - name: apiVersion
+      type:
+        scalar: string
+    - name: kind
+      type:
+        scalar: string
+    - name: metadata
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta
+      default: {}
+    - name: spec
+      type:
+        namedType: com.example.marina.pkg.apis.marina.v1alpha1.FleetSpec
+      default: {}
+    - name: status
+      type:
+        namedType: com.example.marina.pkg.apis.marina.v1alpha1.FleetStatus
+      default: {}
+- name: com.example.marina.pkg.apis.marina.v1alpha1.FleetSpec
+  map:
+    fields:
+    - name: class
+      type:
+        scalar: string
+    - name: replicas
+      type:
+        scalar: numeric
+- name: com.example.marina.pkg.apis.marina.v1alpha1.FleetStatus
+  map:
+    fields:
+    - name: replicas
+      type:
+        scalar: numeric
+    - name: selector
+      type:
+        scalar: string
 - name: io.k8s.apimachinery.pkg.apis.meta.v1.Condition
   map:
     fields:

@@ -14,7 +14,26 @@ import (
 // NewStorage builds the REST storage of boats.marina.example.com: the resource and its status subresource, on the etcd storage getter describes.
 func NewStorage(scheme *runtime.Scheme, getter generic.RESTOptionsGetter) (map[string]rest.Storage, error) {
 	return registry.NewStorage(scheme, getter, registry.Resource[*marinav1alpha1.Boat]{
-		Categories:      []string{"marina"},
+		Categories: []string{"marina"},
+		Columns: []registry.Column{{
+			JSONPath: ".spec.dock",
+			Name:     "Dock",
+			Type:     "string",
+		}, {
+			Description: "Length overall, in metres.",
+			JSONPath:    ".spec.lengthMeters",
+			Name:        "Length",
+			Type:        "integer",
+		}, {
+			JSONPath: ".status.phase",
+			Name:     "Phase",
+			Type:     "string",
+		}, {
+			JSONPath: ".status.berth",
+			Name:     "Berth",
+			Priority: 1,
+			Type:     "integer",
+		}},
 		Group:           "marina.example.com",
 		Hooks:           Hooks{},
 		Kind:            "Boat",
@@ -25,7 +44,13 @@ func NewStorage(scheme *runtime.Scheme, getter generic.RESTOptionsGetter) (map[s
 		NewList: func() runtime.Object {
 			return &marinav1alpha1.BoatList{}
 		},
-		Plural:     "boats",
+		Plural: "boats",
+		SelectableFields: []registry.SelectableField[*marinav1alpha1.Boat]{{
+			Name: "spec.dock",
+			Value: func(obj *marinav1alpha1.Boat) string {
+				return obj.Spec.Dock
+			},
+		}},
 		ShortNames: []string{"bt"},
 		Singular:   "boat",
 		SpecEqual: func(a, b *marinav1alpha1.Boat) bool {

@@ -14,7 +14,12 @@ import (
 // NewStorage builds the REST storage of docks.marina.example.com: the resource, on the etcd storage getter describes.
 func NewStorage(scheme *runtime.Scheme, getter generic.RESTOptionsGetter) (map[string]rest.Storage, error) {
 	return registry.NewStorage(scheme, getter, registry.Resource[*marinav1alpha1.Dock]{
-		Categories:      []string{"marina"},
+		Categories: []string{"marina"},
+		Columns: []registry.Column{{
+			JSONPath: ".spec.berths",
+			Name:     "Berths",
+			Type:     "integer",
+		}},
 		Group:           "marina.example.com",
 		Hooks:           Hooks{},
 		Kind:            "Dock",

@@ -13,3 +13,11 @@ type BoatNamespaceListerExpansion interface{}
 // DockListerExpansion allows custom methods to be added to
 // DockLister.
 type DockListerExpansion interface{}
+
+// FleetListerExpansion allows custom methods to be added to
+// FleetLister.
+type FleetListerExpansion interface{}
+
+// FleetNamespaceListerExpansion allows custom methods to be added to
+// FleetNamespaceLister.
+type FleetNamespaceListerExpansion interface{}

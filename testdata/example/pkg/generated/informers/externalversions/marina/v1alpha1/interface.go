@@ -12,6 +12,8 @@ type Interface interface {
 	Boats() TypedBoatInformer
 	// Docks returns a DockInformer.
 	Docks() TypedDockInformer
+	// Fleets returns a FleetInformer.
+	Fleets() TypedFleetInformer
 }
 
 type version struct {
@@ -33,4 +35,9 @@ func (v *version) Boats() TypedBoatInformer {
 // Docks returns a TypedDockInformer.
 func (v *version) Docks() TypedDockInformer {
 	return &dockInformer{factory: v.factory, tweakListOptions: v.tweakListOptions}
+}
+
+// Fleets returns a TypedFleetInformer.
+func (v *version) Fleets() TypedFleetInformer {
+	return &fleetInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }

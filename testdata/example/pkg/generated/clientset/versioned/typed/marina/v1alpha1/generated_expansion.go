@@ -5,3 +5,5 @@ package v1alpha1
 type BoatExpansion interface{}
 
 type DockExpansion interface{}
+
+type FleetExpansion interface{}

@@ -14,6 +14,7 @@ type MarinaV1alpha1Interface interface {
 	RESTClient() rest.Interface
 	BoatsGetter
 	DocksGetter
+	FleetsGetter
 }
 
 // MarinaV1alpha1Client is used to interact with features provided by the marina.example.com group.
@@ -27,6 +28,10 @@ func (c *MarinaV1alpha1Client) Boats(namespace string) BoatInterface {
 
 func (c *MarinaV1alpha1Client) Docks() DockInterface {
 	return newDocks(c)
+}
+
+func (c *MarinaV1alpha1Client) Fleets(namespace string) FleetInterface {
+	return newFleets(c, namespace)
 }
 
 // NewForConfig creates a new MarinaV1alpha1Client for the given config.

@@ -20,6 +20,10 @@ func (c *FakeMarinaV1alpha1) Docks() v1alpha1.DockInterface {
 	return newFakeDocks(c)
 }
 
+func (c *FakeMarinaV1alpha1) Fleets(namespace string) v1alpha1.FleetInterface {
+	return newFakeFleets(c, namespace)
+}
+
 // RESTClient returns a RESTClient that is used to communicate
 // with API server by this client implementation.
 func (c *FakeMarinaV1alpha1) RESTClient() rest.Interface {

@@ -1,0 +1,475 @@
+package model
+
+import (
+	"fmt"
+	"go/token"
+	"go/types"
+	"slices"
+	"strconv"
+	"strings"
+
+	"golang.org/x/tools/go/packages"
+	"k8s.io/client-go/util/jsonpath"
+
+	"github.com/aagen-dev/aagen/generator/markers"
+)
+
+// Column types and formats a CRD's additionalPrinterColumns accept.
+var (
+	columnTypes   = []string{"integer", "number", "string", "boolean", "date"}
+	columnFormats = []string{"int32", "int64", "float", "double", "byte", "date", "date-time", "password"}
+)
+
+// semantics reads the markers that shape how a kind is served beyond its names and scope:
+// printer columns, selectable fields and the /scale subresource. It reports false when
+// any of them is wrong.
+func (b *builder) semantics(p *packages.Package, k *Kind, d typeDecl) bool {
+	obj := p.Types.Scope().Lookup(k.Name)
+	if obj == nil {
+		return false
+	}
+	root := obj.Type()
+	good := true
+	seenCols := map[string]token.Position{}
+	for _, m := range d.markers.All("kubebuilder:printcolumn") {
+		col, ok := b.printColumn(k, root, m)
+		if !ok {
+			good = false
+			continue
+		}
+		if prev, dup := seenCols[col.Name]; dup {
+			b.errorf(m.Pos, "give each column its own name", "%s has two printer columns named %q (the first at line %d)", k.Name, col.Name, prev.Line)
+			good = false
+			continue
+		}
+		seenCols[col.Name] = m.Pos
+		k.PrintColumns = append(k.PrintColumns, col)
+	}
+	seenFields := map[string]token.Position{}
+	for _, m := range d.markers.All("kubebuilder:selectablefield") {
+		fp, ok := b.selectableField(k, root, m)
+		if !ok {
+			good = false
+			continue
+		}
+		if prev, dup := seenFields[fp.Label()]; dup {
+			b.errorf(m.Pos, "remove one of them", "%s lists selectable field %s twice (the first at line %d)", k.Name, fp.JSONPath, prev.Line)
+			good = false
+			continue
+		}
+		seenFields[fp.Label()] = m.Pos
+		k.SelectableFields = append(k.SelectableFields, fp)
+	}
+	if ms := d.markers.All("kubebuilder:subresource:scale"); len(ms) > 0 {
+		if len(ms) > 1 {
+			b.errorf(ms[1].Pos, "keep one +kubebuilder:subresource:scale marker", "%s has more than one +kubebuilder:subresource:scale marker", k.Name)
+			good = false
+		} else if sc, ok := b.scale(k, root, ms[0]); ok {
+			k.Scale = sc
+		} else {
+			good = false
+		}
+	}
+	return good
+}
+
+func (b *builder) printColumn(k *Kind, root types.Type, m markers.Marker) (PrintColumn, bool) {
+	col := PrintColumn{
+		Name: m.Args["name"], Type: m.Args["type"], Format: m.Args["format"],
+		Description: m.Args["description"], JSONPath: m.Args["JSONPath"],
+	}
+	good := true
+	fail := func(fix, format string, args ...any) {
+		b.errorf(m.Pos, fix, "+kubebuilder:printcolumn of %s: "+format, append([]any{k.Name}, args...)...)
+		good = false
+	}
+	if strings.TrimSpace(col.Name) == "" {
+		fail("add name=<column header>, e.g. name=Phase", "name is required")
+	}
+	switch {
+	case col.Type == "":
+		fail("add type=integer|number|string|boolean|date", "type is required")
+	case !slices.Contains(columnTypes, col.Type):
+		fail("use type=integer|number|string|boolean|date", "type=%s is not one of %s", col.Type, strings.Join(columnTypes, ", "))
+	}
+	if col.Format != "" && !slices.Contains(columnFormats, col.Format) {
+		fail("use one of format="+strings.Join(columnFormats, "|")+", or leave format out", "format=%s is not one of %s", col.Format, strings.Join(columnFormats, ", "))
+	}
+	if p, ok := m.Args["priority"]; ok {
+		n, err := strconv.ParseInt(p, 10, 32)
+		if err != nil || n < 0 {
+			fail("use priority=0 (always shown) or a positive integer (shown with -o wide)", "priority=%s is not an integer >= 0", p)
+		}
+		col.Priority = int32(n)
+	}
+	if col.JSONPath == "" {
+		fail("add JSONPath=<path>, e.g. JSONPath=.status.phase", "JSONPath is required")
+		return col, false
+	}
+	names, simple, err := parseJSONPath(col.JSONPath)
+	if err != nil {
+		fail("write a JSONPath such as .spec.size or .status.conditions[?(@.type==\"Ready\")].status (quote it when it has commas)",
+			"JSONPath %s: %v", col.JSONPath, err)
+		return col, false
+	}
+	w, err := walkJSON(root, k.Name, names)
+	if err != nil {
+		fail("point JSONPath at a field of "+k.Name+" by its JSON name", "JSONPath %s: %v", col.JSONPath, err)
+		return col, false
+	}
+	if simple && len(w.rest) == 0 && good {
+		if got, ok := columnFits(col.Type, w.leaf); !ok {
+			fail("use type="+suggestColumnType(got)+", or point JSONPath at a field of that type",
+				"column %q has type=%s but %s is %s", col.Name, col.Type, col.JSONPath, got)
+		}
+	}
+	return col, good
+}
+
+func (b *builder) selectableField(k *Kind, root types.Type, m markers.Marker) (FieldPath, bool) {
+	jp := m.Args["JSONPath"]
+	fail := func(fix, format string, args ...any) (FieldPath, bool) {
+		b.errorf(m.Pos, fix, "+kubebuilder:selectablefield of %s: "+format, append([]any{k.Name}, args...)...)
+		return FieldPath{}, false
+	}
+	if jp == "" {
+		return fail("add JSONPath=<path>, e.g. JSONPath=.spec.color", "JSONPath is required")
+	}
+	if jp == ".metadata" || strings.HasPrefix(jp, ".metadata.") {
+		return fail("select on metadata.name and metadata.namespace without a marker; other metadata is not selectable",
+			"JSONPath %s points into metadata", jp)
+	}
+	fp, leaf, err := resolveSimple(root, k.Name, jp)
+	if err != nil {
+		return fail("point JSONPath at a string, integer or boolean field of "+k.Name+" by its JSON names, e.g. .spec.color", "JSONPath %s: %v", jp, err)
+	}
+	if fp.Leaf == "" || fp.Leaf == "number" {
+		return fail("select on a string, integer or boolean field (like a CRD's selectableFields)",
+			"JSONPath %s is %s; selectable fields must be strings, integers or booleans", jp, describeType(leaf))
+	}
+	return fp, true
+}
+
+func (b *builder) scale(k *Kind, root types.Type, m markers.Marker) (*Scale, bool) {
+	good := true
+	path := func(key, example string, under []string, basic types.BasicKind, required bool) *FieldPath {
+		jp := m.Args[key]
+		fail := func(fix, format string, args ...any) *FieldPath {
+			b.errorf(m.Pos, fix, "+kubebuilder:subresource:scale of %s: "+format, append([]any{k.Name}, args...)...)
+			good = false
+			return nil
+		}
+		if jp == "" {
+			if required {
+				return fail("add "+key+"="+example, "%s is required", key)
+			}
+			return nil
+		}
+		if !slices.ContainsFunc(under, func(prefix string) bool { return strings.HasPrefix(jp, prefix+".") }) {
+			return fail("use a path under "+strings.Join(under, " or ")+", e.g. "+key+"="+example, "%s=%s is not under %s", key, jp, strings.Join(under, " or "))
+		}
+		fp, leaf, err := resolveSimple(root, k.Name, jp)
+		if err != nil {
+			return fail("point "+key+" at a field of "+k.Name+" by its JSON names, e.g. "+example, "%s=%s: %v", key, jp, err)
+		}
+		want := types.Typ[basic]
+		if b, ok := leaf.Underlying().(*types.Basic); !ok || b.Kind() != basic || isOpaque(leaf) {
+			pointer := ""
+			if basic == types.Int32 && key == "specpath" {
+				pointer = " or *int32"
+			}
+			return fail("make the field "+want.Name()+pointer+", or point "+key+" at one",
+				"%s=%s is %s; it must be %s%s", key, jp, describeType(leaf), want.Name(), pointer)
+		}
+		if key == "statuspath" || key == "selectorpath" {
+			return &fp
+		}
+		for _, st := range fp.Steps[:len(fp.Steps)-1] {
+			if st.Pointer && st.Elem.IsZero() {
+				return fail("declare the struct on the path as a named type", "%s=%s goes through the pointer field %s to an unnamed struct, which /scale cannot allocate", key, jp, st.GoName)
+			}
+		}
+		return &fp
+	}
+	sc := &Scale{}
+	if fp := path("specpath", ".spec.replicas", []string{".spec"}, types.Int32, true); fp != nil {
+		sc.SpecReplicas = *fp
+	}
+	if fp := path("statuspath", ".status.replicas", []string{".status"}, types.Int32, true); fp != nil {
+		sc.StatusReplicas = *fp
+	}
+	sc.Selector = path("selectorpath", ".status.selector", []string{".spec", ".status"}, types.String, false)
+	return sc, good
+}
+
+// parseJSONPath parses a CRD-style JSON path (".a.b[0].c", wrapped in {} for
+// k8s.io/client-go/util/jsonpath). It returns the leading field names and whether the
+// path is nothing but field names.
+func parseJSONPath(jp string) (names []string, simple bool, err error) {
+	if !strings.HasPrefix(jp, ".") {
+		return nil, false, fmt.Errorf("a JSONPath starts with '.', e.g. .spec.size")
+	}
+	parser, err := jsonpath.Parse("path", "{"+jp+"}")
+	if err != nil {
+		return nil, false, err
+	}
+	if len(parser.Root.Nodes) != 1 {
+		return nil, false, fmt.Errorf("not a single JSONPath expression")
+	}
+	list, ok := parser.Root.Nodes[0].(*jsonpath.ListNode)
+	if !ok {
+		return nil, false, fmt.Errorf("not a JSONPath expression")
+	}
+	simple = true
+	for _, n := range list.Nodes {
+		f, ok := n.(*jsonpath.FieldNode)
+		if !ok {
+			simple = false
+			break
+		}
+		if f.Value == "" {
+			return nil, false, fmt.Errorf("empty field name")
+		}
+		names = append(names, f.Value)
+	}
+	return names, simple, nil
+}
+
+// resolveSimple resolves a path of field names only (".spec.replicas") to a leaf field,
+// with no map, list or type with its own JSON encoding on the way.
+func resolveSimple(root types.Type, kind, jp string) (FieldPath, types.Type, error) {
+	names, simple, err := parseJSONPath(jp)
+	if err != nil {
+		return FieldPath{}, nil, err
+	}
+	if !simple || len(names) == 0 {
+		return FieldPath{}, nil, fmt.Errorf("not a simple path of field names (no [], filters, wildcards or ..)")
+	}
+	w, err := walkJSON(root, kind, names)
+	if err != nil {
+		return FieldPath{}, nil, err
+	}
+	if len(w.rest) > 0 {
+		return FieldPath{}, nil, fmt.Errorf("%s is %s, whose keys or items cannot be part of the path", w.at, describeType(w.leaf))
+	}
+	fp := FieldPath{JSONPath: jp, Steps: w.steps}
+	leaf := w.leaf
+	if n, ok := types.Unalias(leaf).(*types.Named); ok && n.Obj().Pkg() != nil {
+		fp.LeafType = GoType{Pkg: n.Obj().Pkg().Path(), Name: n.Obj().Name()}
+	}
+	if b, ok := leaf.Underlying().(*types.Basic); ok && !isOpaque(leaf) {
+		fp.LeafBasic = b.Name()
+		fp.Leaf = jsonKind(b)
+	}
+	return fp, leaf, nil
+}
+
+// walked is where a walk through JSON field names ended.
+type walked struct {
+	steps []FieldStep
+	// leaf is the type reached, without pointers.
+	leaf types.Type
+	// at is the JSON path walked so far, e.g. ".spec.crew".
+	at string
+	// rest are the names left when the walk reached something it cannot look into: a map, a
+	// list, an interface or a type with its own JSON encoding (metav1.Time, resource.Quantity).
+	rest []string
+}
+
+// walkJSON follows JSON field names from the kind's type through its Go struct fields.
+func walkJSON(root types.Type, kind string, names []string) (walked, error) {
+	w := walked{leaf: deref(root)}
+	where := kind
+	for i, name := range names {
+		t := w.leaf
+		if isOpaque(t) {
+			w.rest = names[i:]
+			return w, nil
+		}
+		st, ok := t.Underlying().(*types.Struct)
+		if !ok {
+			switch t.Underlying().(type) {
+			case *types.Map, *types.Slice, *types.Array, *types.Interface:
+				w.rest = names[i:]
+				return w, nil
+			}
+			return w, fmt.Errorf("%s is %s, which has no field %q", where, describeType(t), name)
+		}
+		hops, ok := lookupJSON(st, name, 0)
+		if !ok {
+			return w, fmt.Errorf("%s has no field %q (its fields: %s)", describeStruct(t, where), name, strings.Join(jsonNames(st, 0), ", "))
+		}
+		for _, h := range hops {
+			step := FieldStep{GoName: h.Name()}
+			if ptr, ok := types.Unalias(h.Type()).(*types.Pointer); ok {
+				step.Pointer = true
+				if n, ok := types.Unalias(ptr.Elem()).(*types.Named); ok && n.Obj().Pkg() != nil {
+					if _, isStruct := n.Underlying().(*types.Struct); isStruct {
+						step.Elem = GoType{Pkg: n.Obj().Pkg().Path(), Name: n.Obj().Name()}
+					}
+				}
+			}
+			w.steps = append(w.steps, step)
+		}
+		w.at += "." + name
+		where = w.at
+		w.leaf = deref(hops[len(hops)-1].Type())
+	}
+	// The leaf's own pointer-to-struct Elem is not needed: nothing below it is set.
+	if n := len(w.steps); n > 0 {
+		if _, isStruct := w.leaf.Underlying().(*types.Struct); !isStruct {
+			w.steps[n-1].Elem = GoType{}
+		}
+	}
+	return w, nil
+}
+
+// lookupJSON finds the field serialised as name in st: a field with that JSON name, or
+// one promoted from an inline embedded struct (returned with the embedded fields first).
+func lookupJSON(st *types.Struct, name string, depth int) ([]*types.Var, bool) {
+	if depth > 8 {
+		return nil, false
+	}
+	for i := 0; i < st.NumFields(); i++ {
+		f := st.Field(i)
+		jn := jsonTagName(st.Tag(i))
+		if jn == "-" || !f.Exported() || f.Embedded() && jn == "" {
+			continue
+		}
+		if jn == "" {
+			jn = f.Name()
+		}
+		if jn == name {
+			return []*types.Var{f}, true
+		}
+	}
+	for i := 0; i < st.NumFields(); i++ {
+		f := st.Field(i)
+		if !f.Embedded() || jsonTagName(st.Tag(i)) != "" || !f.Exported() {
+			continue
+		}
+		inner, ok := deref(f.Type()).Underlying().(*types.Struct)
+		if !ok {
+			continue
+		}
+		if hops, ok := lookupJSON(inner, name, depth+1); ok {
+			return append([]*types.Var{f}, hops...), true
+		}
+	}
+	return nil, false
+}
+
+// jsonNames lists the JSON field names of st, inline embedded structs included.
+func jsonNames(st *types.Struct, depth int) []string {
+	var out []string
+	for i := 0; i < st.NumFields(); i++ {
+		f := st.Field(i)
+		jn := jsonTagName(st.Tag(i))
+		switch {
+		case jn == "-" || !f.Exported():
+		case f.Embedded() && jn == "":
+			if inner, ok := deref(f.Type()).Underlying().(*types.Struct); ok && depth < 8 {
+				out = append(out, jsonNames(inner, depth+1)...)
+			}
+		case jn == "":
+			out = append(out, f.Name())
+		default:
+			out = append(out, jn)
+		}
+	}
+	return out
+}
+
+func deref(t types.Type) types.Type {
+	for {
+		p, ok := types.Unalias(t).(*types.Pointer)
+		if !ok {
+			return types.Unalias(t)
+		}
+		t = p.Elem()
+	}
+}
+
+// isOpaque reports whether t (or *t) encodes itself to JSON (metav1.Time,
+// resource.Quantity, intstr.IntOrString, runtime.RawExtension, ...): its Go fields say
+// nothing about its JSON.
+func isOpaque(t types.Type) bool {
+	obj, _, _ := types.LookupFieldOrMethod(t, true, nil, "MarshalJSON")
+	_, ok := obj.(*types.Func)
+	return ok
+}
+
+func jsonKind(b *types.Basic) string {
+	switch info := b.Info(); {
+	case info&types.IsString != 0:
+		return "string"
+	case info&types.IsBoolean != 0:
+		return "boolean"
+	case info&types.IsInteger != 0:
+		return "integer"
+	case info&types.IsFloat != 0:
+		return "number"
+	}
+	return ""
+}
+
+// columnFits reports whether a column of type colType shows the leaf's values, and what the
+// leaf is in JSON terms.
+func columnFits(colType string, leaf types.Type) (string, bool) {
+	if isOpaque(leaf) {
+		if isNamed(leaf, metav1Path, "Time") || isNamed(leaf, metav1Path, "MicroTime") {
+			return "a timestamp (" + describeType(leaf) + ")", colType == "date" || colType == "string"
+		}
+		return describeType(leaf), true // Quantity, IntOrString, ...: JSON type unknown here
+	}
+	var got string
+	switch u := leaf.Underlying().(type) {
+	case *types.Basic:
+		got = jsonKind(u)
+	case *types.Struct, *types.Map:
+		got = "object"
+	case *types.Slice, *types.Array:
+		got = "array"
+	default:
+		return describeType(leaf), true
+	}
+	article := "a"
+	if got == "integer" || got == "object" || got == "array" {
+		article = "an"
+	}
+	desc := fmt.Sprintf("%s %s (%s)", article, got, describeType(leaf))
+	switch colType {
+	case "string":
+		return desc, true
+	case "integer", "number":
+		return desc, got == "integer" || got == "number"
+	case "boolean":
+		return desc, got == "boolean"
+	case "date":
+		return desc, got == "string"
+	}
+	return desc, true
+}
+
+func suggestColumnType(got string) string {
+	for _, t := range []string{"integer", "number", "boolean", "date"} {
+		if strings.Contains(got, t) || t == "date" && strings.Contains(got, "timestamp") {
+			return t
+		}
+	}
+	return "string"
+}
+
+func describeType(t types.Type) string {
+	return "Go type " + types.TypeString(t, func(p *types.Package) string { return p.Name() })
+}
+
+func describeStruct(t types.Type, where string) string {
+	if n, ok := types.Unalias(t).(*types.Named); ok {
+		if where == n.Obj().Name() {
+			return where
+		}
+		return where + " (" + n.Obj().Name() + ")"
+	}
+	return where
+}
