@@ -5,13 +5,14 @@ import (
 )
 
 // TestShortFuzz runs the fuzz targets for a few seconds each, so that every CI run also
-// fuzzes the marker parser and the model builder (go test runs one -fuzz target at a time,
+// fuzzes the marker parser, the model builder and the JSONPath checks (go test runs one -fuzz target at a time,
 // hence the subprocesses).
 func TestShortFuzz(t *testing.T) {
 	skipShort(t)
 	for _, target := range []struct{ pkg, fn string }{
 		{"./generator/markers", "FuzzParseText"},
 		{"./generator/model", "FuzzBuild"},
+		{"./generator/model", "FuzzParseJSONPath"},
 	} {
 		t.Run(target.fn, func(t *testing.T) {
 			out := run(t, repoRoot(t), "go", "test", "-run=^$", "-fuzz=^"+target.fn+"$", "-fuzztime=10s", target.pkg)
