@@ -25,7 +25,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -353,7 +352,5 @@ func replaceArgs(args []string, set map[string]string) []string {
 	}
 	return out
 }
-
-var _ = discovery.NewDiscoveryClientForConfigOrDie
 
 func ptrTo[T any](v T) *T { return &v }

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -237,5 +236,3 @@ func kubectl(t *testing.T, kubeconfig string, stdin string, args ...string) (str
 	err = cmd.Run()
 	return out.String(), err
 }
-
-var _ = io.Discard

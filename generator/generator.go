@@ -144,8 +144,7 @@ func Generate(ctx context.Context, o Options) (*Result, error) {
 	scan := []string{o.GeneratedDir, "pkg/apiserver", "pkg/registry", deployDir}
 	for _, g := range m.Groups {
 		for _, v := range g.Versions {
-			rel, _ := filepath.Rel(m.ModuleDir, v.Dir)
-			scan = append(scan, filepath.ToSlash(rel))
+			scan = append(scan, m.RelPath(v.Dir))
 		}
 	}
 	plan, err := output.Diff(m.ModuleDir, all, scan)

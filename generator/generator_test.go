@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/aagen-dev/aagen/generator"
-	"github.com/aagen-dev/aagen/generator/output"
 )
 
 const example = "../testdata/example"
@@ -210,5 +209,3 @@ func TestFailedRunWritesNothing(t *testing.T) {
 		t.Errorf("a failed run wrote files")
 	}
 }
-
-var _ = output.IsGenerated

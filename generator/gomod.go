@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"golang.org/x/mod/modfile"
+
+	"github.com/aagen-dev/aagen/generator/load"
 )
 
 // ModulePath is the module path of aagen, whose runtime/ generated servers import.
@@ -143,16 +145,8 @@ func ModuleRoot(dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	for d := abs; ; {
-		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-			return d, nil
-		}
-		parent := filepath.Dir(d)
-		if parent == d {
-			return "", fmt.Errorf("%s is not inside a Go module", abs)
-		}
-		d = parent
-	}
+	root, _, err := load.FindModule(abs)
+	return root, err
 }
 
 // scalePackage holds autoscaling/v1 Scale, which /scale subresources serve.

@@ -77,7 +77,7 @@ func Go(m *model.Model, o Options) ([]File, error) {
 	}
 	for _, g := range m.Groups {
 		for _, v := range g.Versions {
-			if err := add(path.Join(rel(m, v.Dir), "zz_generated.register.go"), Generated, register(v)); err != nil {
+			if err := add(path.Join(m.RelPath(v.Dir), "zz_generated.register.go"), Generated, register(v)); err != nil {
 				return nil, err
 			}
 			for _, k := range v.Kinds {
@@ -115,11 +115,6 @@ func RegistryPackage(k *model.Kind) string {
 // RegistryImportPath is the import path of a kind's storage package.
 func RegistryImportPath(m *model.Model, k *model.Kind) string {
 	return path.Join(m.ModulePath, "pkg/registry", k.Version.Group.PackageName, RegistryPackage(k))
-}
-
-func rel(m *model.Model, dir string) string {
-	r := strings.TrimPrefix(strings.TrimPrefix(dir, m.ModuleDir), "/")
-	return r
 }
 
 // typesAlias is the import alias of a types package: <group><version>.

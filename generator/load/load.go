@@ -36,7 +36,7 @@ func Packages(ctx context.Context, dir string, patterns []string) (*Result, erro
 	if err != nil {
 		return nil, err
 	}
-	modDir, modPath, err := findModule(abs)
+	modDir, modPath, err := FindModule(abs)
 	if err != nil {
 		return nil, err
 	}
@@ -90,8 +90,8 @@ func Packages(ctx context.Context, dir string, patterns []string) (*Result, erro
 	return &Result{ModuleDir: modDir, ModulePath: modPath, Packages: pkgs}, nil
 }
 
-// findModule returns the directory and path of the module containing dir.
-func findModule(dir string) (string, string, error) {
+// FindModule returns the directory and path of the module containing dir.
+func FindModule(dir string) (string, string, error) {
 	for d := dir; ; {
 		data, err := os.ReadFile(filepath.Join(d, "go.mod"))
 		if err == nil {

@@ -147,6 +147,15 @@ func (m *Model) HasScale() bool {
 // GroupVersion returns "group/version".
 func (v *Version) GroupVersion() string { return v.Group.Name + "/" + v.Name }
 
+// RelPath returns dir relative to the module root, slash-separated.
+func (m *Model) RelPath(dir string) string {
+	rel, err := filepath.Rel(m.ModuleDir, dir)
+	if err != nil {
+		return filepath.ToSlash(dir)
+	}
+	return filepath.ToSlash(rel)
+}
+
 // AllKinds returns every kind of the model, by group, version and name.
 func (m *Model) AllKinds() []*Kind {
 	var out []*Kind

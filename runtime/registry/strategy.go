@@ -129,18 +129,6 @@ func (s statusStrategy[T]) PrepareForUpdate(ctx context.Context, obj, old runtim
 	s.res.Status.CopySpec(o, prev)
 }
 
-func (s statusStrategy[T]) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
-	o, prev := obj.(T), old.(T)
-	errs := apimachineryvalidation.ValidateObjectMetaAccessorUpdate(objectMeta(o), objectMeta(prev), field.NewPath("metadata"))
-	if s.hooks.validate != nil {
-		errs = append(errs, s.hooks.validate.Validate(ctx, o)...)
-	}
-	if s.hooks.validateUpdate != nil {
-		errs = append(errs, s.hooks.validateUpdate.ValidateUpdate(ctx, o, prev)...)
-	}
-	return errs
-}
-
 func (s statusStrategy[T]) WarningsOnUpdate(ctx context.Context, obj, old runtime.Object) []string {
 	return nil
 }
