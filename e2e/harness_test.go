@@ -129,10 +129,16 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-// startUp runs `aagen up` in dir and waits for the KUBECONFIG line.
+// startUp runs `aagen up ./pkg/apis/...` in dir and waits for the KUBECONFIG line.
 func startUp(t *testing.T, dir string, timeout time.Duration, serverArgs ...string) *upProcess {
 	t.Helper()
-	args := append([]string{"up", "./pkg/apis/...", "--"}, append([]string{"--secure-port=0"}, serverArgs...)...)
+	return startUpPattern(t, dir, "./pkg/apis/...", timeout, serverArgs...)
+}
+
+// startUpPattern runs `aagen up <pattern>` in dir and waits for the KUBECONFIG line.
+func startUpPattern(t *testing.T, dir, pattern string, timeout time.Duration, serverArgs ...string) *upProcess {
+	t.Helper()
+	args := append([]string{"up", pattern, "--"}, append([]string{"--secure-port=0"}, serverArgs...)...)
 	cmd := exec.Command(aagen(t), args...)
 	cmd.Dir = dir
 	stdout, err := cmd.StdoutPipe()

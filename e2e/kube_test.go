@@ -31,28 +31,38 @@ import (
 // aggregation tests run; e2e/tools/kube-apiserver/go.mod pins it.
 const kubeVersion = "v1.36.3"
 
-var kubeBuild sync.Mutex
-
 // kubeBinary builds k8s.io/kubernetes/cmd/<name> into the gitignored .cache/bin once and
 // reuses it afterwards (a cold build takes minutes).
 func kubeBinary(t *testing.T, name string) string {
 	t.Helper()
-	kubeBuild.Lock()
-	defer kubeBuild.Unlock()
+	return toolBinary(t, "kube-apiserver", "k8s.io/kubernetes/cmd/"+name, name, kubeVersion)
+}
+
+var toolBuild sync.Mutex
+
+// toolBinary builds pkg in the Go module e2e/tools/<module> (a module of its own, so the
+// main go.mod does not carry its dependencies) into the gitignored .cache/bin as
+// <name>-<version> once and reuses it afterwards.
+func toolBinary(t *testing.T, module, pkg, name, version string) string {
+	t.Helper()
+	toolBuild.Lock()
+	defer toolBuild.Unlock()
 	root := repoRoot(t)
-	bin := filepath.Join(root, ".cache", "bin", name+"-"+kubeVersion)
+	bin := filepath.Join(root, ".cache", "bin", name+"-"+version)
 	if _, err := os.Stat(bin); err == nil {
 		return bin
 	}
 	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("building %s %s from Go modules into %s (minutes on a cold cache)", name, kubeVersion, bin)
+	t.Logf("building %s %s from Go modules into %s (minutes on a cold cache)", name, version, bin)
 	start := time.Now()
-	tmp := bin + ".tmp"
-	cmd := exec.Command("go", "build", "-o", tmp, "k8s.io/kubernetes/cmd/"+name)
-	cmd.Dir = filepath.Join(root, "e2e", "tools", "kube-apiserver")
+	// A name of this process's own: another test process may be building the same binary.
+	tmp := fmt.Sprintf("%s.tmp%d", bin, os.Getpid())
+	cmd := exec.Command("go", "build", "-o", tmp, pkg)
+	cmd.Dir = filepath.Join(root, "e2e", "tools", module)
 	if out, err := cmd.CombinedOutput(); err != nil {
+		_ = os.Remove(tmp)
 		t.Fatalf("building %s: %v\n%s", name, err, out)
 	}
 	if err := os.Rename(tmp, bin); err != nil {

@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"path"
 	"path/filepath"
 	"runtime"
@@ -127,6 +128,17 @@ func Generate(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	all = append(all, own...)
+	conv, convWarns, err := conversions(m, files)
+	if err != nil {
+		return nil, err
+	}
+	all = append(all, conv...)
+	res.Warnings = append(res.Warnings, convWarns...)
+	if warn != nil {
+		for _, w := range convWarns {
+			fmt.Fprintf(warn, "aagen: %s\n", w.String())
+		}
+	}
 	if o.Deploy.GoVersion == "" {
 		o.Deploy.GoVersion = goMinor()
 	}
@@ -185,6 +197,58 @@ func Generate(ctx context.Context, o Options) (*Result, error) {
 	return res, nil
 }
 
+// conversions finds, in the conversions conversion-gen wrote, the functions it could not
+// write (fields that differ between a version and its storage version). It creates the
+// version's user-owned conversion.go with stubs for them when the file does not exist yet,
+// and warns about each one either way: the server does not build until they are written.
+func conversions(m *model.Model, files []codegen.File) ([]emit.File, []model.Diagnostic, error) {
+	var out []emit.File
+	var warns []model.Diagnostic
+	for _, g := range m.Groups {
+		for _, v := range g.Versions {
+			if v.ConvertTo == nil {
+				continue
+			}
+			rel := m.RelPath(v.Dir)
+			var generated []byte
+			for _, f := range files {
+				if f.Path == path.Join(rel, "zz_generated.conversion.go") {
+					generated = f.Content
+				}
+			}
+			if generated == nil {
+				continue
+			}
+			missing, err := emit.MissingConversions(v, generated)
+			if err != nil || len(missing) == 0 {
+				if err != nil {
+					return nil, nil, err
+				}
+				continue
+			}
+			userFile := path.Join(rel, emit.ConversionFileName)
+			fix := "write them in " + userFile + " (yours; each starts from the generated autoConvert_ function)"
+			if _, err := os.Stat(filepath.Join(m.ModuleDir, filepath.FromSlash(userFile))); os.IsNotExist(err) {
+				f, err := emit.ConversionFile(m, v, missing)
+				if err != nil {
+					return nil, nil, err
+				}
+				out = append(out, f)
+				fix = "this run created " + userFile + " with a stub for each: convert the fields named there and delete each " + emit.ConversionTODO + " line"
+			}
+			for _, mc := range missing {
+				msg := fmt.Sprintf("%s: conversion-gen cannot write %s", v.GroupVersion(), mc.Name)
+				if len(mc.Fields) > 0 {
+					msg += " (" + strings.Join(mc.Fields, "; ") + ")"
+				}
+				msg += "; the server does not build until it is written by hand"
+				warns = append(warns, model.Diagnostic{Pos: v.Pos, Warning: true, Msg: msg, Fix: fix})
+			}
+		}
+	}
+	return out, warns, nil
+}
+
 // StaleError lists generated files that are out of date.
 type StaleError struct{ Paths []string }
 
@@ -200,8 +264,12 @@ func codegenInput(m *model.Model, generatedPkg string) codegen.Input {
 	for _, g := range m.Groups {
 		for _, v := range g.Versions {
 			p := codegen.Package{ImportPath: v.ImportPath, Dir: v.Dir, Group: g.Name, GroupPackageName: g.PackageName, Version: v.Name}
+			p.Validation = validationTags(v)
+			if v.ConvertTo != nil {
+				p.ConvertTo = v.ConvertTo.ImportPath
+			}
 			for _, k := range v.Kinds {
-				p.Kinds = append(p.Kinds, codegen.Kind{Name: k.Name, NamespaceScoped: k.NamespaceScoped, HasStatus: k.HasStatus, Plural: k.Plural})
+				p.Kinds = append(p.Kinds, codegen.Kind{Name: k.Name, NamespaceScoped: k.NamespaceScoped, HasStatus: k.HasStatus, Plural: k.Plural, Unserved: k.Unserved})
 			}
 			in.Packages = append(in.Packages, p)
 		}

@@ -31,6 +31,9 @@ type Kind struct {
 	// code-generator derives from Name; another value becomes a plural
 	// exception for client-gen, lister-gen and informer-gen.
 	Plural string
+	// Unserved kinds (+kubebuilder:unservedversion) get deepcopy, OpenAPI and
+	// conversions but no client, lister, informer or apply configuration.
+	Unserved bool
 }
 
 // Package is one group-version types package.
@@ -44,6 +47,20 @@ type Package struct {
 	GroupPackageName string
 	Version          string // e.g. v1; must be the last element of ImportPath
 	Kinds            []Kind
+	// ConvertTo is the import path of the storage (hub) version package this
+	// package's kinds convert to, or empty. conversion-gen then writes
+	// zz_generated.conversion.go here (+k8s:conversion-gen=<ConvertTo> is
+	// injected), converting in both directions between the types of the same
+	// name; ConvertTo must be one of Packages.
+	ConvertTo string
+	// Validation holds the validation and default tags of the package's types
+	// (see validation.go); zero means none.
+	Validation Validation
+}
+
+// served reports whether p serves at least one kind (and so gets clients).
+func (p Package) served() bool {
+	return slices.ContainsFunc(p.Kinds, func(k Kind) bool { return !k.Unserved })
 }
 
 // Input is everything Run needs. Nothing else (no tags in the user's files
@@ -145,6 +162,8 @@ const (
 	toolClient            = "client-gen"
 	toolLister            = "lister-gen"
 	toolInformer          = "informer-gen"
+	toolConversion        = "conversion-gen"
+	conversionFileName    = "zz_generated.conversion.go"
 	deepcopyFileName      = "zz_generated.deepcopy.go"
 	modelNameFileName     = "zz_generated.model_name.go"
 	openAPIFileName       = "zz_generated.openapi.go"
@@ -278,6 +297,18 @@ func (in Input) complete() (Input, error) {
 			}
 		}
 		p.Kinds = kinds
+	}
+	for _, p := range pkgs {
+		if p.ConvertTo == "" {
+			continue
+		}
+		i := slices.IndexFunc(pkgs, func(q Package) bool { return q.ImportPath == p.ConvertTo })
+		switch {
+		case i < 0:
+			fail("package %q: ConvertTo %q is not one of the types packages", p.ImportPath, p.ConvertTo)
+		case pkgs[i].Group != p.Group || p.ConvertTo == p.ImportPath:
+			fail("package %q: ConvertTo %q is not another version of group %q", p.ImportPath, p.ConvertTo, p.Group)
+		}
 	}
 	in.Packages = pkgs
 	if len(errs) > 0 {

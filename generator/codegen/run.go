@@ -19,6 +19,8 @@ import (
 	clientargs "k8s.io/code-generator/cmd/client-gen/args"
 	clientgen "k8s.io/code-generator/cmd/client-gen/generators"
 	clientgentypes "k8s.io/code-generator/cmd/client-gen/types"
+	conversionargs "k8s.io/code-generator/cmd/conversion-gen/args"
+	conversiongen "k8s.io/code-generator/cmd/conversion-gen/generators"
 	deepcopyargs "k8s.io/code-generator/cmd/deepcopy-gen/args"
 	deepcopygen "k8s.io/code-generator/cmd/deepcopy-gen/generators"
 	informerargs "k8s.io/code-generator/cmd/informer-gen/args"
@@ -168,6 +170,9 @@ func run(ctx context.Context, in Input, opts runOptions) (files []File, stats St
 	if err != nil {
 		return nil, stats, err
 	}
+	if files, err = patchOpenAPI(files, in); err != nil {
+		return nil, stats, err
+	}
 	stats.Total = time.Since(start)
 	return files, stats, nil
 }
@@ -196,6 +201,7 @@ func load(in Input) (*generator.Context, error) {
 		return nil, err
 	}
 	injectTags(c.Universe, in)
+	injectValidation(c.Universe, in)
 	if err := checkUniverse(c.Universe, in); err != nil {
 		return nil, fmt.Errorf("codegen: %w", err)
 	}
@@ -225,9 +231,42 @@ func (in Input) typesPackages() []string {
 	return out // sorted by complete
 }
 
-func (in Input) loadPatterns() []string {
-	return slices.Concat(in.typesPackages(), openAPIExtraPackages, in.ExtraOpenAPIPackages)
+// servedPackages are the types packages that serve a kind: the inputs of the
+// client, lister, informer and apply configuration generators.
+func (in Input) servedPackages() []string {
+	var out []string
+	for _, p := range in.Packages {
+		if p.served() {
+			out = append(out, p.ImportPath)
+		}
+	}
+	return out
 }
+
+// conversionPackages are the types packages that convert to a storage version.
+func (in Input) conversionPackages() []string {
+	var out []string
+	for _, p := range in.Packages {
+		if p.ConvertTo != "" {
+			out = append(out, p.ImportPath)
+		}
+	}
+	return out
+}
+
+func (in Input) loadPatterns() []string {
+	pats := slices.Concat(in.typesPackages(), openAPIExtraPackages, in.ExtraOpenAPIPackages)
+	if len(in.conversionPackages()) > 0 {
+		// conversion-gen's peer packages, loaded here so that its own FindPackages and
+		// LoadPackages find them in the one load instead of resolving them from the
+		// process's working directory.
+		pats = append(pats, conversionPeerPackages...)
+	}
+	return pats
+}
+
+// conversionPeerPackages are conversion-gen's default base peer directories.
+var conversionPeerPackages = []string{"k8s.io/apimachinery/pkg/conversion"}
 
 func (in Input) violationReport() io.Writer {
 	if in.ViolationReport == nil {
@@ -245,7 +284,8 @@ func (in Input) violationReport() io.Writer {
 // it compiles) and before applyconfiguration-gen.
 func (in Input) steps(schemaPath string, schema func(context.Context) error) ([]step, error) {
 	types := in.typesPackages()
-	all := in.loadPatterns()
+	served := in.servedPackages()
+	all := slices.Concat(types, openAPIExtraPackages, in.ExtraOpenAPIPackages)
 	slices.Sort(all)
 	out := in.OutputPkg
 	applyPkg := path.Join(out, applyConfigDirName)
@@ -289,8 +329,11 @@ func (in Input) steps(schemaPath string, schema func(context.Context) error) ([]
 	ia.ListersPackage = la.OutputPkg
 	ia.PluralExceptions = plurals
 
+	cva := conversionargs.New()
+	cva.OutputFile = conversionFileName
+
 	for tool, v := range map[string]interface{ Validate() error }{
-		toolDeepcopy: da, toolOpenAPI: oa, toolApplyConfig: aa, toolClient: ca, toolLister: la, toolInformer: ia,
+		toolDeepcopy: da, toolOpenAPI: oa, toolApplyConfig: aa, toolClient: ca, toolLister: la, toolInformer: ia, toolConversion: cva,
 	} {
 		if err := v.Validate(); err != nil {
 			return nil, fmt.Errorf("codegen: %s arguments: %w", tool, err)
@@ -322,29 +365,44 @@ func (in Input) steps(schemaPath string, schema func(context.Context) error) ([]
 		{tool: toolModelsSchema, action: schema},
 		{
 			tool: toolApplyConfig, nameSystems: acgen.NameSystems(), defaultSystem: acgen.DefaultNameSystem(),
-			inputs:  types,
+			inputs:  served,
 			targets: func(c *generator.Context) []generator.Target { return acgen.GetTargets(c, aa) },
 		},
 		{
 			tool: toolClient, nameSystems: clientgen.NameSystems(genutil.PluralExceptionListToMapOrDie(ca.PluralExceptions)),
 			defaultSystem: clientgen.DefaultNameSystem(),
-			inputs:        types,
+			inputs:        served,
 			targets:       func(c *generator.Context) []generator.Target { return clientgen.GetTargets(c, ca) },
 		},
 		{
 			tool: toolLister, nameSystems: listergen.NameSystems(genutil.PluralExceptionListToMapOrDie(la.PluralExceptions)),
 			defaultSystem: listergen.DefaultNameSystem(),
-			inputs:        types,
+			inputs:        served,
 			targets:       func(c *generator.Context) []generator.Target { return listergen.GetTargets(c, la) },
 		},
 		{
 			tool: toolInformer, nameSystems: informergen.NameSystems(genutil.PluralExceptionListToMapOrDie(ia.PluralExceptions)),
 			defaultSystem: informergen.DefaultNameSystem(),
-			inputs:        types,
+			inputs:        served,
 			targets:       func(c *generator.Context) []generator.Target { return informergen.GetTargets(c, ia) },
 		},
 	}
-	return slices.DeleteFunc(steps, func(st step) bool { return st.tool == toolModelsSchema && st.action == nil }), nil
+	if steps, err = in.withDefaulter(steps); err != nil {
+		return nil, err
+	}
+	steps = append(steps, step{
+		// Conversions between each non-storage version and its storage version
+		// (+k8s:conversion-gen injected). Last: the models-schema step compiles the
+		// types packages with what is staged so far, and the conversions need
+		// zz_generated.register.go (localSchemeBuilder), which aagen emits later, and
+		// may call functions the user has yet to write.
+		tool: toolConversion, nameSystems: conversiongen.NameSystems(), defaultSystem: conversiongen.DefaultNameSystem(),
+		inputs:  in.conversionPackages(),
+		targets: func(c *generator.Context) []generator.Target { return conversiongen.GetTargets(c, cva) },
+	})
+	return slices.DeleteFunc(steps, func(st step) bool {
+		return st.tool == toolModelsSchema && st.action == nil || st.tool == toolConversion && len(st.inputs) == 0
+	}), nil
 }
 
 // clientGroups builds client-gen's Groups the way its --input-base/--input
@@ -357,6 +415,9 @@ func (in Input) clientGroups() []clientgentypes.GroupVersions {
 	pkgs := slices.Clone(in.Packages)
 	slices.SortStableFunc(pkgs, func(a, b Package) int { return strings.Compare(a.GroupPackageName, b.GroupPackageName) })
 	for _, p := range pkgs {
+		if !p.served() {
+			continue
+		}
 		i, ok := idx[p.GroupPackageName]
 		if !ok {
 			i = len(groups)

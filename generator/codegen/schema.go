@@ -252,6 +252,7 @@ func schemaOverlay(in Input, root string) (map[string]string, error) {
 			}
 		}
 	}
+	hideConversionFiles(in, overlay)
 	return overlay, nil
 }
 

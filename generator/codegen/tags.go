@@ -23,6 +23,7 @@ const (
 	tagGenclient          = "genclient"
 	tagNonNamespaced      = "genclient:nonNamespaced"
 	tagNoStatus           = "genclient:noStatus"
+	tagConversion         = "k8s:conversion-gen"
 
 	runtimeObject = "k8s.io/apimachinery/pkg/runtime.Object"
 	metav1Pkg     = "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,6 +36,8 @@ var packageOwnedTags = []string{
 	// Activation tags of the client generators (default-enabled); a "=false"
 	// would silently drop clients our model says are served.
 	"k8s:client-gen", "k8s:lister-gen", "k8s:informer-gen", "k8s:applyconfiguration-gen",
+	// conversion-gen's peers come from the model's storage versions.
+	tagConversion, "k8s:conversion-gen-external-types",
 }
 
 // tagName returns the name of the comment tag on a gengo comment line
@@ -96,6 +99,9 @@ func injectTags(u types.Universe, in Input) {
 			"+" + tagGroupName + "=" + pkg.Group,
 			"+" + tagModelPackage + "=" + restFriendlyName(pkg.ImportPath),
 		}
+		if pkg.ConvertTo != "" {
+			pkgTags = append(pkgTags, "+"+tagConversion+"="+pkg.ConvertTo)
+		}
 		// Package.Comments is what every generator reads (the comments of
 		// doc.go). DocComments is its announced successor; keep them in step.
 		p.Comments = rewriteTags(p.Comments, dropNames(packageOwnedTags...), pkgTags...)
@@ -127,7 +133,7 @@ func injectTags(u types.Universe, in Input) {
 					add = append(add, "+"+tagDeepcopyInterfaces+"="+runtimeObject)
 				}
 			}
-			if isKind {
+			if isKind && !k.Unserved {
 				add = append(add, "+"+tagGenclient)
 				if !k.NamespaceScoped {
 					add = append(add, "+"+tagNonNamespaced)

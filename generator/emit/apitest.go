@@ -31,6 +31,9 @@ func apiTest(m *model.Model, o Options) *jen.File {
 		for _, v := range g.Versions {
 			f.ImportAlias(v.ImportPath, typesAlias(v))
 			for _, k := range v.Kinds {
+				if k.Unserved {
+					continue
+				}
 				plural := gengonamer.NewPublicPluralNamer(map[string]string{k.Name: k.Plural}).Name(&gengotypes.Type{Name: gengotypes.Name{Name: k.Name}})
 				var nsArg []jen.Code
 				if k.NamespaceScoped {

@@ -112,10 +112,15 @@ func Deploy(m *model.Model, o Options, d DeployOptions) ([]File, error) {
 	for _, g := range m.Groups {
 		dg := deployGroup{Name: g.Name}
 		seen := map[string]bool{}
-		for i, v := range g.Versions {
+		i := 0
+		for _, v := range g.Versions {
+			if !v.Served() {
+				continue // unserved: no APIService, kube-apiserver would report it unavailable
+			}
 			data.APIServices = append(data.APIServices, deployAPIService{Group: g.Name, Version: v.Name, Priority: 100 - 10*i})
+			i++
 			for _, k := range v.Kinds {
-				if seen[k.Plural] {
+				if k.Unserved || seen[k.Plural] {
 					continue
 				}
 				seen[k.Plural] = true

@@ -80,9 +80,12 @@ func Go(m *model.Model, o Options) ([]File, error) {
 			if err := add(path.Join(m.RelPath(v.Dir), "zz_generated.register.go"), Generated, register(v)); err != nil {
 				return nil, err
 			}
-			for _, k := range v.Kinds {
+		}
+		// One storage per kind, in its storage version, serving every version of the kind.
+		for _, k := range g.StorageKinds() {
+			{
 				dir := path.Join("pkg/registry", g.PackageName, RegistryPackage(k))
-				if err := add(path.Join(dir, "zz_generated.storage.go"), Generated, storage(k)); err != nil {
+				if err := add(path.Join(dir, "zz_generated.storage.go"), Generated, storage(k, o)); err != nil {
 					return nil, err
 				}
 				if err := add(path.Join(dir, "hooks.go"), UserOwned, hooks(k)); err != nil {
@@ -157,16 +160,25 @@ func register(v *model.Version) *jen.File {
 	for _, k := range v.Kinds {
 		objs = append(objs, jen.Op("&").Id(k.Name).Values(), jen.Op("&").Id(k.ListName).Values())
 	}
-	f.Comment("AddToScheme registers this package's kinds with scheme.")
-	f.Func().Id("AddToScheme").Params(jen.Id("scheme").Op("*").Qual(pkgRuntime, "Scheme")).Error().Block(
-		jen.Id("scheme").Dot("AddKnownTypes").Call(append([]jen.Code{jen.Id("SchemeGroupVersion")}, objs...)...),
-		jen.Qual(pkgMetav1, "AddToGroupVersion").Call(jen.Id("scheme"), jen.Id("SchemeGroupVersion")),
-		jen.Return(jen.Nil()),
-	)
+	if !v.OwnRegistration {
+		f.Comment("AddToScheme registers this package's kinds with scheme.")
+		f.Func().Id("AddToScheme").Params(jen.Id("scheme").Op("*").Qual(pkgRuntime, "Scheme")).Error().Block(
+			jen.Id("scheme").Dot("AddKnownTypes").Call(append([]jen.Code{jen.Id("SchemeGroupVersion")}, objs...)...),
+			jen.Qual(pkgMetav1, "AddToGroupVersion").Call(jen.Id("scheme"), jen.Id("SchemeGroupVersion")),
+			jen.Return(jen.Nil()),
+		)
+	}
+	if v.ConvertTo != nil {
+		f.Line()
+		f.Commentf("localSchemeBuilder is where conversion-gen's init (zz_generated.conversion.go) adds")
+		f.Commentf("RegisterConversions, the conversions between %s and the storage version %s. The server", v.Name, v.ConvertTo.Name)
+		f.Commentf("calls RegisterConversions itself.")
+		f.Var().Id("localSchemeBuilder").Qual(pkgRuntime, "SchemeBuilder")
+	}
 	return f
 }
 
-func storage(k *model.Kind) *jen.File {
+func storage(k *model.Kind, o Options) *jen.File {
 	v := k.Version
 	f := newGenerated(RegistryPackage(k), false)
 	alias := typesAlias(v)
@@ -179,7 +191,7 @@ func storage(k *model.Kind) *jen.File {
 	ptr := jen.Op("*").Qual(v.ImportPath, k.Name)
 	fields := jen.Dict{
 		jen.Id("Group"):           jen.Lit(v.Group.Name),
-		jen.Id("Versions"):        jen.Index().String().Values(jen.Lit(v.Name)),
+		jen.Id("Versions"):        jen.Index().String().Values(lits(k.ServedVersions())...),
 		jen.Id("Kind"):            jen.Lit(k.Name),
 		jen.Id("Plural"):          jen.Lit(k.Plural),
 		jen.Id("Singular"):        jen.Lit(k.Singular),
@@ -187,6 +199,11 @@ func storage(k *model.Kind) *jen.File {
 		jen.Id("New"):             jen.Func().Params().Add(ptr.Clone()).Block(jen.Return(jen.Op("&").Qual(v.ImportPath, k.Name).Values())),
 		jen.Id("NewList"):         jen.Func().Params().Qual(pkgRuntime, "Object").Block(jen.Return(jen.Op("&").Qual(v.ImportPath, k.ListName).Values())),
 		jen.Id("Hooks"):           jen.Id("Hooks").Values(),
+		// Every write is validated against the kind's OpenAPI schema, like a CRD's.
+		jen.Id("Schema"): jen.Op("&").Qual(pkgRegistry, "Schema").Values(jen.Dict{
+			jen.Id("Definitions"): jen.Qual(o.GeneratedPkg+"/openapi", "GetOpenAPIDefinitions"),
+			jen.Id("Name"):        jen.Qual(v.ImportPath, k.Name).Values().Dot("OpenAPIModelName").Call(),
+		}),
 	}
 	if len(k.ShortNames) > 0 {
 		fields[jen.Id("ShortNames")] = jen.Index().String().Values(lits(k.ShortNames)...)
@@ -346,25 +363,71 @@ func apiserver(m *model.Model, o Options) *jen.File {
 	f.PackageComment("Package apiserver assembles " + o.ServerName + " from the generated API, storage and OpenAPI.")
 
 	var adds, internal, storageVersions, groups []jen.Code
+	multi := false
 	for _, g := range m.Groups {
 		var versions []jen.Code
 		for _, v := range g.Versions {
 			f.ImportAlias(v.ImportPath, typesAlias(v))
-			adds = append(adds, jen.Qual(v.ImportPath, "AddToScheme"))
-			objs := []jen.Code{jen.Qual(pkgSchema, "GroupVersion").Values(jen.Dict{
-				jen.Id("Group"): jen.Lit(g.Name), jen.Id("Version"): jen.Qual(pkgRuntime, "APIVersionInternal")})}
+			if v.OwnRegistration {
+				// The package's own AddToScheme (kubebuilder's SchemeBuilder) is the user's;
+				// register the served kinds here so that the server never depends on it.
+				objs := []jen.Code{jen.Qual(v.ImportPath, "SchemeGroupVersion")}
+				for _, k := range v.Kinds {
+					objs = append(objs, jen.Op("&").Qual(v.ImportPath, k.Name).Values(), jen.Op("&").Qual(v.ImportPath, k.ListName).Values())
+				}
+				internal = append(internal,
+					jen.Id("scheme").Dot("AddKnownTypes").Call(objs...),
+					jen.Qual(pkgMetav1, "AddToGroupVersion").Call(jen.Id("scheme"), jen.Qual(v.ImportPath, "SchemeGroupVersion")))
+			} else {
+				adds = append(adds, jen.Qual(v.ImportPath, "AddToScheme"))
+			}
+			if v.ConvertTo != nil {
+				adds = append(adds, jen.Qual(v.ImportPath, "RegisterConversions"))
+			}
+			if v.HasDefaults() {
+				// defaulter-gen's RegisterDefaults: the codecs default request bodies and
+				// objects read from storage.
+				adds = append(adds, jen.Qual(v.ImportPath, "RegisterDefaults"))
+			}
 			var storages []jen.Code
 			for _, k := range v.Kinds {
-				objs = append(objs, jen.Op("&").Qual(v.ImportPath, k.Name).Values(), jen.Op("&").Qual(v.ImportPath, k.ListName).Values())
+				if k.Unserved {
+					continue
+				}
 				f.ImportAlias(RegistryImportPath(m, k), g.PackageName+RegistryPackage(k))
 				storages = append(storages, jen.Qual(RegistryImportPath(m, k), "NewStorage"))
 			}
-			internal = append(internal, jen.Id("scheme").Dot("AddKnownTypes").Call(objs...))
-			storageVersions = append(storageVersions, jen.Qual(v.ImportPath, "SchemeGroupVersion"))
-			versions = append(versions, jen.Values(jen.Dict{
-				jen.Id("Name"):      jen.Lit(v.Name),
-				jen.Id("Resources"): jen.Index().Qual(pkgServer, "StorageFunc").Values(storages...),
-			}))
+			multi = multi || v.ConvertTo != nil
+			if len(storages) > 0 {
+				d := jen.Dict{
+					jen.Id("Name"):      jen.Lit(v.Name),
+					jen.Id("Resources"): jen.Index().Qual(pkgServer, "StorageFunc").Values(storages...),
+				}
+				deprecated := jen.Dict{}
+				for _, k := range v.Kinds {
+					if k.Deprecated && !k.Unserved {
+						deprecated[jen.Lit(k.Plural)] = jen.Lit(k.DeprecationWarning)
+					}
+				}
+				if len(deprecated) > 0 {
+					d[jen.Id("Deprecated")] = jen.Map(jen.String()).String().Values(deprecated)
+				}
+				versions = append(versions, jen.Values(d))
+			}
+		}
+		objs := []jen.Code{jen.Qual(pkgSchema, "GroupVersion").Values(jen.Dict{
+			jen.Id("Group"): jen.Lit(g.Name), jen.Id("Version"): jen.Qual(pkgRuntime, "APIVersionInternal")})}
+		seenStorage := map[*model.Version]bool{}
+		for _, k := range g.StorageKinds() {
+			v := k.Version
+			objs = append(objs, jen.Op("&").Qual(v.ImportPath, k.Name).Values(), jen.Op("&").Qual(v.ImportPath, k.ListName).Values())
+			seenStorage[v] = true
+		}
+		internal = append(internal, jen.Id("scheme").Dot("AddKnownTypes").Call(objs...))
+		for _, v := range g.Versions {
+			if seenStorage[v] {
+				storageVersions = append(storageVersions, jen.Qual(v.ImportPath, "SchemeGroupVersion"))
+			}
 		}
 		var prio []jen.Code
 		for _, v := range g.Versions {
@@ -378,8 +441,14 @@ func apiserver(m *model.Model, o Options) *jen.File {
 		}))
 	}
 
-	f.Comment("NewScheme returns a new scheme that knows every served kind. Each kind's own version is")
-	f.Comment("also its internal (hub) version, so requests and storage need no conversion.")
+	if multi {
+		f.Comment("NewScheme returns a new scheme that knows every kind in every version. The Go types of each")
+		f.Comment("kind's storage version are also its internal (hub) version; the other versions convert to")
+		f.Comment("and from them (RegisterConversions, zz_generated.conversion.go and your conversion.go).")
+	} else {
+		f.Comment("NewScheme returns a new scheme that knows every served kind. Each kind's own version is")
+		f.Comment("also its internal (hub) version, so requests and storage need no conversion.")
+	}
 	body := []jen.Code{
 		jen.Id("scheme").Op(":=").Qual(pkgRuntime, "NewScheme").Call(),
 		jen.For(jen.List(jen.Id("_"), jen.Id("add")).Op(":=").Range().Index().Func().Params(jen.Op("*").Qual(pkgRuntime, "Scheme")).Error().Values(adds...)).Block(

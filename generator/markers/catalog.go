@@ -3,8 +3,6 @@ package markers
 // Owned are the marker prefixes aagen reads; an unknown marker under one of them is an error.
 var owned = []string{"groupName", "genclient", "kubebuilder:", "aagen:"}
 
-const pendingIssue5 = "validation and defaults from markers come with resource semantics (issue 5)"
-
 // Default returns the registry of every marker aagen knows. It is built on each call:
 // there is no shared mutable registry.
 func Default() *Registry {
@@ -46,7 +44,8 @@ func Default() *Registry {
 		&Definition{Name: "kubebuilder:subresource:status", Target: OnType, Form: Flag,
 			Help: "Serve the /status subresource."},
 		&Definition{Name: "kubebuilder:storageversion", Target: OnType, Form: Flag,
-			Help: "Store this version of the kind (the hub) when a group serves several versions."},
+			Help: "Store this version of the kind (the hub) when the kind is defined in several versions: exactly one of them carries it. " +
+				"Its Go type is the kind's internal version; the other versions convert to and from it (conversion-gen, plus your conversion.go)."},
 		&Definition{Name: "kubebuilder:subresource:scale", Target: OnType, Form: Args,
 			Keys: []string{"specpath", "statuspath", "selectorpath"},
 			Help: "Serve /scale (autoscaling/v1 Scale, for kubectl scale and autoscalers): specpath=.spec.replicas (an int32 or *int32 under .spec), " +
@@ -60,40 +59,56 @@ func Default() *Registry {
 			Help: "A field usable in --field-selector (repeatable): JSONPath=.spec.x names a string, integer or boolean field outside metadata; " +
 				"metadata.name and metadata.namespace are always selectable."},
 		&Definition{Name: "kubebuilder:deprecatedversion", Target: OnType, Form: Args,
-			Keys: []string{"warning"}, Pending: "deprecation warnings come with versions and conversion (issue 5)",
-			Help: "Mark this version deprecated."},
-		&Definition{Name: "kubebuilder:unservedversion", Target: OnType, Form: Flag, Pending: "unserved versions come with versions and conversion (issue 5)",
-			Help: "Do not serve this version."},
+			Keys: []string{"warning"},
+			Help: "This version of the kind is deprecated: every request in it gets a Warning header (kubectl prints it), " +
+				"warning=<text> or, like a CRD, \"<group>/<version> <Kind> is deprecated\"."},
+		&Definition{Name: "kubebuilder:unservedversion", Target: OnType, Form: Flag,
+			Help: "Do not serve this version of the kind (not installed, not in discovery, no client); objects still convert to and from it."},
 
-		// Field markers with validation meaning (recognised now, applied with issue 5).
-		pendingField("kubebuilder:default", Value, "Default value (JSON) applied on create and read."),
-		pendingField("kubebuilder:validation:Required", Flag, "The field is required."),
-		pendingField("kubebuilder:validation:Optional", Flag, "The field is optional."),
-		pendingField("kubebuilder:validation:Minimum", Value, "Minimum value."),
-		pendingField("kubebuilder:validation:Maximum", Value, "Maximum value."),
-		pendingField("kubebuilder:validation:ExclusiveMinimum", Value, "The minimum is exclusive."),
-		pendingField("kubebuilder:validation:ExclusiveMaximum", Value, "The maximum is exclusive."),
-		pendingField("kubebuilder:validation:MultipleOf", Value, "The value must be a multiple of this."),
-		pendingField("kubebuilder:validation:MinLength", Value, "Minimum string length."),
-		pendingField("kubebuilder:validation:MaxLength", Value, "Maximum string length."),
-		pendingField("kubebuilder:validation:Pattern", Value, "Regular expression the string must match."),
-		pendingField("kubebuilder:validation:Format", Value, "String format (date-time, uri, ...)."),
-		pendingField("kubebuilder:validation:Enum", Value, "Allowed values, separated by ';'."),
-		pendingField("kubebuilder:validation:MinItems", Value, "Minimum list length."),
-		pendingField("kubebuilder:validation:MaxItems", Value, "Maximum list length."),
-		pendingField("kubebuilder:validation:UniqueItems", Value, "List items must be unique."),
-		pendingField("kubebuilder:validation:MinProperties", Value, "Minimum number of map entries."),
-		pendingField("kubebuilder:validation:MaxProperties", Value, "Maximum number of map entries."),
-		pendingField("kubebuilder:validation:Type", Value, "Override the OpenAPI type."),
-		pendingField("kubebuilder:validation:XIntOrString", Flag, "The field is an int or a string."),
-		pendingField("kubebuilder:validation:EmbeddedResource", Flag, "The field holds an embedded object."),
-		pendingField("kubebuilder:pruning:PreserveUnknownFields", Flag, "Keep unknown fields."),
+		// Validation and defaulting (see generator/model/validation.go): the markers become the
+		// kind's OpenAPI schema, which the server validates every write against like a CRD's.
+		field("kubebuilder:default", Value, "Default value as JSON (e.g. 3, \"Wood\", [\"a\"]), set on create and when an object without the field is read from storage. "+
+			"The field must be a pointer or have omitempty."),
+		field("default", Value, "Same as +kubebuilder:default (code-generator's and kube-openapi's spelling)."),
+		field("kubebuilder:validation:Required", Flag, "The field must be present (listed in the schema's required)."),
+		field("kubebuilder:validation:Optional", Flag, "The field may be left out."),
+		field("required", Flag, "Same as +kubebuilder:validation:Required."),
+		field("optional", Flag, "Same as +kubebuilder:validation:Optional."),
+		field("kubebuilder:validation:Minimum", Value, "Minimum of a number."),
+		field("kubebuilder:validation:Maximum", Value, "Maximum of a number."),
+		field("kubebuilder:validation:ExclusiveMinimum", Flag, "The minimum itself is not allowed."),
+		field("kubebuilder:validation:ExclusiveMaximum", Flag, "The maximum itself is not allowed."),
+		field("kubebuilder:validation:MultipleOf", Value, "The number must be a multiple of this."),
+		field("kubebuilder:validation:MinLength", Value, "Minimum string length."),
+		field("kubebuilder:validation:MaxLength", Value, "Maximum string length."),
+		field("kubebuilder:validation:Pattern", Value, "Regular expression (RE2) the string must match; quote it when it has commas."),
+		field("kubebuilder:validation:Format", Value, "String format a CRD validates: date-time, date, duration, email, uri, hostname, ipv4, ipv6, cidr, mac, uuid, byte, ..."),
+		field("kubebuilder:validation:Enum", Value, "Allowed values, separated by ';' (scalars only)."),
+		field("kubebuilder:validation:MinItems", Value, "Minimum list length."),
+		field("kubebuilder:validation:MaxItems", Value, "Maximum list length."),
+		&Definition{Name: "kubebuilder:validation:UniqueItems", Target: OnField | OnType, Form: Value,
+			Help: "Rejected like in a CRD (quadratic cost): use +listType=set, which checks uniqueness in linear time."},
+		field("kubebuilder:validation:MinProperties", Value, "Minimum number of map entries or object fields."),
+		field("kubebuilder:validation:MaxProperties", Value, "Maximum number of map entries or object fields."),
 		&Definition{Name: "kubebuilder:validation:XValidation", Target: OnType | OnField, Form: Args,
-			Keys: []string{"rule", "message", "messageExpression", "reason", "fieldPath", "optionalOldSelf"}, Pending: pendingIssue5,
-			Help: "A CEL validation rule."},
+			Keys: []string{"rule", "message", "messageExpression", "reason", "fieldPath", "optionalOldSelf"},
+			Help: "A CEL rule, evaluated like a CRD's x-kubernetes-validations (self; oldSelf on update for transition rules): " +
+				"rule=<CEL>, message or messageExpression, reason=FieldValueInvalid|FieldValueForbidden|FieldValueRequired|FieldValueDuplicate, fieldPath=.x. Repeatable."},
+		pending("kubebuilder:validation:Type", Value, "Override the OpenAPI type.",
+			"the schema's type comes from the Go type (kube-openapi); overriding it would publish a schema the server does not decode"),
+		pending("kubebuilder:validation:XIntOrString", Flag, "The field is an int or a string.",
+			"use intstr.IntOrString, whose schema already is int-or-string"),
+		pending("kubebuilder:validation:EmbeddedResource", Flag, "The field holds an embedded object.",
+			"use runtime.RawExtension; the embedded apiVersion/kind/metadata checks of CRDs are not applied yet"),
+		pending("kubebuilder:pruning:PreserveUnknownFields", Flag, "Keep unknown fields.",
+			"Go types drop unknown fields when decoding; use runtime.RawExtension for free-form data"),
 	)
 }
 
-func pendingField(name string, form Form, help string) *Definition {
-	return &Definition{Name: name, Target: OnField | OnType, Form: form, Help: help, Pending: pendingIssue5}
+func field(name string, form Form, help string) *Definition {
+	return &Definition{Name: name, Target: OnField | OnType, Form: form, Help: help}
+}
+
+func pending(name string, form Form, help, why string) *Definition {
+	return &Definition{Name: name, Target: OnField | OnType, Form: form, Help: help, Pending: why}
 }

@@ -7,6 +7,6 @@
 // under a prefix aagen owns (genclient, groupName, kubebuilder:, aagen:) that no
 // definition matches is an error that names the nearest known marker, so a typo such as
 // "+genclient:nonNamspaced" is never silently ignored. Markers of other tools
-// ("+optional", "+listType=atomic", "+k8s:openapi-gen=true") pass through untouched for
+// ("+listType=atomic", "+k8s:openapi-gen=true") pass through untouched for
 // the code generators that read them.
 package markers

@@ -54,7 +54,7 @@ func TestParseForms(t *testing.T) {
 
 func TestForeignMarkersPassThrough(t *testing.T) {
 	r := Default()
-	for _, text := range []string{"optional", "listType=atomic", "k8s:deepcopy-gen=package", "k8s:openapi-gen=true", "patchStrategy=merge"} {
+	for _, text := range []string{"listMapKey=type", "listType=atomic", "k8s:deepcopy-gen=package", "k8s:openapi-gen=true", "patchStrategy=merge"} {
 		if _, d, known := r.ParseText(text, OnField); d != nil || known {
 			t.Errorf("%s: want ignored, got %+v known=%v", text, d, known)
 		}
@@ -62,9 +62,26 @@ func TestForeignMarkersPassThrough(t *testing.T) {
 }
 
 func TestPendingMarkerWarns(t *testing.T) {
-	_, d, known := Default().ParseText("kubebuilder:validation:Minimum=1", OnField)
+	_, d, known := Default().ParseText("kubebuilder:validation:XIntOrString", OnField)
 	if !known || d == nil || !d.Warning {
 		t.Fatalf("want a warning for a recognised, not yet applied marker, got %+v", d)
+	}
+}
+
+// Validation and default markers are applied: known, without a warning. +optional,
+// +required and +default are read by aagen too (and still reach kube-openapi).
+func TestValidationMarkersApplied(t *testing.T) {
+	r := Default()
+	for _, text := range []string{"kubebuilder:validation:Minimum=1", "kubebuilder:validation:Enum=a;b", "kubebuilder:default=3",
+		"default=\"x\"", "optional", "required", `kubebuilder:validation:XValidation:rule="self > 0",message="positive"`} {
+		m, d, known := r.ParseText(text, OnField)
+		if !known || d != nil {
+			t.Errorf("%s: known=%v diagnostic %+v", text, known, d)
+			continue
+		}
+		if m.Def.Pending != "" {
+			t.Errorf("%s: still pending", text)
+		}
 	}
 }
 

@@ -15,8 +15,17 @@ func Reference(r *Registry) []byte {
 	b.WriteString("aagen reads these markers from comments in your API types (`// +name`, `// +name=value`,\n")
 	b.WriteString("`// +name:key=value,key=value`). A marker under a prefix aagen owns (`groupName`, `genclient`,\n")
 	b.WriteString("`kubebuilder:`, `aagen:`) that is not listed here is an error naming the nearest known marker.\n")
-	b.WriteString("Markers of other tools (`+optional`, `+listType=map`, `+k8s:...`) are passed to code-generator\n")
+	b.WriteString("Markers of other tools (`+listType=map`, `+listMapKey=type`, `+k8s:...`) are passed to code-generator\n")
 	b.WriteString("and kube-openapi untouched. List arguments take `a;b` or `{a,b}`.\n\n")
+	b.WriteString("Validation markers (`+kubebuilder:validation:...`, `+required`, `+optional`) and defaults\n")
+	b.WriteString("(`+kubebuilder:default`, `+default`) become the kind's OpenAPI schema (`/openapi/v2`, `/openapi/v3`).\n")
+	b.WriteString("The server validates every create and update against that schema with the code CRDs use\n")
+	b.WriteString("(k8s.io/apiextensions-apiserver: value validation, list types, CEL rules with `oldSelf` on update,\n")
+	b.WriteString("ratcheting of unchanged invalid values), so all errors of an object come back in one 422 Invalid with\n")
+	b.WriteString("the messages a CRD user sees. Defaults are set by defaulter-gen's code when a request body or an\n")
+	b.WriteString("object read from storage is decoded. Markers on a named non-struct type (`type Hull string`) apply to\n")
+	b.WriteString("every field of that type. CEL syntax is checked by `aagen generate`; a rule that does not type-check\n")
+	b.WriteString("against the schema stops the server at start with the rule and the error.\n\n")
 	b.WriteString("| Marker | On | Syntax | Meaning | Status |\n| --- | --- | --- | --- | --- |\n")
 	for _, d := range r.Definitions() {
 		var syntax string

@@ -31,7 +31,7 @@ var versionRE = regexp.MustCompile(`^v[1-9][0-9]*((alpha|beta)[1-9][0-9]*)?$`)
 // Build makes the model of the loaded packages. It returns the model and warnings, or an
 // *Error holding every problem found (not just the first).
 func Build(res *load.Result, reg *markers.Registry) (*Model, []Diagnostic, error) {
-	b := &builder{reg: reg, groups: map[string]*Group{}}
+	b := &builder{reg: reg, groups: map[string]*Group{}, storageMarkers: map[*Kind]token.Position{}}
 	m := &Model{ModuleDir: res.ModuleDir, ModulePath: res.ModulePath}
 	for _, p := range res.Packages {
 		b.pkg(p)
@@ -68,6 +68,8 @@ type builder struct {
 	reg    *markers.Registry
 	groups map[string]*Group
 	diags  []Diagnostic
+	// storageMarkers are the positions of +kubebuilder:storageversion, by kind.
+	storageMarkers map[*Kind]token.Position
 }
 
 func (b *builder) errorf(pos token.Position, fix, format string, args ...any) {
@@ -85,6 +87,8 @@ type typeDecl struct {
 	spec    *ast.TypeSpec
 	markers markers.Set
 	pos     token.Position
+	// fields are the markers of a struct type's fields, by Go field name.
+	fields map[string]markers.Set
 }
 
 func (b *builder) pkg(p *packages.Package) {
@@ -126,13 +130,11 @@ func (b *builder) pkg(p *packages.Package) {
 				groups := []*ast.CommentGroup{secondClosest(fset, f, anchor), doc}
 				ms, ds := b.reg.Parse(fset, markers.OnType, groups...)
 				b.markerDiags(ds)
-				decls = append(decls, typeDecl{spec: ts, markers: ms, pos: fset.Position(ts.Name.Pos())})
+				d := typeDecl{spec: ts, markers: ms, pos: fset.Position(ts.Name.Pos())}
 				if st, ok := ts.Type.(*ast.StructType); ok {
-					for _, fld := range st.Fields.List {
-						_, ds := b.reg.Parse(fset, markers.OnField, fld.Doc)
-						b.markerDiags(ds)
-					}
+					d.fields = b.fieldMarkers(fset, st)
 				}
+				decls = append(decls, d)
 			}
 		}
 	}
@@ -180,7 +182,14 @@ func (b *builder) pkg(p *packages.Package) {
 			"package %s declares group %s but no kinds", p.PkgPath, group)
 		return
 	}
-	for _, name := range []string{"GroupName", "SchemeGroupVersion", "Kind", "Resource", "AddToScheme"} {
+	// A kubebuilder project registers its kinds itself: groupversion_info.go declares
+	// SchemeBuilder and AddToScheme (controller-runtime's scheme.Builder) and each types file
+	// calls SchemeBuilder.Register in init. aagen keeps that and generates the rest.
+	ownRegistration := isVar(p, "SchemeBuilder") && isVar(p, "AddToScheme")
+	for _, name := range []string{"GroupName", "SchemeGroupVersion", "Kind", "Resource", "AddToScheme", "localSchemeBuilder"} {
+		if name == "AddToScheme" && ownRegistration {
+			continue
+		}
 		if obj := p.Types.Scope().Lookup(name); obj != nil {
 			b.errorf(p.Fset.Position(obj.Pos()), "delete it (usually register.go or groupversion_info.go): aagen generates the registration in zz_generated.register.go",
 				"package %s declares %s, which aagen generates", p.Name, name)
@@ -218,13 +227,14 @@ func (b *builder) pkg(p *packages.Package) {
 			return
 		}
 	}
-	v := &Version{Group: g, Name: verName, ImportPath: p.PkgPath, PkgName: p.Name, Dir: dir, Pos: pkgPos}
+	v := &Version{Group: g, Name: verName, ImportPath: p.PkgPath, PkgName: p.Name, Dir: dir, Pos: pkgPos, OwnRegistration: ownRegistration}
 	for _, d := range kindDecls {
 		if k := b.kind(p, v, d); k != nil {
 			v.Kinds = append(v.Kinds, k)
 		}
 	}
 	sort.Slice(v.Kinds, func(i, j int) bool { return v.Kinds[i].Name < v.Kinds[j].Name })
+	b.validations(p, v, decls)
 	g.Versions = append(g.Versions, v)
 }
 
@@ -319,6 +329,19 @@ func (b *builder) kind(p *packages.Package, v *Version, d typeDecl) *Kind {
 	case hasStatusField && (hasStatusMarker || ms.Has("genclient")):
 		k.HasStatus = true
 	}
+	if m, ok := ms.Get("kubebuilder:storageversion"); ok {
+		k.Storage = true
+		b.storageMarkers[k] = m.Pos
+	}
+	k.Unserved = ms.Has("kubebuilder:unservedversion")
+	if m, ok := ms.Get("kubebuilder:deprecatedversion"); ok {
+		k.Deprecated = true
+		k.DeprecationWarning = m.Args["warning"]
+		if k.DeprecationWarning == "" {
+			// The default of a CRD's deprecated version.
+			k.DeprecationWarning = v.Group.Name + "/" + v.Name + " " + name + " is deprecated"
+		}
+	}
 	if !b.semantics(p, k, d) {
 		good = false
 	}
@@ -369,30 +392,129 @@ func (b *builder) checkServer(m *Model) {
 				"groups %s and %s both live in directories named %q, which name their Go packages", other, g.Name, g.PackageName)
 		}
 		pkgNames[g.PackageName] = g.Name
-		kinds := map[string]*Kind{}
 		plurals := map[string]*Kind{}
 		for _, v := range g.Versions {
 			for _, k := range v.Kinds {
-				if o := kinds[k.Name]; o != nil && o.Version != v {
-					b.errorf(k.Pos, "serve each kind in one version for now; multi-version kinds with conversion come with issue 5",
-						"kind %s is defined in both %s and %s of group %s; serving one kind in several versions needs conversion, which aagen does not generate yet",
-						k.Name, o.Version.Name, v.Name, g.Name)
-				}
-				kinds[k.Name] = k
 				if o := plurals[k.Plural]; o != nil && o != k && o.Name != k.Name {
 					b.errorf(k.Pos, "set a distinct path with +kubebuilder:resource:path=<plural>",
 						"kinds %s and %s of group %s have the same plural %q", o.Name, k.Name, g.Name, k.Plural)
 				}
 				plurals[k.Plural] = k
 				for _, s := range k.ShortNames {
-					if o := short[s]; o != nil && o != k {
+					if o := short[s]; o != nil && o != k && (o.Name != k.Name || o.Version.Group != g) {
 						b.errorf(k.Pos, "short names must be unique across the server", "short name %q is used by %s and %s", s, o.Name, k.Name)
 					}
 					short[s] = k
 				}
 			}
 		}
+		b.checkVersions(g)
 	}
+}
+
+// checkVersions picks the storage version of each kind of g and checks that the versions
+// of a kind agree on what must be the same in all of them (resource names, scope), and
+// says which version package converts to which.
+func (b *builder) checkVersions(g *Group) {
+	byName := map[string][]*Kind{}
+	var names []string
+	for _, v := range g.Versions {
+		for _, k := range v.Kinds {
+			if byName[k.Name] == nil {
+				names = append(names, k.Name)
+			}
+			byName[k.Name] = append(byName[k.Name], k)
+		}
+	}
+	sort.Strings(names)
+	hubs := map[*Version]map[*Version][]string{} // version -> storage versions -> kinds
+	for _, name := range names {
+		ks := byName[name] // preferred version first
+		var vs []string
+		for _, k := range ks {
+			vs = append(vs, k.Version.Name)
+		}
+		var marked []*Kind
+		for _, k := range ks {
+			if k.Storage {
+				marked = append(marked, k)
+			}
+		}
+		switch {
+		case len(ks) == 1:
+			ks[0].Storage = true
+		case len(marked) == 0:
+			last := ks[len(ks)-1]
+			b.errorf(last.Pos, "add `// +kubebuilder:storageversion` above "+name+" in exactly one of its versions (usually the most stable, "+ks[0].Version.Name+
+				"): objects are stored in that version and the others convert to and from it",
+				"kind %s of group %s is defined in %s but none of them is marked as the storage version", name, g.Name, strings.Join(vs, ", "))
+			continue
+		case len(marked) > 1:
+			var where []string
+			for _, k := range marked {
+				where = append(where, k.Version.Name)
+			}
+			b.errorf(b.storageMarkers[marked[1]], "keep `// +kubebuilder:storageversion` on one version of "+name+" and remove it from the others",
+				"kind %s of group %s is marked +kubebuilder:storageversion in %s; exactly one version is stored", name, g.Name, strings.Join(where, " and "))
+			continue
+		}
+		hub := ks[0].StorageKind()
+		served := false
+		for _, k := range ks {
+			served = served || !k.Unserved
+			if k == hub {
+				continue
+			}
+			if k.Plural != hub.Plural || k.Singular != hub.Singular {
+				b.errorf(k.Pos, "give "+name+" the same +kubebuilder:resource path and singular in every version",
+					"kind %s is the resource %q (singular %q) in %s but %q (singular %q) in %s, its storage version; a kind has one resource name in all versions",
+					name, k.Plural, k.Singular, k.Version.Name, hub.Plural, hub.Singular, hub.Version.Name)
+			}
+			if k.NamespaceScoped != hub.NamespaceScoped {
+				b.errorf(k.Pos, "give "+name+" the same scope in every version",
+					"kind %s is %s in %s but %s in %s, its storage version", name, scopeName(k), k.Version.Name, scopeName(hub), hub.Version.Name)
+			}
+			if hubs[k.Version] == nil {
+				hubs[k.Version] = map[*Version][]string{}
+			}
+			hubs[k.Version][hub.Version] = append(hubs[k.Version][hub.Version], name)
+		}
+		if !served {
+			b.errorf(ks[0].Pos, "remove +kubebuilder:unservedversion from one version of "+name,
+				"kind %s of group %s is unserved in every version (%s)", name, g.Name, strings.Join(vs, ", "))
+		}
+	}
+	for _, v := range g.Versions {
+		h := hubs[v]
+		switch len(h) {
+		case 0:
+		case 1:
+			for hub := range h {
+				v.ConvertTo = hub
+			}
+		default:
+			var parts []string
+			for hub, kinds := range h {
+				parts = append(parts, strings.Join(kinds, ", ")+" in "+hub.Name)
+			}
+			sort.Strings(parts)
+			b.errorf(v.Pos, "mark the same version with +kubebuilder:storageversion for every kind of "+v.Name+" that is served in several versions",
+				"the kinds of %s are stored in different versions (%s); aagen converts each version package to one storage version", v.GroupVersion(), strings.Join(parts, "; "))
+		}
+	}
+}
+
+func scopeName(k *Kind) string {
+	if k.NamespaceScoped {
+		return "namespaced"
+	}
+	return "cluster-scoped"
+}
+
+// isVar reports whether p declares a package-level variable name.
+func isVar(p *packages.Package, name string) bool {
+	_, ok := p.Types.Scope().Lookup(name).(*types.Var)
+	return ok
 }
 
 func packageDir(p *packages.Package) string {

@@ -42,7 +42,18 @@ type Version struct {
 	ImportPath, Dir, PkgName string
 	// Kinds are the kinds defined in this package, sorted by name.
 	Kinds []*Kind
-	Pos   token.Position
+	// OwnRegistration is set when the package registers its kinds itself the way a
+	// kubebuilder project does (groupversion_info.go declaring SchemeBuilder and AddToScheme,
+	// types calling SchemeBuilder.Register in init): aagen then generates no AddToScheme.
+	OwnRegistration bool
+	// ConvertTo is the storage (hub) version this package's kinds convert to when some of
+	// them are stored in another version of the group; nil when nothing converts.
+	// conversion-gen writes zz_generated.conversion.go here, with functions in both directions.
+	ConvertTo *Version
+	// Validations are the validation and default markers of the package's struct types
+	// (only types that have some), sorted by type name. See validation.go.
+	Validations []*TypeValidation
+	Pos         token.Position
 }
 
 // Kind is one served kind.
@@ -68,7 +79,17 @@ type Kind struct {
 	SelectableFields []FieldPath
 	// Scale is set when the /scale subresource is served (+kubebuilder:subresource:scale).
 	Scale *Scale
-	Pos   token.Position
+	// Storage is set on the version of the kind that is stored (the hub): the only one, or
+	// the one marked +kubebuilder:storageversion. Its Go type is the kind's internal version.
+	Storage bool
+	// Unserved is set by +kubebuilder:unservedversion: the version is not installed nor
+	// discoverable, but objects still convert to and from it.
+	Unserved bool
+	// Deprecated is set by +kubebuilder:deprecatedversion; DeprecationWarning is the
+	// warning sent with every response in this version (a default when the marker has none).
+	Deprecated         bool
+	DeprecationWarning string
+	Pos                token.Position
 }
 
 // PrintColumn is one column of kubectl get, with the meaning of a CRD's
@@ -142,6 +163,64 @@ func (m *Model) HasScale() bool {
 		}
 	}
 	return false
+}
+
+// Versions returns the kind in every version of its group that defines it, preferred first.
+func (k *Kind) Versions() []*Kind {
+	var out []*Kind
+	for _, v := range k.Version.Group.Versions {
+		for _, o := range v.Kinds {
+			if o.Name == k.Name {
+				out = append(out, o)
+			}
+		}
+	}
+	return out
+}
+
+// StorageKind returns the kind in its storage version.
+func (k *Kind) StorageKind() *Kind {
+	for _, o := range k.Versions() {
+		if o.Storage {
+			return o
+		}
+	}
+	return k
+}
+
+// ServedVersions are the names of the versions the kind is served in, preferred first.
+func (k *Kind) ServedVersions() []string {
+	var out []string
+	for _, o := range k.Versions() {
+		if !o.Unserved {
+			out = append(out, o.Version.Name)
+		}
+	}
+	return out
+}
+
+// Served reports whether the version serves at least one kind.
+func (v *Version) Served() bool {
+	for _, k := range v.Kinds {
+		if !k.Unserved {
+			return true
+		}
+	}
+	return false
+}
+
+// StorageKinds returns each kind of the group once, in its storage version, by name.
+func (g *Group) StorageKinds() []*Kind {
+	var out []*Kind
+	for _, v := range g.Versions {
+		for _, k := range v.Kinds {
+			if k.Storage {
+				out = append(out, k)
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
 }
 
 // GroupVersion returns "group/version".

@@ -36,6 +36,10 @@ const (
 	// itself was taken by someone else before etcd could bind it.
 	startAttempts = 5
 
+	// singleMemberCatchUpEntries is how many raft entries the member keeps in memory
+	// after a snapshot (etcd's default, for clusters with followers, is 5000).
+	singleMemberCatchUpEntries = 100
+
 	// errBufferSize is the capacity of the channel returned by Server.Err.
 	errBufferSize = 8
 )
@@ -313,6 +317,10 @@ func start(ctx context.Context, c completed, lock *dirLock) (s *Server, keepLock
 	// stored cluster membership.
 	ec.InitialCluster = ec.InitialClusterFromName(ec.Name)
 	ec.UnsafeNoFsync = c.noFsync
+	// etcd keeps this many raft entries in memory after each snapshot so that slow
+	// followers can catch up without a snapshot transfer. A single member has no
+	// followers: keeping etcd's default of 5000 would only hold memory.
+	ec.SnapshotCatchUpEntries = singleMemberCatchUpEntries
 	ec.LogLevel = c.level.String()
 	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(newLogger(c.logOutput, c.level, state))
 

@@ -16,6 +16,10 @@
 //     (and managedFields); server-side apply resets the same fields;
 //   - object names are DNS subdomains, metadata is validated like every other object,
 //     and all field errors of a request come back together as one 422 Invalid;
+//   - with Schema, every create and update is also validated against the kind's OpenAPI
+//     schema the way a custom resource is against its CRD's (k8s.io/apiextensions-apiserver:
+//     value validation, list types, CEL rules with oldSelf on update, ratcheting), with
+//     the same messages;
 //   - with Columns, kubectl get shows NAME, the columns (priority above 0 only with
 //     -o wide) and AGE, cells computed like a CRD's additionalPrinterColumns (JSONPath on
 //     the object's JSON, an empty cell for a missing value, an age for a date);

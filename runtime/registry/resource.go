@@ -58,6 +58,10 @@ type Resource[T Object] struct {
 
 	// Hooks is the user-owned value whose optional methods add behaviour; may be nil.
 	Hooks any
+	// Schema names the kind's OpenAPI definition. When set, every create and update is
+	// validated against it like a custom resource against its CRD's schema (see Schema);
+	// nil means no schema validation.
+	Schema *Schema
 }
 
 // StatusFuncs move the status and the rest of the desired state between two objects of

@@ -25,7 +25,13 @@ func NewStorage[T Object](scheme *runtime.Scheme, getter generic.RESTOptionsGett
 		return nil, err
 	}
 	r := &res
-	main := newStrategy(scheme, r, h)
+	var schema *schemaValidator
+	if r.Schema != nil {
+		if schema, err = newSchemaValidator(r.Schema); err != nil {
+			return nil, fmt.Errorf("registry.Resource %s: %w", r.Kind, err)
+		}
+	}
+	main := newStrategy(scheme, r, h, schema)
 	table := rest.NewDefaultTableConvertor(r.GroupResource())
 	if len(r.Columns) > 0 {
 		if table, err = NewTableConvertor(r.Columns); err != nil {

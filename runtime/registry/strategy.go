@@ -22,10 +22,12 @@ type strategy[T Object] struct {
 	names.NameGenerator
 	res   *Resource[T]
 	hooks hooks[T]
+	// schema validates against the kind's OpenAPI schema; nil without Resource.Schema.
+	schema *schemaValidator
 }
 
-func newStrategy[T Object](typer runtime.ObjectTyper, res *Resource[T], h hooks[T]) *strategy[T] {
-	return &strategy[T]{ObjectTyper: typer, NameGenerator: names.SimpleNameGenerator, res: res, hooks: h}
+func newStrategy[T Object](typer runtime.ObjectTyper, res *Resource[T], h hooks[T], schema *schemaValidator) *strategy[T] {
+	return &strategy[T]{ObjectTyper: typer, NameGenerator: names.SimpleNameGenerator, res: res, hooks: h, schema: schema}
 }
 
 func (s *strategy[T]) NamespaceScoped() bool { return s.res.NamespaceScoped }
@@ -65,6 +67,9 @@ func (s *strategy[T]) Validate(ctx context.Context, obj runtime.Object) field.Er
 	o := obj.(T)
 	errs := apimachineryvalidation.ValidateObjectMetaAccessor(objectMeta(o), s.res.NamespaceScoped,
 		apimachineryvalidation.NameIsDNSSubdomain, field.NewPath("metadata"))
+	if s.schema != nil {
+		errs = append(errs, s.schema.validate(ctx, o, nil)...)
+	}
 	if s.hooks.validate != nil {
 		errs = append(errs, s.hooks.validate.Validate(ctx, o)...)
 	}
@@ -74,6 +79,9 @@ func (s *strategy[T]) Validate(ctx context.Context, obj runtime.Object) field.Er
 func (s *strategy[T]) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
 	o, prev := obj.(T), old.(T)
 	errs := apimachineryvalidation.ValidateObjectMetaAccessorUpdate(objectMeta(o), objectMeta(prev), field.NewPath("metadata"))
+	if s.schema != nil {
+		errs = append(errs, s.schema.validate(ctx, o, prev)...)
+	}
 	if s.hooks.validate != nil {
 		errs = append(errs, s.hooks.validate.Validate(ctx, o)...)
 	}

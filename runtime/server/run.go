@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"time"
 
@@ -89,6 +90,12 @@ func New(spec Spec, o *Options) (*genericapiserver.GenericAPIServer, genericapis
 	cfg.OpenAPIV3Config.Info.Title = spec.Title
 	cfg.OpenAPIV3Config.Info.Version = spec.Version
 	cfg.EffectiveVersion = compatibility.DefaultBuildEffectiveVersion()
+	if d := spec.deprecations(); len(d) > 0 {
+		chain := cfg.BuildHandlerChainFunc
+		cfg.BuildHandlerChainFunc = func(h http.Handler, c *genericapiserver.Config) http.Handler {
+			return chain(withDeprecationWarnings(h, d), c)
+		}
+	}
 	if err := ro.ApplyTo(cfg); err != nil {
 		return nil, nil, fmt.Errorf("applying options: %w", err)
 	}
@@ -102,14 +109,20 @@ func New(spec Spec, o *Options) (*genericapiserver.GenericAPIServer, genericapis
 	if err != nil {
 		return nil, nil, err
 	}
+	built := map[uintptr]map[string]rest.Storage{} // by StorageFunc: one storage per kind
 	for _, g := range spec.Groups {
 		info := genericapiserver.NewDefaultAPIGroupInfo(g.Name, spec.Scheme, metav1.ParameterCodec, codecs)
 		for _, v := range g.Versions {
 			storage := map[string]rest.Storage{}
 			for _, build := range v.Resources {
-				m, err := build(spec.Scheme, cfg.RESTOptionsGetter)
-				if err != nil {
-					return nil, nil, fmt.Errorf("building storage for %s/%s: %w", g.Name, v.Name, err)
+				key := reflect.ValueOf(build).Pointer()
+				m, ok := built[key]
+				if !ok {
+					var err error
+					if m, err = build(spec.Scheme, cfg.RESTOptionsGetter); err != nil {
+						return nil, nil, fmt.Errorf("building storage for %s/%s: %w", g.Name, v.Name, err)
+					}
+					built[key] = m
 				}
 				for k, s := range m {
 					storage[k] = s

@@ -27,7 +27,10 @@ type Spec struct {
 	Version string
 	// Scheme knows every served kind in every version, plus the internal (hub) version.
 	Scheme *runtime.Scheme
-	// StorageVersions is the version each group is stored in, one entry per group.
+	// StorageVersions are the versions objects are stored in: for every kind, the version
+	// whose Go types are also registered as the kind's internal version. A group whose kinds
+	// are stored in different versions lists each of them; the encoder picks, for each
+	// object, the one its type is registered in.
 	StorageVersions []schema.GroupVersion
 	// OpenAPIDefinitions are the generated OpenAPI definitions of every served type.
 	OpenAPIDefinitions openapicommon.GetOpenAPIDefinitions
@@ -45,8 +48,15 @@ type Group struct {
 
 // Version is one served version of a group and the storage of its resources.
 type Version struct {
-	Name      string
+	Name string
+	// Resources build the storage of the kinds served in this version. A StorageFunc listed
+	// under several versions (a kind served in several versions) is called once: the same
+	// storage, which holds the kind's internal version, serves all of them.
 	Resources []StorageFunc
+	// Deprecated maps the resources (plural names) that are deprecated in this version to
+	// the warning every request to them gets (a Warning header, as for a CRD's deprecated
+	// version).
+	Deprecated map[string]string
 }
 
 func (s *Spec) validate() error {

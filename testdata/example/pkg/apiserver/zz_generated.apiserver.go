@@ -23,7 +23,7 @@ import (
 // also its internal (hub) version, so requests and storage need no conversion.
 func NewScheme() (*runtime.Scheme, error) {
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{marinav1alpha1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{marinav1alpha1.AddToScheme, marinav1alpha1.RegisterDefaults} {
 		if err := add(scheme); err != nil {
 			return nil, err
 		}

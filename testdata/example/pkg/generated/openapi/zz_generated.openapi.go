@@ -15,6 +15,7 @@ import (
 	version "k8s.io/apimachinery/pkg/version"
 	common "k8s.io/kube-openapi/pkg/common"
 	spec "k8s.io/kube-openapi/pkg/validation/spec"
+	ptr "k8s.io/utils/ptr"
 )
 
 func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
@@ -218,6 +219,8 @@ func schema_pkg_apis_marina_v1alpha1_BoatSpec(ref common.ReferenceCallback) comm
 						SchemaProps: spec.SchemaProps{
 							Description: "Dock is the name of the Dock the boat berths at.",
 							Default:     "",
+							MaxLength:   ptr.To[int64](63),
+							Pattern:     "^[a-z0-9-]*$",
 							Type:        []string{"string"},
 							Format:      "",
 						},
@@ -226,6 +229,7 @@ func schema_pkg_apis_marina_v1alpha1_BoatSpec(ref common.ReferenceCallback) comm
 						SchemaProps: spec.SchemaProps{
 							Description: "LengthMeters is the boat's length overall, in metres.",
 							Default:     0,
+							Minimum:     ptr.To[float64](0),
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},
@@ -238,6 +242,7 @@ func schema_pkg_apis_marina_v1alpha1_BoatSpec(ref common.ReferenceCallback) comm
 						},
 						SchemaProps: spec.SchemaProps{
 							Description: "Crew lists the people aboard.",
+							MaxItems:    ptr.To[int64](12),
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
@@ -252,12 +257,35 @@ func schema_pkg_apis_marina_v1alpha1_BoatSpec(ref common.ReferenceCallback) comm
 					"sails": {
 						SchemaProps: spec.SchemaProps{
 							Description: "Sails is the number of sails; zero for motor boats.",
+							Minimum:     ptr.To[float64](0),
+							Maximum:     ptr.To[float64](20),
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},
 					},
+					"hull": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Hull is what the hull is made of. It cannot be changed.",
+							Default:     "Fibreglass",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"Wood", "Steel", "Fibreglass"},
+						},
+					},
+					"contact": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Contact is the owner's email address.",
+							Type:        []string{"string"},
+							Format:      "email",
+						},
+					},
 				},
 				Required: []string{"dock", "lengthMeters"},
+			},
+			VendorExtensible: spec.VendorExtensible{
+				Extensions: spec.Extensions{
+					"x-kubernetes-validations": []interface{}{map[string]interface{}{"fieldPath": ".sails", "message": "a boat carries at most one sail per metre of length", "rule": "!has(self.sails) || self.sails <= self.lengthMeters"}, map[string]interface{}{"message": "hull cannot be changed", "reason": "FieldValueForbidden", "rule": "!has(oldSelf.hull) || has(self.hull) && self.hull == oldSelf.hull"}},
+				},
 			},
 		},
 	}
@@ -275,6 +303,7 @@ func schema_pkg_apis_marina_v1alpha1_BoatStatus(ref common.ReferenceCallback) co
 							Description: "Phase is Arriving, Berthed or Departed.",
 							Type:        []string{"string"},
 							Format:      "",
+							Enum:        []interface{}{"Arriving", "Berthed", "Departed"},
 						},
 					},
 					"berth": {
@@ -414,6 +443,8 @@ func schema_pkg_apis_marina_v1alpha1_DockSpec(ref common.ReferenceCallback) comm
 						SchemaProps: spec.SchemaProps{
 							Description: "Berths is the number of boats the dock holds.",
 							Default:     0,
+							Minimum:     ptr.To[float64](0),
+							Maximum:     ptr.To[float64](500),
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},
@@ -421,14 +452,17 @@ func schema_pkg_apis_marina_v1alpha1_DockSpec(ref common.ReferenceCallback) comm
 					"depth": {
 						SchemaProps: spec.SchemaProps{
 							Description: "Depth is the water depth at the dock, e.g. \"4.5m\".",
+							Default:     "3m",
+							Pattern:     "^[0-9]+(\\.[0-9]+)?m$",
 							Type:        []string{"string"},
 							Format:      "",
 						},
 					},
 					"amenities": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Amenities are the services the dock offers, by name.",
-							Type:        []string{"object"},
+							Description:   "Amenities are the services the dock offers, by name.",
+							MaxProperties: ptr.To[int64](16),
+							Type:          []string{"object"},
 							AdditionalProperties: &spec.SchemaOrBool{
 								Allows: true,
 								Schema: &spec.Schema{
@@ -554,6 +588,8 @@ func schema_pkg_apis_marina_v1alpha1_FleetSpec(ref common.ReferenceCallback) com
 					"replicas": {
 						SchemaProps: spec.SchemaProps{
 							Description: "Replicas is the number of boats the fleet should have.",
+							Minimum:     ptr.To[float64](0),
+							Maximum:     ptr.To[float64](100),
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},
@@ -561,6 +597,7 @@ func schema_pkg_apis_marina_v1alpha1_FleetSpec(ref common.ReferenceCallback) com
 					"class": {
 						SchemaProps: spec.SchemaProps{
 							Description: "Class is the class of boat the fleet is made of, e.g. \"dinghy\".",
+							MaxLength:   ptr.To[int64](32),
 							Type:        []string{"string"},
 							Format:      "",
 						},

@@ -25,24 +25,47 @@ type Boat struct {
 }
 
 // BoatSpec is the desired state of a Boat.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.sails) || self.sails <= self.lengthMeters",message="a boat carries at most one sail per metre of length",fieldPath=.sails
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.hull) || has(self.hull) && self.hull == oldSelf.hull",message="hull cannot be changed",reason=FieldValueForbidden
 type BoatSpec struct {
 	// Dock is the name of the Dock the boat berths at.
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9-]*$`
 	Dock string `json:"dock"`
 	// LengthMeters is the boat's length overall, in metres.
+	// +kubebuilder:validation:Minimum=0
 	LengthMeters int32 `json:"lengthMeters"`
 	// Crew lists the people aboard.
 	// +optional
 	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=12
 	Crew []string `json:"crew,omitempty"`
 	// Sails is the number of sails; zero for motor boats.
 	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=20
 	Sails *int32 `json:"sails,omitempty"`
+	// Hull is what the hull is made of. It cannot be changed.
+	// +optional
+	// +kubebuilder:default="Fibreglass"
+	Hull Hull `json:"hull,omitempty"`
+	// Contact is the owner's email address.
+	// +optional
+	// +kubebuilder:validation:Format=email
+	Contact string `json:"contact,omitempty"`
 }
+
+// Hull is the material of a boat's hull.
+//
+// +kubebuilder:validation:Enum=Wood;Steel;Fibreglass
+type Hull string
 
 // BoatStatus is the observed state of a Boat.
 type BoatStatus struct {
 	// Phase is Arriving, Berthed or Departed.
 	// +optional
+	// +kubebuilder:validation:Enum=Arriving;Berthed;Departed
 	Phase string `json:"phase,omitempty"`
 	// Berth is the berth number assigned at the dock.
 	// +optional
@@ -79,12 +102,17 @@ type Dock struct {
 // DockSpec describes a Dock.
 type DockSpec struct {
 	// Berths is the number of boats the dock holds.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=500
 	Berths int32 `json:"berths"`
 	// Depth is the water depth at the dock, e.g. "4.5m".
 	// +optional
+	// +default="3m"
+	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?m$`
 	Depth string `json:"depth,omitempty"`
 	// Amenities are the services the dock offers, by name.
 	// +optional
+	// +kubebuilder:validation:MaxProperties=16
 	Amenities map[string]string `json:"amenities,omitempty"`
 }
 
@@ -120,9 +148,12 @@ type Fleet struct {
 type FleetSpec struct {
 	// Replicas is the number of boats the fleet should have.
 	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
 	Replicas *int32 `json:"replicas,omitempty"`
 	// Class is the class of boat the fleet is made of, e.g. "dinghy".
 	// +optional
+	// +kubebuilder:validation:MaxLength=32
 	Class string `json:"class,omitempty"`
 }
 

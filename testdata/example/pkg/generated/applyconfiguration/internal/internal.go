@@ -47,6 +47,9 @@ var schemaYAML = typed.YAMLObject(`types:
 - name: com.example.marina.pkg.apis.marina.v1alpha1.BoatSpec
   map:
     fields:
+    - name: contact
+      type:
+        scalar: string
     - name: crew
       type:
         list:
@@ -57,6 +60,10 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: string
       default: ""
+    - name: hull
+      type:
+        scalar: string
+      default: Fibreglass
     - name: lengthMeters
       type:
         scalar: numeric
@@ -113,6 +120,7 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: depth
       type:
         scalar: string
+      default: 3m
 - name: com.example.marina.pkg.apis.marina.v1alpha1.Fleet
   map:
     fields:

@@ -4,6 +4,7 @@ package boat
 
 import (
 	marinav1alpha1 "example.com/marina/pkg/apis/marina/v1alpha1"
+	openapi "example.com/marina/pkg/generated/openapi"
 	"github.com/aagen-dev/aagen/runtime/registry"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -45,6 +46,10 @@ func NewStorage(scheme *runtime.Scheme, getter generic.RESTOptionsGetter) (map[s
 			return &marinav1alpha1.BoatList{}
 		},
 		Plural: "boats",
+		Schema: &registry.Schema{
+			Definitions: openapi.GetOpenAPIDefinitions,
+			Name:        marinav1alpha1.Boat{}.OpenAPIModelName(),
+		},
 		SelectableFields: []registry.SelectableField[*marinav1alpha1.Boat]{{
 			Name: "spec.dock",
 			Value: func(obj *marinav1alpha1.Boat) string {

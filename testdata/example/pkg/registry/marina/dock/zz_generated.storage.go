@@ -4,6 +4,7 @@ package dock
 
 import (
 	marinav1alpha1 "example.com/marina/pkg/apis/marina/v1alpha1"
+	openapi "example.com/marina/pkg/generated/openapi"
 	"github.com/aagen-dev/aagen/runtime/registry"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -30,7 +31,11 @@ func NewStorage(scheme *runtime.Scheme, getter generic.RESTOptionsGetter) (map[s
 		NewList: func() runtime.Object {
 			return &marinav1alpha1.DockList{}
 		},
-		Plural:     "docks",
+		Plural: "docks",
+		Schema: &registry.Schema{
+			Definitions: openapi.GetOpenAPIDefinitions,
+			Name:        marinav1alpha1.Dock{}.OpenAPIModelName(),
+		},
 		ShortNames: []string{"dk"},
 		Singular:   "dock",
 		SpecEqual: func(a, b *marinav1alpha1.Dock) bool {

@@ -4,6 +4,7 @@ package fleet
 
 import (
 	marinav1alpha1 "example.com/marina/pkg/apis/marina/v1alpha1"
+	openapi "example.com/marina/pkg/generated/openapi"
 	"github.com/aagen-dev/aagen/runtime/registry"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -52,6 +53,10 @@ func NewStorage(scheme *runtime.Scheme, getter generic.RESTOptionsGetter) (map[s
 			StatusReplicas: func(obj *marinav1alpha1.Fleet) int32 {
 				return obj.Status.Replicas
 			},
+		},
+		Schema: &registry.Schema{
+			Definitions: openapi.GetOpenAPIDefinitions,
+			Name:        marinav1alpha1.Fleet{}.OpenAPIModelName(),
 		},
 		ShortNames: []string{"fl"},
 		Singular:   "fleet",

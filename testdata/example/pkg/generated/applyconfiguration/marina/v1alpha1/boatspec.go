@@ -2,6 +2,10 @@
 
 package v1alpha1
 
+import (
+	marinav1alpha1 "example.com/marina/pkg/apis/marina/v1alpha1"
+)
+
 // BoatSpecApplyConfiguration represents a declarative configuration of the BoatSpec type for use
 // with apply.
 //
@@ -15,6 +19,10 @@ type BoatSpecApplyConfiguration struct {
 	Crew []string `json:"crew,omitempty"`
 	// Sails is the number of sails; zero for motor boats.
 	Sails *int32 `json:"sails,omitempty"`
+	// Hull is what the hull is made of. It cannot be changed.
+	Hull *marinav1alpha1.Hull `json:"hull,omitempty"`
+	// Contact is the owner's email address.
+	Contact *string `json:"contact,omitempty"`
 }
 
 // BoatSpecApplyConfiguration constructs a declarative configuration of the BoatSpec type for use with
@@ -54,5 +62,21 @@ func (b *BoatSpecApplyConfiguration) WithCrew(values ...string) *BoatSpecApplyCo
 // If called multiple times, the Sails field is set to the value of the last call.
 func (b *BoatSpecApplyConfiguration) WithSails(value int32) *BoatSpecApplyConfiguration {
 	b.Sails = &value
+	return b
+}
+
+// WithHull sets the Hull field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Hull field is set to the value of the last call.
+func (b *BoatSpecApplyConfiguration) WithHull(value marinav1alpha1.Hull) *BoatSpecApplyConfiguration {
+	b.Hull = &value
+	return b
+}
+
+// WithContact sets the Contact field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Contact field is set to the value of the last call.
+func (b *BoatSpecApplyConfiguration) WithContact(value string) *BoatSpecApplyConfiguration {
+	b.Contact = &value
 	return b
 }

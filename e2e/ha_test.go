@@ -1,0 +1,827 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"golang.org/x/mod/modfile"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// etcdVersion is the etcd the HA test runs as separate processes; e2e/tools/etcd/go.mod
+// pins it and it must be the go.etcd.io/etcd/server/v3 of the main module.
+const etcdVersion = "v3.7.3"
+
+// etcdBinary builds etcd from e2e/tools/etcd into .cache/bin once and reuses it.
+func etcdBinary(t *testing.T) string {
+	t.Helper()
+	root := repoRoot(t)
+	for _, gomod := range []string{filepath.Join(root, "go.mod"), filepath.Join(root, "e2e", "tools", "etcd", "go.mod")} {
+		data, err := os.ReadFile(gomod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := modfile.ParseLax(gomod, data, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range f.Require {
+			if r.Mod.Path == "go.etcd.io/etcd/server/v3" && r.Mod.Version != etcdVersion {
+				t.Fatalf("%s requires etcd server %s, the HA test pins %s: keep them equal", gomod, r.Mod.Version, etcdVersion)
+			}
+		}
+	}
+	return toolBinary(t, "etcd", ".", "etcd", etcdVersion)
+}
+
+// haMember is one etcd member of the loopback cluster.
+type haMember struct {
+	name, clientURL string
+	args            []string
+	proc            *process
+}
+
+// haReplica is one replica of the generated server.
+type haReplica struct {
+	name string
+	host string
+	args []string
+	proc *process
+}
+
+// kill sends SIGKILL and waits until the process is gone.
+func (p *process) kill() {
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	err := <-p.done
+	p.done <- err
+}
+
+func (p *process) exited() bool {
+	select {
+	case err := <-p.done:
+		p.done <- err
+		return true
+	default:
+		return false
+	}
+}
+
+// startEtcdCluster starts a static 3-member etcd cluster on loopback and waits for a leader.
+func startEtcdCluster(t *testing.T, bin string) []*haMember {
+	t.Helper()
+	const n = 3
+	var peers []string
+	members := make([]*haMember, n)
+	peerURLs := make([]string, n)
+	for i := range members {
+		members[i] = &haMember{name: fmt.Sprintf("m%d", i), clientURL: fmt.Sprintf("http://127.0.0.1:%d", freePort(t))}
+		peerURLs[i] = fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+		peers = append(peers, members[i].name+"="+peerURLs[i])
+	}
+	for i, m := range members {
+		// The data directory survives the member's restart; the --initial-* flags are
+		// ignored then.
+		m.args = []string{
+			"--name=" + m.name, "--data-dir=" + filepath.Join(t.TempDir(), m.name),
+			"--listen-client-urls=" + m.clientURL, "--advertise-client-urls=" + m.clientURL,
+			"--listen-peer-urls=" + peerURLs[i], "--initial-advertise-peer-urls=" + peerURLs[i],
+			"--initial-cluster=" + strings.Join(peers, ","), "--initial-cluster-state=new",
+			"--initial-cluster-token=aagen-e2e-ha", "--log-level=warn",
+		}
+		m.proc = startProcess(t, "etcd "+m.name, bin, m.args...)
+	}
+	cli := etcdClient(t, members...)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if _, err := etcdLeader(cli, members); err == nil {
+			return members
+		} else if time.Now().After(deadline) {
+			t.Fatalf("etcd cluster has no leader after a minute: %v\n%s", err, tail(members[0].proc.out.String(), 3000))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func etcdClient(t *testing.T, members ...*haMember) *clientv3.Client {
+	t.Helper()
+	var eps []string
+	for _, m := range members {
+		eps = append(eps, m.clientURL)
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cli.Close() })
+	return cli
+}
+
+// etcdLeader returns the index of the member that is leader, asking every member.
+func etcdLeader(cli *clientv3.Client, members []*haMember) (int, error) {
+	var errs []error
+	for i, m := range members {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		st, err := cli.Status(ctx, m.clientURL)
+		cancel()
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if st.Leader != 0 && st.Leader == st.Header.MemberId {
+			return i, nil
+		}
+	}
+	return -1, fmt.Errorf("no member reports itself as leader: %v", errors.Join(errs...))
+}
+
+// etcdWatchers returns the number of watchers a member serves, from its /metrics.
+func etcdWatchers(m *haMember) int {
+	c := &http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get(m.clientURL + "/metrics")
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, "etcd_debugging_mvcc_watcher_total "); ok {
+			n, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			return int(n)
+		}
+	}
+	return -1
+}
+
+// haObject is the last state of a Boat a writer knows: acknowledged by the server, or read
+// back after an attempt whose outcome was unknown.
+type haObject struct {
+	rv     string
+	length int64
+	how    string // "ack" or "read"
+}
+
+// haStats are the writers' figures.
+type haStats struct {
+	mu        sync.Mutex
+	acks      []time.Time   // every acknowledged write
+	failures  []time.Time   // every failed attempt (connection error, 5xx, timeout)
+	resolved  int           // writes whose outcome was unknown and that were read back
+	maxWait   time.Duration // longest from a write's first attempt to its success
+	kinds     map[string]int
+	kindsWait map[string]time.Duration // longest a failed attempt of that kind took to fail
+}
+
+func (s *haStats) ack(at time.Time) {
+	s.mu.Lock()
+	s.acks = append(s.acks, at)
+	s.mu.Unlock()
+}
+
+func (s *haStats) fail(at time.Time, took time.Duration, err error) {
+	s.mu.Lock()
+	s.failures = append(s.failures, at)
+	if s.kinds == nil {
+		s.kinds, s.kindsWait = map[string]int{}, map[string]time.Duration{}
+	}
+	k := errorKind(err)
+	s.kinds[k]++
+	s.kindsWait[k] = max(s.kindsWait[k], took)
+	s.mu.Unlock()
+}
+
+// errorKind names the kind of a failed attempt for the figures.
+func errorKind(err error) string {
+	var st apierrors.APIStatus
+	switch {
+	case errors.As(err, &st):
+		return fmt.Sprintf("HTTP %d %s: %s", st.Status().Code, st.Status().Reason, st.Status().Message)
+	case errors.Is(err, context.DeadlineExceeded):
+		return "no answer within 10s"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case strings.Contains(err.Error(), "EOF"), errors.Is(err, syscall.ECONNRESET):
+		return "connection lost mid-request"
+	}
+	return err.Error()
+}
+
+func (s *haStats) waited(d time.Duration) {
+	s.mu.Lock()
+	s.maxWait = max(s.maxWait, d)
+	s.mu.Unlock()
+}
+
+// retriable says whether an error means "this replica or its etcd could not do it now":
+// connection errors, timeouts, 429 and 5xx. Those are retried on the other replica.
+func retriable(err error) bool {
+	var st apierrors.APIStatus
+	if errors.As(err, &st) {
+		code := st.Status().Code
+		return code >= 500 || code == 429
+	}
+	return true
+}
+
+// TestHA runs a 3-member etcd cluster on loopback with two replicas of the generated server
+// on it, SIGKILLs the etcd leader and then one replica while writers spread creates and
+// updates over both replicas (failing over on connection errors and 5xx), restarts both,
+// and checks that every acknowledged write is stored with its acknowledged content and
+// resourceVersion — through both replicas and in every etcd member — that writes succeed
+// again within a bounded time after each kill, and that a watch on the surviving replica
+// delivers every write across the etcd member's death.
+func TestHA(t *testing.T) {
+	skipShort(t)
+	etcdBin := etcdBinary(t)
+	dir := t.TempDir()
+	copyTree(t, filepath.Join(repoRoot(t), "testdata/example"), dir, nil)
+	run(t, dir, aagen(t), "generate", "./pkg/apis/...")
+	bin := filepath.Join(dir, "server")
+	run(t, dir, "go", "build", "-o", bin, "./cmd/marina-apiserver")
+
+	members := startEtcdCluster(t, etcdBin)
+	var etcdServers []string
+	for _, m := range members {
+		etcdServers = append(etcdServers, m.clientURL)
+	}
+
+	// Both replicas share one --local-dir: localauth locks it, the first creates the CA,
+	// the serving certificate (127.0.0.1, the same for both) and the admin certificate,
+	// the second reuses them. The kubeconfig there names whichever replica wrote it last,
+	// so clients take its credentials and set the host per replica.
+	localDir := filepath.Join(t.TempDir(), "local")
+	replicas := make([]*haReplica, 2)
+	for i := range replicas {
+		port := freePort(t)
+		replicas[i] = &haReplica{
+			name: fmt.Sprintf("replica%d", i),
+			host: "https://127.0.0.1:" + strconv.Itoa(port),
+			args: []string{"--local", "--local-dir=" + localDir, "--secure-port=" + strconv.Itoa(port),
+				"--etcd-servers=" + strings.Join(etcdServers, ",")},
+		}
+	}
+	for _, r := range replicas {
+		r.proc = startProcess(t, r.name, bin, r.args...)
+	}
+	for _, r := range replicas {
+		r.waitAnnounced(t, 3*time.Minute)
+	}
+	base, err := clientcmd.BuildConfigFromFlags("", filepath.Join(localDir, "kubeconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	clients := make([]dynamic.ResourceInterface, len(replicas))
+	for i, r := range replicas {
+		cfg := rest.CopyConfig(base)
+		cfg.Host = r.host
+		cfg.QPS, cfg.Burst = 1000, 1000
+		clients[i] = dynamic.NewForConfigOrDie(cfg).Resource(boats).Namespace("harbour")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+
+	// Replica 0 survives; its watch runs from before the first write to the end.
+	survivor, victim := 0, 1
+	list, err := clients[survivor].List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	watcher := startHAWatch(ctx, t, clients[survivor], list.GetResourceVersion())
+
+	var (
+		stats   haStats
+		objMu   sync.Mutex
+		objects = map[string]*haObject{}
+		stop    = make(chan struct{})
+		wg      sync.WaitGroup
+	)
+	record := func(name string, o *haObject) {
+		objMu.Lock()
+		objects[name] = o
+		objMu.Unlock()
+	}
+	// attempt runs op on the replicas in turn, starting with first, until it succeeds or
+	// fails with something other than a retriable error; it gives up after a minute.
+	attempt := func(first int, op func(ctx context.Context, c dynamic.ResourceInterface) (*unstructured.Unstructured, error)) (*unstructured.Unstructured, error) {
+		start := time.Now()
+		for k := 0; ; k++ {
+			tried := time.Now()
+			rctx, rcancel := context.WithTimeout(ctx, 10*time.Second)
+			obj, err := op(rctx, clients[(first+k)%len(clients)])
+			rcancel()
+			now := time.Now()
+			if err == nil || !retriable(err) {
+				stats.waited(now.Sub(start))
+				return obj, err
+			}
+			stats.fail(now, now.Sub(tried), err)
+			if now.Sub(start) > time.Minute {
+				return nil, fmt.Errorf("no replica could do it for a minute, last: %w", err)
+			}
+			// Fail over to the next replica at once; back off once every replica failed.
+			if round := (k + 1) / len(clients); (k+1)%len(clients) == 0 {
+				time.Sleep(min(time.Duration(round)*50*time.Millisecond, 500*time.Millisecond))
+			}
+		}
+	}
+	get := func(first int, name string) (*unstructured.Unstructured, error) {
+		return attempt(first, func(ctx context.Context, c dynamic.ResourceInterface) (*unstructured.Unstructured, error) {
+			return c.Get(ctx, name, metav1.GetOptions{})
+		})
+	}
+	const writers = 4
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			var mine []string
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				first := (w + i) % len(clients)
+				if i%3 == 2 && len(mine) > 0 {
+					// Update one of this writer's boats, with its resourceVersion as precondition.
+					name := mine[(i/3)%len(mine)]
+					objMu.Lock()
+					prev := *objects[name]
+					objMu.Unlock()
+					want := prev.length + 1000
+					obj, err := attempt(first, func(ctx context.Context, c dynamic.ResourceInterface) (*unstructured.Unstructured, error) {
+						u := boat(name, nil, want)
+						u.SetResourceVersion(prev.rv)
+						return c.Update(ctx, u, metav1.UpdateOptions{})
+					})
+					switch {
+					case err == nil:
+						stats.ack(time.Now())
+						record(name, &haObject{rv: obj.GetResourceVersion(), length: want, how: "ack"})
+					case apierrors.IsConflict(err):
+						// An earlier attempt whose answer was lost did the update.
+						got, err := get(first, name)
+						if err != nil {
+							t.Errorf("reading %s back: %v", name, err)
+							return
+						}
+						if l, _, _ := unstructured.NestedInt64(got.Object, "spec", "lengthMeters"); l != want || got.GetResourceVersion() == prev.rv {
+							t.Errorf("update of %s from rv %s conflicted, but it holds length %d at rv %s (wanted %d)", name, prev.rv, l, got.GetResourceVersion(), want)
+							return
+						}
+						stats.mu.Lock()
+						stats.resolved++
+						stats.mu.Unlock()
+						record(name, &haObject{rv: got.GetResourceVersion(), length: want, how: "read"})
+					default:
+						t.Errorf("updating %s: %v", name, err)
+						return
+					}
+					continue
+				}
+				name := fmt.Sprintf("w%d-%d", w, i)
+				length := int64(i + 1)
+				obj, err := attempt(first, func(ctx context.Context, c dynamic.ResourceInterface) (*unstructured.Unstructured, error) {
+					return c.Create(ctx, boat(name, nil, length), metav1.CreateOptions{})
+				})
+				switch {
+				case err == nil:
+					stats.ack(time.Now())
+					record(name, &haObject{rv: obj.GetResourceVersion(), length: length, how: "ack"})
+				case apierrors.IsAlreadyExists(err):
+					// An earlier attempt whose answer was lost created it.
+					got, err := get(first, name)
+					if err != nil {
+						t.Errorf("reading %s back: %v", name, err)
+						return
+					}
+					if l, _, _ := unstructured.NestedInt64(got.Object, "spec", "lengthMeters"); l != length {
+						t.Errorf("%s exists with length %d, created with %d", name, l, length)
+						return
+					}
+					stats.mu.Lock()
+					stats.resolved++
+					stats.mu.Unlock()
+					record(name, &haObject{rv: got.GetResourceVersion(), length: length, how: "read"})
+				default:
+					t.Errorf("creating %s: %v", name, err)
+					return
+				}
+				mine = append(mine, name)
+			}
+		}(w)
+	}
+
+	// The prober starts one create every 50ms, alternating replicas, each in its own
+	// goroutine and without retries: writers block on a request that hangs, the prober
+	// measures how long a newly started write does not succeed.
+	var (
+		probeMu    sync.Mutex
+		probeOK    []time.Time         // start times of acknowledged probes
+		probeMaybe = map[string]bool{} // probes that failed: stored or not
+		probeWG    sync.WaitGroup
+	)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				probeWG.Wait()
+				return
+			case <-tick.C:
+			}
+			probeWG.Add(1)
+			go func(i int) {
+				defer probeWG.Done()
+				name := fmt.Sprintf("p-%d", i)
+				started := time.Now()
+				rctx, rcancel := context.WithTimeout(ctx, 10*time.Second)
+				obj, err := clients[i%len(clients)].Create(rctx, boat(name, nil, int64(i)), metav1.CreateOptions{})
+				rcancel()
+				if err != nil {
+					if !retriable(err) {
+						t.Errorf("probe %s: %v", name, err)
+					}
+					probeMu.Lock()
+					probeMaybe[name] = true
+					probeMu.Unlock()
+					return
+				}
+				stats.ack(time.Now())
+				record(name, &haObject{rv: obj.GetResourceVersion(), length: int64(i), how: "ack"})
+				probeMu.Lock()
+				probeOK = append(probeOK, started)
+				probeMu.Unlock()
+			}(i)
+		}
+	}()
+
+	// The timeline: kill the etcd leader, then one replica; restart the replica while the
+	// etcd member is still down, then the member; keep writing throughout.
+	begin := time.Now()
+	at := func(d time.Duration) { time.Sleep(time.Until(begin.Add(d))) }
+	since := func(x time.Time) time.Duration { return x.Sub(begin).Round(time.Millisecond) }
+	cli := etcdClient(t, members...)
+	at(4 * time.Second)
+	leader, err := etcdLeader(cli, members)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var watchers []string
+	for _, m := range members {
+		watchers = append(watchers, fmt.Sprintf("%s %d", m.name, etcdWatchers(m)))
+	}
+	t.Logf("etcd watchers per member before the kill (the replicas' watch caches): %s", strings.Join(watchers, ", "))
+	etcdKilled := time.Now()
+	members[leader].proc.kill()
+	t.Logf("%s: SIGKILLed etcd leader %s", since(etcdKilled), members[leader].name)
+	at(9 * time.Second)
+	replicaKilled := time.Now()
+	replicas[victim].proc.kill()
+	t.Logf("%s: SIGKILLed %s", since(replicaKilled), replicas[victim].name)
+	at(13 * time.Second)
+	replicaRestarted := time.Now()
+	replicas[victim].proc = startProcess(t, replicas[victim].name+" (restarted)", bin, replicas[victim].args...)
+	replicas[victim].waitAnnounced(t, 2*time.Minute)
+	t.Logf("%s: restarted %s, ready after %s with etcd %s still down", since(replicaRestarted), replicas[victim].name, time.Since(replicaRestarted).Round(time.Millisecond), members[leader].name)
+	at(max(18*time.Second, time.Since(begin)+time.Second))
+	etcdRestarted := time.Now()
+	members[leader].proc = startProcess(t, "etcd "+members[leader].name+" (restarted)", etcdBin, members[leader].args...)
+	t.Logf("%s: restarted etcd %s", since(etcdRestarted), members[leader].name)
+	at(etcdRestarted.Sub(begin) + 8*time.Second)
+	close(stop)
+	wg.Wait()
+	end := time.Now()
+	if t.Failed() {
+		t.FailNow()
+	}
+
+	// Figures: acknowledged writes and failed attempts per phase, the longest time a writer
+	// retried one write, and the longest time no write at all was acknowledged.
+	phases := []struct {
+		name     string
+		from, to time.Time
+	}{
+		{"before the kills", begin, etcdKilled},
+		{"after the etcd leader's SIGKILL", etcdKilled, replicaKilled},
+		{"after the replica's SIGKILL", replicaKilled, replicaRestarted},
+		{"after the replica's restart", replicaRestarted, etcdRestarted},
+		{"after the etcd member's restart", etcdRestarted, end},
+	}
+	count := func(ts []time.Time, from, to time.Time) int {
+		n := 0
+		for _, x := range ts {
+			if !x.Before(from) && x.Before(to) {
+				n++
+			}
+		}
+		return n
+	}
+	for _, p := range phases {
+		t.Logf("%-35s (%4.1fs): %5d writes acknowledged, %4d attempts failed", p.name, p.to.Sub(p.from).Seconds(), count(stats.acks, p.from, p.to), count(stats.failures, p.from, p.to))
+	}
+	acks := slices.Clone(stats.acks)
+	slices.SortFunc(acks, func(a, b time.Time) int { return a.Compare(b) })
+	var gap time.Duration
+	var gapAt time.Time
+	prev := begin
+	for _, a := range append(acks, end) {
+		if d := a.Sub(prev); d > gap {
+			gap, gapAt = d, prev
+		}
+		prev = a
+	}
+	t.Logf("%d writes acknowledged, %d attempts failed (writers, probes not included), %d writes with a lost answer read back; longest wait of a writer for one write (first attempt to success) %s; longest time without any acknowledged write %s (from %s)",
+		len(stats.acks), len(stats.failures), stats.resolved, stats.maxWait.Round(time.Millisecond), gap.Round(time.Millisecond), since(gapAt))
+	for kind, n := range stats.kinds {
+		t.Logf("failed attempts: %4d × %s (slowest failed after %s)", n, kind, stats.kindsWait[kind].Round(time.Millisecond))
+	}
+	// Clients recover: writes go through again within a bounded time of each kill, and keep
+	// going through after the restarts.
+	slices.SortFunc(probeOK, func(a, b time.Time) int { return a.Compare(b) })
+	var probeGap time.Duration
+	var probeGapAt time.Time
+	prev = begin
+	for _, a := range append(probeOK, end) {
+		if d := a.Sub(prev); d > probeGap {
+			probeGap, probeGapAt = d, prev
+		}
+		prev = a
+	}
+	t.Logf("probes: %d acknowledged, %d failed; longest time during which no newly started write succeeded %s (from %s)",
+		len(probeOK), len(probeMaybe), probeGap.Round(time.Millisecond), since(probeGapAt))
+	// etcd answers a write that was in flight when the leader died only after its request
+	// timeout (5s + 2 × election timeout = 7s by default), so a writer can wait that long;
+	// new writes go through once a new leader is elected.
+	const recovery, newWrites = 15 * time.Second, 10 * time.Second
+	if stats.maxWait > recovery {
+		t.Errorf("a writer waited %s for one write: clients did not recover within %s", stats.maxWait, recovery)
+	}
+	if gap > newWrites {
+		t.Errorf("no write acknowledged for %s (from %s): more than %s", gap, since(gapAt), newWrites)
+	}
+	if probeGap > newWrites {
+		t.Errorf("no newly started write succeeded for %s (from %s): more than %s", probeGap, since(probeGapAt), newWrites)
+	}
+	for _, p := range phases {
+		if count(stats.acks, p.from, p.to) == 0 {
+			t.Errorf("no write acknowledged %s", p.name)
+		}
+	}
+
+	// Every acknowledged write is stored with its content and resourceVersion, read through
+	// both replicas (the restarted one included)...
+	for i, c := range clients {
+		list, err := c.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatalf("listing through %s: %v", replicas[i].name, err)
+		}
+		stored := map[string]*unstructured.Unstructured{}
+		for j := range list.Items {
+			stored[list.Items[j].GetName()] = &list.Items[j]
+		}
+		lost := 0
+		for name, o := range objects {
+			got := stored[name]
+			if got == nil {
+				lost++
+				t.Errorf("%s: %s (%s at rv %s) is missing", replicas[i].name, name, o.how, o.rv)
+				continue
+			}
+			l, _, _ := unstructured.NestedInt64(got.Object, "spec", "lengthMeters")
+			if got.GetResourceVersion() != o.rv || l != o.length {
+				t.Errorf("%s: %s is length %d at rv %s, %s was length %d at rv %s", replicas[i].name, name, l, got.GetResourceVersion(), o.how, o.length, o.rv)
+			}
+		}
+		unanswered := 0
+		for name := range stored {
+			switch {
+			case probeMaybe[name]:
+				unanswered++
+			case objects[name] == nil:
+				t.Errorf("%s: %s stored but no writer knows it", replicas[i].name, name)
+			}
+		}
+		t.Logf("%s: %d boats listed: %d acknowledged or read back (%d lost), %d failed probes stored anyway", replicas[i].name, len(stored), len(objects), lost, unanswered)
+	}
+	// ...and in every etcd member, the restarted one included, once it has caught up: each
+	// key's mod revision is the acknowledged resourceVersion.
+	checkEtcdMembers(ctx, t, members, objects)
+
+	// The watch on the surviving replica delivered every write, across the etcd kill.
+	watcher.waitFor(t, objects, 30*time.Second)
+	watcher.stop()
+	t.Logf("watch on %s: %d events, %d after the etcd leader's SIGKILL, reopened %d times, longest silence while writes were acknowledged %s",
+		replicas[survivor].name, watcher.events, watcher.eventsAfter(etcdKilled), watcher.reopens, watcher.longestSilence(begin, end).Round(time.Millisecond))
+	if watcher.eventsAfter(etcdKilled) == 0 {
+		t.Errorf("the watch delivered nothing after the etcd leader's SIGKILL")
+	}
+	if watcher.gone {
+		t.Errorf("the watch on %s ended with 410 Gone", replicas[survivor].name)
+	}
+}
+
+// waitAnnounced waits until the replica prints its KUBECONFIG line (its /readyz is ok then).
+func (r *haReplica) waitAnnounced(t *testing.T, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !strings.Contains(r.proc.out.String(), "export KUBECONFIG=") {
+		if r.proc.exited() {
+			t.Fatalf("%s exited:\n%s", r.name, tail(r.proc.out.String(), 4000))
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not ready after %s:\n%s", r.name, timeout, tail(r.proc.out.String(), 4000))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// checkEtcdMembers reads the boats' keys from each member on its own (serializable reads,
+// answered from the member's local state) once its revision has reached the cluster's.
+func checkEtcdMembers(ctx context.Context, t *testing.T, members []*haMember, objects map[string]*haObject) {
+	t.Helper()
+	all := etcdClient(t, members...)
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	head, err := all.Get(rctx, "/registry/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	cancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev := head.Header.Revision
+	for _, m := range members {
+		cli := etcdClient(t, m)
+		var resp *clientv3.GetResponse
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			resp, err = cli.Get(rctx, "/registry/", clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithSerializable())
+			cancel()
+			if err == nil && resp.Header.Revision >= rev {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("etcd %s did not catch up to revision %d in 30s: %v", m.name, rev, err)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		modRev := map[string]int64{}
+		for _, kv := range resp.Kvs {
+			k := string(kv.Key)
+			if i := bytes.LastIndex(kv.Key, []byte("/boats/harbour/")); i >= 0 {
+				modRev[k[i+len("/boats/harbour/"):]] = kv.ModRevision
+			}
+		}
+		bad := 0
+		for name, o := range objects {
+			if got, ok := modRev[name]; !ok || strconv.FormatInt(got, 10) != o.rv {
+				bad++
+				if bad <= 5 {
+					t.Errorf("etcd %s: %s has mod revision %d (present %v), acknowledged rv %s", m.name, name, got, ok, o.rv)
+				}
+			}
+		}
+		t.Logf("etcd %s: %d boat keys at revision %d, %d acknowledged writes missing or different", m.name, len(modRev), resp.Header.Revision, bad)
+	}
+}
+
+// haWatch is a watch on one replica that reopens from its last resourceVersion when the
+// server ends it, as informers do.
+type haWatch struct {
+	mu      sync.Mutex
+	seen    map[string]string // name -> resourceVersion of its last event
+	times   []time.Time
+	events  int
+	reopens int
+	gone    bool
+	cancel  context.CancelFunc
+	done    chan struct{}
+}
+
+func startHAWatch(ctx context.Context, t *testing.T, c dynamic.ResourceInterface, rv string) *haWatch {
+	ctx, cancel := context.WithCancel(ctx)
+	w := &haWatch{seen: map[string]string{}, cancel: cancel, done: make(chan struct{})}
+	wi, err := c.Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		defer close(w.done)
+		for {
+			for ev := range wi.ResultChan() {
+				switch ev.Type {
+				case watch.Added, watch.Modified, watch.Deleted:
+					u := ev.Object.(*unstructured.Unstructured)
+					rv = u.GetResourceVersion()
+					w.mu.Lock()
+					w.seen[u.GetName()] = rv
+					w.times = append(w.times, time.Now())
+					w.events++
+					w.mu.Unlock()
+				case watch.Error:
+					if st, ok := ev.Object.(*metav1.Status); ok && st.Code == 410 {
+						w.mu.Lock()
+						w.gone = true
+						w.mu.Unlock()
+						return
+					}
+				}
+			}
+			wi.Stop()
+			for {
+				if ctx.Err() != nil {
+					return
+				}
+				if wi, err = c.Watch(ctx, metav1.ListOptions{ResourceVersion: rv}); err == nil {
+					break
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+			w.mu.Lock()
+			w.reopens++
+			w.mu.Unlock()
+		}
+	}()
+	return w
+}
+
+func (w *haWatch) stop() {
+	w.cancel()
+	<-w.done
+}
+
+// waitFor waits until the watch has delivered each object's last known resourceVersion.
+func (w *haWatch) waitFor(t *testing.T, objects map[string]*haObject, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		var missing []string
+		w.mu.Lock()
+		for name, o := range objects {
+			if w.seen[name] != o.rv {
+				missing = append(missing, fmt.Sprintf("%s (rv %s, watch saw %q)", name, o.rv, w.seen[name]))
+			}
+		}
+		gone := w.gone
+		w.mu.Unlock()
+		if len(missing) == 0 {
+			return
+		}
+		if gone || time.Now().After(deadline) {
+			slices.Sort(missing)
+			t.Errorf("the watch missed %d of %d writes' last state, e.g. %s", len(missing), len(objects), strings.Join(missing[:min(5, len(missing))], ", "))
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (w *haWatch) eventsAfter(at time.Time) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, x := range w.times {
+		if x.After(at) {
+			n++
+		}
+	}
+	return n
+}
+
+// longestSilence is the longest time between two events (or the window's ends) in [from, to).
+func (w *haWatch) longestSilence(from, to time.Time) time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var longest time.Duration
+	prev := from
+	for _, x := range append(slices.Clone(w.times), to) {
+		if x.Before(from) || x.After(to) {
+			continue
+		}
+		longest = max(longest, x.Sub(prev))
+		prev = x
+	}
+	return longest
+}

@@ -1,0 +1,332 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+
+	"github.com/aagen-dev/aagen/runtime/etcd"
+)
+
+var fleets = schema.GroupVersionResource{Group: "marina.example.com", Version: "v1alpha1", Resource: "fleets"}
+
+// TestValidation runs the example, whose types carry validation, default and CEL markers,
+// against an etcd the test owns, and checks what a user of a CRD with the same schema
+// would see: every schema and CEL error of an object in one 422 Invalid with field paths,
+// a transition rule (oldSelf) on update, defaults filled on create and when an object
+// stored without the field is read, and the constraints in /openapi/v2 and /openapi/v3.
+func TestValidation(t *testing.T) {
+	skipShort(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
+	defer cancel()
+	store, err := etcd.Start(ctx, etcd.Config{Dir: t.TempDir(), UnsafeNoFsync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	dir := t.TempDir()
+	copyTree(t, filepath.Join(repoRoot(t), "testdata/example"), dir, nil)
+	up := startUp(t, dir, 20*time.Minute, "--etcd-servers="+store.ClientURL())
+	cfg := up.restConfig(t)
+	dyn := dynamic.NewForConfigOrDie(cfg)
+	ns := "harbour"
+	bc := dyn.Resource(boats).Namespace(ns)
+
+	obj := func(kind, name string, spec map[string]any) *unstructured.Unstructured {
+		meta := map[string]any{"name": name}
+		if kind != "Dock" {
+			meta["namespace"] = ns
+		}
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "marina.example.com/v1alpha1", "kind": kind, "metadata": meta, "spec": spec,
+		}}
+	}
+	crew := make([]any, 13)
+	for i := range crew {
+		crew[i] = fmt.Sprintf("sailor-%d", i)
+	}
+	amenities := map[string]any{}
+	for i := range 17 {
+		amenities[fmt.Sprintf("a%d", i)] = "yes"
+	}
+
+	t.Run("invalid objects", func(t *testing.T) {
+		for _, tc := range []struct {
+			name   string
+			client dynamic.ResourceInterface
+			obj    *unstructured.Unstructured
+			// want are the causes of the one 422, as "field: message", in any order.
+			want []string
+		}{{
+			name:   "every schema constraint of a boat",
+			client: bc,
+			obj: obj("Boat", "wreck", map[string]any{
+				"dock": "North_Pier", "lengthMeters": int64(-1), "crew": crew, "sails": int64(30),
+				"hull": "Iron", "contact": "nobody",
+			}),
+			want: []string{
+				`spec.dock: Invalid value: "North_Pier": spec.dock in body should match '^[a-z0-9-]*$'`,
+				`spec.lengthMeters: Invalid value: -1: spec.lengthMeters in body should be greater than or equal to 0`,
+				`spec.crew: Too many: 13: must have at most 12 items`,
+				`spec.sails: Invalid value: 30: spec.sails in body should be less than or equal to 20`,
+				`spec.hull: Unsupported value: "Iron": supported values: "Wood", "Steel", "Fibreglass"`,
+				`spec.contact: Invalid value: "nobody": spec.contact in body must be of type email: "nobody"`,
+				// As for a CRD: after these errors the CEL rules are not evaluated.
+				`<nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation`,
+			},
+		}, {
+			name:   "a CEL rule across fields, reported at its fieldPath",
+			client: bc,
+			obj:    obj("Boat", "overcanvassed", map[string]any{"dock": "north", "lengthMeters": int64(2), "sails": int64(3)}),
+			want:   []string{`spec.sails: Invalid value: a boat carries at most one sail per metre of length`},
+		}, {
+			name:   "metadata and schema errors together",
+			client: bc,
+			obj:    obj("Boat", "Not_A_Name", map[string]any{"dock": "north", "lengthMeters": int64(-5)}),
+			want: []string{
+				`metadata.name: Invalid value: "Not_A_Name": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`,
+				`spec.lengthMeters: Invalid value: -5: spec.lengthMeters in body should be greater than or equal to 0`,
+			},
+		}, {
+			name:   "a dock",
+			client: dyn.Resource(docks),
+			obj:    obj("Dock", "bad-dock", map[string]any{"berths": int64(501), "depth": "deep", "amenities": amenities}),
+			want: []string{
+				`spec.berths: Invalid value: 501: spec.berths in body should be less than or equal to 500`,
+				`spec.depth: Invalid value: "deep": spec.depth in body should match '^[0-9]+(\.[0-9]+)?m$'`,
+				`spec.amenities: Too many: 17: must have at most 16 items`,
+			},
+		}, {
+			name:   "a fleet",
+			client: dyn.Resource(fleets).Namespace(ns),
+			obj:    obj("Fleet", "armada", map[string]any{"replicas": int64(101), "class": strings.Repeat("x", 33)}),
+			want: []string{
+				`spec.replicas: Invalid value: 101: spec.replicas in body should be less than or equal to 100`,
+				`spec.class: Too long: may not be more than 32 bytes`,
+			},
+		}} {
+			t.Run(tc.name, func(t *testing.T) {
+				_, err := tc.client.Create(ctx, tc.obj, metav1.CreateOptions{})
+				checkInvalid(t, err, tc.obj.GetKind(), tc.obj.GetName(), tc.want)
+			})
+		}
+	})
+
+	t.Run("transition rule with oldSelf", func(t *testing.T) {
+		b, err := bc.Create(ctx, obj("Boat", "ironsides", map[string]any{"dock": "north", "lengthMeters": int64(20), "hull": "Wood"}), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = unstructured.SetNestedField(b.Object, "Steel", "spec", "hull")
+		_, err = bc.Update(ctx, b, metav1.UpdateOptions{})
+		checkInvalid(t, err, "Boat", "ironsides", []string{`spec: Forbidden: hull cannot be changed`})
+		// Other changes pass the rule; an unchanged hull is compared with itself.
+		_ = unstructured.SetNestedField(b.Object, "Wood", "spec", "hull")
+		_ = unstructured.SetNestedField(b.Object, int64(21), "spec", "lengthMeters")
+		if _, err := bc.Update(ctx, b, metav1.UpdateOptions{}); err != nil {
+			t.Fatalf("update keeping the hull: %v", err)
+		}
+	})
+
+	t.Run("defaults on create", func(t *testing.T) {
+		b, err := bc.Create(ctx, obj("Boat", "plain", map[string]any{"dock": "north", "lengthMeters": int64(6)}), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if hull, _, _ := unstructured.NestedString(b.Object, "spec", "hull"); hull != "Fibreglass" {
+			t.Errorf("created boat: spec.hull=%q, want the default Fibreglass", hull)
+		}
+		d, err := dyn.Resource(docks).Create(ctx, obj("Dock", "west", map[string]any{"berths": int64(4)}), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if depth, _, _ := unstructured.NestedString(d.Object, "spec", "depth"); depth != "3m" {
+			t.Errorf("created dock: spec.depth=%q, want the default 3m", depth)
+		}
+	})
+
+	t.Run("defaults on read", func(t *testing.T) {
+		// An object stored before its field had a default (here: written to etcd by hand,
+		// next to one the server stored, without spec.hull) gets it when read, as
+		// built-in objects do.
+		if _, err := bc.Create(ctx, obj("Boat", "template", map[string]any{"dock": "north", "lengthMeters": int64(8), "hull": "Wood"}), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		cli, err := clientv3.New(clientv3.Config{Endpoints: []string{store.ClientURL()}, DialTimeout: 10 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cli.Close()
+		keys, err := cli.Get(ctx, "/registry/", clientv3.WithPrefix(), clientv3.WithKeysOnly())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var key string
+		for _, kv := range keys.Kvs {
+			if strings.HasSuffix(string(kv.Key), "/boats/"+ns+"/template") {
+				key = string(kv.Key)
+			}
+		}
+		if key == "" {
+			t.Fatalf("no etcd key for boat template among %d keys", len(keys.Kvs))
+		}
+		stored, err := cli.Get(ctx, key)
+		if err != nil || len(stored.Kvs) != 1 {
+			t.Fatalf("get %s: %v", key, err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(stored.Kvs[0].Value, &m); err != nil {
+			t.Fatalf("stored boat is not JSON: %v", err)
+		}
+		unstructured.RemoveNestedField(m, "spec", "hull")
+		unstructured.RemoveNestedField(m, "metadata", "managedFields")
+		_ = unstructured.SetNestedField(m, "legacy", "metadata", "name")
+		_ = unstructured.SetNestedField(m, "00000000-0000-0000-0000-00000000beef", "metadata", "uid")
+		raw, _ := json.Marshal(m)
+		if strings.Contains(string(raw), "hull") {
+			t.Fatalf("stored object still has hull: %s", raw)
+		}
+		if _, err := cli.Put(ctx, strings.TrimSuffix(key, "template")+"legacy", string(raw)); err != nil {
+			t.Fatal(err)
+		}
+		var got *unstructured.Unstructured
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			got, err = bc.Get(ctx, "legacy", metav1.GetOptions{})
+			if err == nil || !apierrors.IsNotFound(err) || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if hull, _, _ := unstructured.NestedString(got.Object, "spec", "hull"); hull != "Fibreglass" {
+			t.Errorf("boat stored without spec.hull, read back: hull=%q, want the default Fibreglass", hull)
+		}
+		list, err := bc.List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=legacy"})
+		if err != nil || len(list.Items) != 1 {
+			t.Fatalf("list: %v", err)
+		}
+		if hull, _, _ := unstructured.NestedString(list.Items[0].Object, "spec", "hull"); hull != "Fibreglass" {
+			t.Errorf("list: hull=%q, want the default Fibreglass", hull)
+		}
+	})
+
+	t.Run("openapi", func(t *testing.T) {
+		var v2 struct {
+			Definitions map[string]map[string]any `json:"definitions"`
+		}
+		getJSON(t, cfg, "/openapi/v2", &v2)
+		var v3 struct {
+			Components struct {
+				Schemas map[string]map[string]any `json:"schemas"`
+			} `json:"components"`
+		}
+		getJSON(t, cfg, "/openapi/v3/apis/marina.example.com/v1alpha1", &v3)
+		for doc, defs := range map[string]map[string]map[string]any{"v2": v2.Definitions, "v3": v3.Components.Schemas} {
+			spec := definition(t, defs, ".v1alpha1.BoatSpec")
+			props := spec["properties"].(map[string]any)
+			prop := func(name string) map[string]any { return props[name].(map[string]any) }
+			checks := []struct {
+				what string
+				got  any
+				want string
+			}{
+				{"hull enum", prop("hull")["enum"], `["Wood","Steel","Fibreglass"]`},
+				{"dock pattern", prop("dock")["pattern"], `"^[a-z0-9-]*$"`},
+				{"dock maxLength", prop("dock")["maxLength"], `63`},
+				{"lengthMeters minimum", prop("lengthMeters")["minimum"], `0`},
+				{"sails maximum", prop("sails")["maximum"], `20`},
+				{"crew maxItems", prop("crew")["maxItems"], `12`},
+				{"contact format", prop("contact")["format"], `"email"`},
+				{"rules", spec["x-kubernetes-validations"], `[{"fieldPath":".sails","message":"a boat carries at most one sail per metre of length","rule":"!has(self.sails) || self.sails \u003c= self.lengthMeters"},` +
+					`{"message":"hull cannot be changed","reason":"FieldValueForbidden","rule":"!has(oldSelf.hull) || has(self.hull) \u0026\u0026 self.hull == oldSelf.hull"}]`},
+			}
+			for _, c := range checks {
+				got, _ := json.Marshal(c.got)
+				if string(got) != c.want {
+					t.Errorf("/openapi/%s BoatSpec %s: %s, want %s", doc, c.what, got, c.want)
+				}
+			}
+			if doc == "v3" { // /openapi/v2 publishes no defaults
+				if got, _ := json.Marshal(prop("hull")["default"]); string(got) != `"Fibreglass"` {
+					t.Errorf("/openapi/v3 BoatSpec hull default: %s", got)
+				}
+			}
+			dock := definition(t, defs, ".v1alpha1.DockSpec")["properties"].(map[string]any)
+			if got, _ := json.Marshal(dock["amenities"].(map[string]any)["maxProperties"]); string(got) != "16" {
+				t.Errorf("/openapi/%s DockSpec amenities maxProperties: %s", doc, got)
+			}
+		}
+	})
+}
+
+// checkInvalid checks that err is one 422 Invalid for kind/name whose causes are want.
+func checkInvalid(t *testing.T, err error, kind, name string, want []string) {
+	t.Helper()
+	if !apierrors.IsInvalid(err) {
+		t.Fatalf("want 422 Invalid, got %v", err)
+	}
+	st := err.(apierrors.APIStatus).Status()
+	if st.Details == nil || st.Details.Kind != kind || st.Details.Name != name {
+		t.Errorf("details: %+v", st.Details)
+	}
+	var got []string
+	for _, c := range st.Details.Causes {
+		f := c.Field
+		if f == "" {
+			f = "<nil>"
+		}
+		got = append(got, f+": "+c.Message)
+	}
+	slices.Sort(got)
+	want = slices.Clone(want)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("causes:\n\t%s\nwant:\n\t%s\n(message: %s)", strings.Join(got, "\n\t"), strings.Join(want, "\n\t"), st.Message)
+	}
+}
+
+func getJSON(t *testing.T, cfg *rest.Config, path string, into any) {
+	t.Helper()
+	client, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := client.Get(cfg.Host + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET %s: %s", path, resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(into); err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+}
+
+func definition(t *testing.T, defs map[string]map[string]any, suffix string) map[string]any {
+	t.Helper()
+	for name, d := range defs {
+		if strings.HasSuffix(name, suffix) {
+			return d
+		}
+	}
+	t.Fatalf("no definition *%s", suffix)
+	return nil
+}

@@ -1,0 +1,263 @@
+package e2e
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+)
+
+const webapp = "webapp.example.com"
+
+func guestbooks(version string) schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: webapp, Version: version, Resource: "guestbooks"}
+}
+
+func visitors(version string) schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: webapp, Version: version, Resource: "visitors"}
+}
+
+// warnings records the Warning headers the server sends.
+type warnings struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (w *warnings) HandleWarningHeader(code int, agent, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.msgs = append(w.msgs, text)
+}
+
+func (w *warnings) take() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := w.msgs
+	w.msgs = nil
+	return out
+}
+
+// TestVersions serves testdata/kbexample, a kubebuilder-style API whose Guestbook kind is
+// served in v1 (stored) and v1beta1 (deprecated, with spec.motd renamed spec.message in v1
+// and converted by hand in api/v1beta1/conversion.go) and whose Visitor kind has the same
+// fields in both versions. Objects written in one version must read back in the other.
+func TestVersions(t *testing.T) {
+	skipShort(t)
+	dir := t.TempDir()
+	copyTree(t, filepath.Join(repoRoot(t), "testdata/kbexample"), dir, nil)
+	up := startUpPattern(t, dir, "./api/...", 20*time.Minute)
+	cfg := up.restConfig(t)
+	warn := &warnings{}
+	cfg.WarningHandler = warn
+	dyn := dynamic.NewForConfigOrDie(cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	ns := "guests"
+
+	t.Run("discovery", func(t *testing.T) {
+		dc := discovery.NewDiscoveryClientForConfigOrDie(rest.CopyConfig(cfg))
+		groups, err := dc.ServerGroups()
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := slices.IndexFunc(groups.Groups, func(g metav1.APIGroup) bool { return g.Name == webapp })
+		if i < 0 {
+			t.Fatalf("group %s not discovered: %+v", webapp, groups.Groups)
+		}
+		g := groups.Groups[i]
+		var versions []string
+		for _, v := range g.Versions {
+			versions = append(versions, v.Version)
+		}
+		if !slices.Equal(versions, []string{"v1", "v1beta1"}) || g.PreferredVersion.Version != "v1" {
+			t.Errorf("versions %v, preferred %s; want [v1 v1beta1], preferred v1", versions, g.PreferredVersion.Version)
+		}
+		for _, v := range []string{"v1", "v1beta1"} {
+			list, err := dc.ServerResourcesForGroupVersion(webapp + "/" + v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, r := range list.APIResources {
+				names = append(names, r.Name)
+			}
+			slices.Sort(names)
+			want := []string{"guestbooks", "guestbooks/scale", "guestbooks/status", "visitors", "visitors/status"}
+			if !slices.Equal(names, want) {
+				t.Errorf("%s resources %v, want %v", v, names, want)
+			}
+		}
+	})
+
+	// Written in v1beta1, the deprecated version: the renamed field must reach v1.
+	t.Run("create in v1beta1, read in v1 and back", func(t *testing.T) {
+		obj := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": webapp + "/v1beta1", "kind": "Guestbook",
+			"metadata": map[string]any{"name": "lobby"},
+			"spec":     map[string]any{"replicas": int64(2), "motd": "hello"},
+		}}
+		warn.take()
+		if _, err := dyn.Resource(guestbooks("v1beta1")).Namespace(ns).Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if w := warn.take(); !slices.ContainsFunc(w, func(s string) bool { return strings.Contains(s, "v1beta1 Guestbook is deprecated") }) {
+			t.Errorf("no deprecation warning for v1beta1; got %q", w)
+		}
+		v1, err := dyn.Resource(guestbooks("v1")).Namespace(ns).Get(ctx, "lobby", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if msg, _, _ := unstructured.NestedString(v1.Object, "spec", "message"); msg != "hello" || v1.GetAPIVersion() != webapp+"/v1" {
+			t.Errorf("v1 read: apiVersion %s, spec %v; want spec.message hello", v1.GetAPIVersion(), v1.Object["spec"])
+		}
+		if _, found, _ := unstructured.NestedString(v1.Object, "spec", "motd"); found {
+			t.Errorf("v1 object has the v1beta1 field motd: %v", v1.Object["spec"])
+		}
+		if w := warn.take(); len(w) != 0 {
+			t.Errorf("v1 is not deprecated, yet warnings %q", w)
+		}
+		// Written in v1, read in v1beta1.
+		unstructured.SetNestedField(v1.Object, "welcome", "spec", "message")
+		if _, err := dyn.Resource(guestbooks("v1")).Namespace(ns).Update(ctx, v1, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		beta, err := dyn.Resource(guestbooks("v1beta1")).Namespace(ns).Get(ctx, "lobby", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if motd, _, _ := unstructured.NestedString(beta.Object, "spec", "motd"); motd != "welcome" || beta.GetAPIVersion() != webapp+"/v1beta1" {
+			t.Errorf("v1beta1 read: apiVersion %s, spec %v; want spec.motd welcome", beta.GetAPIVersion(), beta.Object["spec"])
+		}
+		// Updated through the non-storage version.
+		unstructured.SetNestedField(beta.Object, "bye", "spec", "motd")
+		unstructured.SetNestedField(beta.Object, int64(3), "spec", "replicas")
+		if _, err := dyn.Resource(guestbooks("v1beta1")).Namespace(ns).Update(ctx, beta, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		v1, err = dyn.Resource(guestbooks("v1")).Namespace(ns).Get(ctx, "lobby", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg, _, _ := unstructured.NestedString(v1.Object, "spec", "message")
+		replicas, _, _ := unstructured.NestedInt64(v1.Object, "spec", "replicas")
+		if msg != "bye" || replicas != 3 {
+			t.Errorf("after a v1beta1 update, v1 spec %v; want message bye, replicas 3", v1.Object["spec"])
+		}
+	})
+
+	t.Run("scale in both versions", func(t *testing.T) {
+		for _, v := range []string{"v1", "v1beta1"} {
+			sc, err := dyn.Resource(guestbooks(v)).Namespace(ns).Get(ctx, "lobby", metav1.GetOptions{}, "scale")
+			if err != nil {
+				t.Fatalf("%s: %v", v, err)
+			}
+			if r, _, _ := unstructured.NestedInt64(sc.Object, "spec", "replicas"); r != 3 || sc.GetKind() != "Scale" {
+				t.Errorf("%s scale: %v", v, sc.Object)
+			}
+		}
+	})
+
+	t.Run("list and watch in both versions", func(t *testing.T) {
+		type seen struct {
+			version string
+			ev      watch.Event
+		}
+		events := make(chan seen, 16)
+		for _, v := range []string{"v1", "v1beta1"} {
+			list, err := dyn.Resource(guestbooks(v)).Namespace(ns).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(list.Items) != 1 || list.Items[0].GetAPIVersion() != webapp+"/"+v {
+				t.Fatalf("%s list: %d items, first %v", v, len(list.Items), list.Items)
+			}
+			w, err := dyn.Resource(guestbooks(v)).Namespace(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: list.GetResourceVersion()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Stop()
+			go func(v string) {
+				for ev := range w.ResultChan() {
+					events <- seen{v, ev}
+				}
+			}(v)
+		}
+		obj := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": webapp + "/v1", "kind": "Guestbook",
+			"metadata": map[string]any{"name": "garden"},
+			"spec":     map[string]any{"message": "roses"},
+		}}
+		if _, err := dyn.Resource(guestbooks("v1")).Namespace(ns).Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		field := map[string]string{"v1": "message", "v1beta1": "motd"}
+		got := map[string]bool{}
+		for len(got) < 2 {
+			select {
+			case s := <-events:
+				u, ok := s.ev.Object.(*unstructured.Unstructured)
+				if !ok || s.ev.Type != watch.Added {
+					t.Fatalf("%s watch: %s %T", s.version, s.ev.Type, s.ev.Object)
+				}
+				val, _, _ := unstructured.NestedString(u.Object, "spec", field[s.version])
+				if u.GetName() != "garden" || u.GetAPIVersion() != webapp+"/"+s.version || val != "roses" {
+					t.Errorf("%s watch event: %v", s.version, u.Object)
+				}
+				got[s.version] = true
+			case <-time.After(30 * time.Second):
+				t.Fatalf("watch events seen: %v", got)
+			}
+		}
+	})
+
+	t.Run("matching kind and field selectors in both versions", func(t *testing.T) {
+		for i, v := range []string{"v1", "v1beta1"} {
+			obj := &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": webapp + "/" + v, "kind": "Visitor",
+				"metadata": map[string]any{"name": "ann-" + v},
+				"spec":     map[string]any{"guestbook": []string{"lobby", "garden"}[i], "comment": "nice"},
+			}}
+			if _, err := dyn.Resource(visitors(v)).Namespace(ns).Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, v := range []string{"v1", "v1beta1"} {
+			list, err := dyn.Resource(visitors(v)).Namespace(ns).List(ctx, metav1.ListOptions{FieldSelector: "spec.guestbook=garden"})
+			if err != nil {
+				t.Fatalf("%s: %v", v, err)
+			}
+			if len(list.Items) != 1 || list.Items[0].GetName() != "ann-v1beta1" {
+				t.Errorf("%s field selector: %v", v, list.Items)
+			}
+			if c, _, _ := unstructured.NestedString(list.Items[0].Object, "spec", "comment"); c != "nice" {
+				t.Errorf("%s: comment %q", v, c)
+			}
+		}
+	})
+
+	t.Run("kubectl", func(t *testing.T) {
+		out, err := kubectl(t, up.kubeconfig, "", "get", "guestbooks.v1beta1."+webapp, "-n", ns)
+		if err != nil || !strings.Contains(out, "lobby") || !strings.Contains(out, "REPLICAS") || !strings.Contains(out, "deprecated") {
+			t.Errorf("kubectl get guestbooks.v1beta1: %v\n%s", err, out)
+		}
+		out, err = kubectl(t, up.kubeconfig, "", "get", "guestbooks.v1beta1."+webapp, "lobby", "-n", ns, "-o", "jsonpath={.spec.motd}")
+		if err != nil || !strings.Contains(out, "bye") {
+			t.Errorf("kubectl get -o jsonpath={.spec.motd}: %v\n%s", err, out)
+		}
+		out, err = kubectl(t, up.kubeconfig, "", "get", "gb", "lobby", "-n", ns, "-o", "jsonpath={.apiVersion} {.spec.message}")
+		if err != nil || !strings.Contains(out, webapp+"/v1 bye") {
+			t.Errorf("kubectl get gb (preferred v1): %v\n%s", err, out)
+		}
+	})
+}

@@ -1,0 +1,385 @@
+package codegen
+
+import (
+	"bytes"
+	"fmt"
+	"go/ast"
+	"go/format"
+	"go/parser"
+	"go/token"
+	"path"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	defaulterargs "k8s.io/code-generator/cmd/defaulter-gen/args"
+	defaultergen "k8s.io/code-generator/cmd/defaulter-gen/generators"
+	"k8s.io/gengo/v2/generator"
+	"k8s.io/gengo/v2/types"
+)
+
+// Validation and defaulting (see doc.go, "Validation").
+//
+// The caller's markers arrive as comment tags of the tools that implement them:
+// kube-openapi's "+k8s:validation:..." (minimum, maxLength, pattern, cel[i]:rule, ...)
+// and "+default=", "+required", "+optional", which kube-openapi and defaulter-gen read.
+// They are injected into the gengo universe like every other tag, never into the user's
+// files. Two constraints kube-openapi parses but never writes into the definitions at
+// the pinned version, enum and format, are added to the generated openapi file
+// afterwards (patchOpenAPI), so that the definitions, and everything built from them,
+// hold every constraint.
+
+const (
+	toolDefaulter       = "defaulter-gen"
+	defaultsFileName    = "zz_generated.defaults.go"
+	tagDefaulter        = "k8s:defaulter-gen"
+	tagValidationPrefix = "k8s:validation:"
+	tagDefault          = "default"
+	tagRequired         = "required"
+	tagOptional         = "optional"
+)
+
+// Validation holds the validation and default tags of one types package.
+type Validation struct {
+	// Types are the tags of struct types and their fields, by Go type name.
+	Types []TypeValidation
+	// Defaults runs defaulter-gen for the package (some field has a +default tag); it
+	// writes zz_generated.defaults.go with RegisterDefaults.
+	Defaults bool
+}
+
+// TypeValidation holds the tags of one struct type.
+type TypeValidation struct {
+	Name string
+	// Tags are comment tags (with the leading "+") added to the type.
+	Tags []string
+	// Fields are the tags of its fields.
+	Fields []FieldValidation
+}
+
+// FieldValidation holds the tags of one field and the schema values kube-openapi drops.
+type FieldValidation struct {
+	// GoName is the Go field name; JSONName its property name.
+	GoName, JSONName string
+	// Tags are comment tags (with the leading "+") added to the field. Existing
+	// +default, +required and +optional tags of the field are replaced.
+	Tags []string
+	// Enum and Format are written into the field's property of the generated definitions.
+	Enum   []any
+	Format string
+}
+
+// injectValidation adds the validation and default tags of in to the universe.
+func injectValidation(u types.Universe, in Input) {
+	for _, pkg := range in.Packages {
+		p := u[pkg.ImportPath]
+		if p == nil {
+			continue
+		}
+		if pkg.Validation.Defaults {
+			// defaulter-gen: an object defaulter for every type with TypeMeta, i.e. kinds.
+			tag := "+" + tagDefaulter + "=TypeMeta"
+			p.Comments = rewriteTags(p.Comments, dropNames(tagDefaulter), tag)
+			p.DocComments = rewriteTags(p.DocComments, dropNames(tagDefaulter), tag)
+		}
+		for _, tv := range pkg.Validation.Types {
+			t := p.Types[tv.Name]
+			if t == nil || t.Kind != types.Struct {
+				continue
+			}
+			if len(tv.Tags) > 0 {
+				t.CommentLines = rewriteTags(t.CommentLines, func(string, string) bool { return false }, tv.Tags...)
+			}
+			for _, fv := range tv.Fields {
+				for i := range t.Members {
+					m := &t.Members[i]
+					if m.Name != fv.GoName || m.Embedded {
+						continue
+					}
+					m.CommentLines = rewriteTags(m.CommentLines, dropNames(tagDefault, tagRequired, tagOptional), fv.Tags...)
+				}
+			}
+		}
+	}
+}
+
+// hasDefaults reports whether defaulter-gen has work.
+func (in Input) defaulterPackages() []string {
+	var out []string
+	for _, p := range in.Packages {
+		if p.Validation.Defaults {
+			out = append(out, p.ImportPath)
+		}
+	}
+	return out
+}
+
+// defaulterStep is defaulter-gen on the packages with defaults, or nil without any.
+func (in Input) defaulterStep() (*step, error) {
+	pkgs := in.defaulterPackages()
+	if len(pkgs) == 0 {
+		return nil, nil
+	}
+	a := defaulterargs.New()
+	a.OutputFile = defaultsFileName
+	if err := a.Validate(); err != nil {
+		return nil, fmt.Errorf("codegen: %s arguments: %w", toolDefaulter, err)
+	}
+	return &step{
+		tool: toolDefaulter, nameSystems: defaultergen.NameSystems(), defaultSystem: defaultergen.DefaultNameSystem(),
+		inputs:  pkgs,
+		targets: func(c *generator.Context) []generator.Target { return defaultergen.GetTargets(c, a) },
+	}, nil
+}
+
+// withDefaulter inserts the defaulter-gen step after deepcopy-gen.
+func (in Input) withDefaulter(steps []step) ([]step, error) {
+	st, err := in.defaulterStep()
+	if err != nil || st == nil {
+		return steps, err
+	}
+	i := slices.IndexFunc(steps, func(s step) bool { return s.tool == toolDeepcopy })
+	return slices.Insert(steps, i+1, *st), nil
+}
+
+// patchOpenAPI writes enum and format of the fields that have them into the property
+// schemas of the generated openapi file.
+func patchOpenAPI(files []File, in Input) ([]File, error) {
+	byType := map[string]map[string]FieldValidation{} // import path + "." + type -> json name -> field
+	for _, p := range in.Packages {
+		for _, tv := range p.Validation.Types {
+			for _, fv := range tv.Fields {
+				if len(fv.Enum) == 0 && fv.Format == "" {
+					continue
+				}
+				key := p.ImportPath + "." + tv.Name
+				if byType[key] == nil {
+					byType[key] = map[string]FieldValidation{}
+				}
+				byType[key][fv.JSONName] = fv
+			}
+		}
+	}
+	if len(byType) == 0 {
+		return files, nil
+	}
+	name := path.Join(strings.TrimPrefix(strings.TrimPrefix(in.OutputPkg, in.ModulePath), "/"), "openapi", openAPIFileName)
+	i := slices.IndexFunc(files, func(f File) bool { return f.Path == name })
+	if i < 0 {
+		return nil, fmt.Errorf("codegen: enum and format: %s was not generated", name)
+	}
+	out, err := patchOpenAPISource(files[i].Content, byType)
+	if err != nil {
+		return nil, fmt.Errorf("codegen: enum and format in %s: %w", name, err)
+	}
+	files = slices.Clone(files)
+	files[i].Content = out
+	return files, nil
+}
+
+type edit struct {
+	start, end int // byte offsets replaced by text
+	text       string
+}
+
+// patchOpenAPISource edits openapi-gen's output: for each definition of byType (found
+// through the keys of GetOpenAPIDefinitions, "<alias>.<Type>{}.OpenAPIModelName()"), it
+// sets Enum and Format in the SchemaProps of the named properties.
+func patchOpenAPISource(src []byte, byType map[string]map[string]FieldValidation) ([]byte, error) {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "openapi.go", src, parser.ParseComments)
+	if err != nil {
+		return nil, err
+	}
+	imports := map[string]string{}
+	for _, im := range f.Imports {
+		p, _ := strconv.Unquote(im.Path.Value)
+		name := path.Base(p)
+		if im.Name != nil {
+			name = im.Name.Name
+		}
+		imports[name] = p
+	}
+	funcs := map[string]*ast.FuncDecl{}
+	for _, d := range f.Decls {
+		if fd, ok := d.(*ast.FuncDecl); ok {
+			funcs[fd.Name.Name] = fd
+		}
+	}
+	schemaFunc := map[string]string{} // type key -> schema_ function
+	if fd := funcs["GetOpenAPIDefinitions"]; fd != nil {
+		ast.Inspect(fd, func(n ast.Node) bool {
+			kv, ok := n.(*ast.KeyValueExpr)
+			if !ok {
+				return true
+			}
+			if key := modelNameKey(kv.Key, imports); key != "" {
+				if call, ok := kv.Value.(*ast.CallExpr); ok {
+					if id, ok := call.Fun.(*ast.Ident); ok {
+						schemaFunc[key] = id.Name
+					}
+				}
+			}
+			return true
+		})
+	}
+	off := func(p token.Pos) int { return fset.Position(p).Offset }
+	var edits []edit
+	keys := make([]string, 0, len(byType))
+	for k := range byType {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, key := range keys {
+		fd := funcs[schemaFunc[key]]
+		if fd == nil {
+			return nil, fmt.Errorf("no definition of %s", key)
+		}
+		props := findProperties(fd)
+		if props == nil {
+			return nil, fmt.Errorf("definition of %s has no properties", key)
+		}
+		found := map[string]bool{}
+		for _, el := range props.Elts {
+			kv, ok := el.(*ast.KeyValueExpr)
+			if !ok {
+				continue
+			}
+			lit, ok := kv.Key.(*ast.BasicLit)
+			if !ok {
+				continue
+			}
+			prop, _ := strconv.Unquote(lit.Value)
+			fv, ok := byType[key][prop]
+			if !ok {
+				continue
+			}
+			sp := keyed(kv.Value, "SchemaProps")
+			if sp == nil {
+				return nil, fmt.Errorf("%s property %s has no SchemaProps", key, prop)
+			}
+			found[prop] = true
+			var add []string
+			if fv.Format != "" {
+				if old := keyValue(sp, "Format"); old != nil {
+					edits = append(edits, edit{off(old.Value.Pos()), off(old.Value.End()), strconv.Quote(fv.Format)})
+				} else {
+					add = append(add, "Format: "+strconv.Quote(fv.Format)+",")
+				}
+			}
+			if len(fv.Enum) > 0 {
+				if keyValue(sp, "Enum") != nil {
+					return nil, fmt.Errorf("%s property %s already has an enum", key, prop)
+				}
+				var vals []string
+				for _, v := range fv.Enum {
+					vals = append(vals, goLiteral(v))
+				}
+				add = append(add, "Enum: []interface{}{"+strings.Join(vals, ", ")+"},")
+			}
+			if len(add) > 0 {
+				at := off(sp.Rbrace)
+				edits = append(edits, edit{at, at, strings.Join(add, "\n") + "\n"})
+			}
+		}
+		for prop := range byType[key] {
+			if !found[prop] {
+				return nil, fmt.Errorf("definition of %s has no property %s", key, prop)
+			}
+		}
+	}
+	sort.Slice(edits, func(i, j int) bool { return edits[i].start > edits[j].start })
+	out := slices.Clone(src)
+	for _, e := range edits {
+		out = append(out[:e.start:e.start], append([]byte(e.text), out[e.end:]...)...)
+	}
+	res, err := format.Source(out)
+	if err != nil {
+		return nil, fmt.Errorf("formatting: %w", err)
+	}
+	return bytes.TrimLeft(res, "\n"), nil
+}
+
+// modelNameKey returns "<import path>.<Type>" for "<alias>.<Type>{}.OpenAPIModelName()".
+func modelNameKey(e ast.Expr, imports map[string]string) string {
+	call, ok := e.(*ast.CallExpr)
+	if !ok {
+		return ""
+	}
+	sel, ok := call.Fun.(*ast.SelectorExpr)
+	if !ok || sel.Sel.Name != "OpenAPIModelName" {
+		return ""
+	}
+	lit, ok := sel.X.(*ast.CompositeLit)
+	if !ok {
+		return ""
+	}
+	tsel, ok := lit.Type.(*ast.SelectorExpr)
+	if !ok {
+		return ""
+	}
+	pkg, ok := tsel.X.(*ast.Ident)
+	if !ok || imports[pkg.Name] == "" {
+		return ""
+	}
+	return imports[pkg.Name] + "." + tsel.Sel.Name
+}
+
+// findProperties returns the Properties map literal of the definition's top-level schema.
+func findProperties(fd *ast.FuncDecl) *ast.CompositeLit {
+	for _, st := range fd.Body.List {
+		ret, ok := st.(*ast.ReturnStmt)
+		if !ok || len(ret.Results) != 1 {
+			continue
+		}
+		s := keyed(ret.Results[0], "Schema")
+		if s == nil {
+			return nil
+		}
+		sp := keyed(s, "SchemaProps")
+		if sp == nil {
+			return nil
+		}
+		return keyed(sp, "Properties")
+	}
+	return nil
+}
+
+// keyed returns the composite literal value of key in composite literal e.
+func keyed(e ast.Expr, key string) *ast.CompositeLit {
+	lit, ok := e.(*ast.CompositeLit)
+	if !ok {
+		return nil
+	}
+	if kv := keyValue(lit, key); kv != nil {
+		v, _ := kv.Value.(*ast.CompositeLit)
+		return v
+	}
+	return nil
+}
+
+func keyValue(lit *ast.CompositeLit, key string) *ast.KeyValueExpr {
+	for _, el := range lit.Elts {
+		if kv, ok := el.(*ast.KeyValueExpr); ok {
+			if id, ok := kv.Key.(*ast.Ident); ok && id.Name == key {
+				return kv
+			}
+		}
+	}
+	return nil
+}
+
+func goLiteral(v any) string {
+	switch v := v.(type) {
+	case string:
+		return strconv.Quote(v)
+	case bool:
+		return strconv.FormatBool(v)
+	case int64:
+		return strconv.FormatInt(v, 10)
+	case float64:
+		return "float64(" + strconv.FormatFloat(v, 'g', -1, 64) + ")"
+	}
+	return fmt.Sprintf("%#v", v)
+}

@@ -1,0 +1,70 @@
+package codegen
+
+import (
+	"strings"
+	"testing"
+)
+
+const openAPISrc = `package openapi
+
+import (
+	v1 "example.com/shop/pkg/apis/shop/v1"
+	common "k8s.io/kube-openapi/pkg/common"
+	spec "k8s.io/kube-openapi/pkg/validation/spec"
+)
+
+func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
+	return map[string]common.OpenAPIDefinition{
+		v1.WidgetSpec{}.OpenAPIModelName(): schema_pkg_apis_shop_v1_WidgetSpec(ref),
+	}
+}
+
+func schema_pkg_apis_shop_v1_WidgetSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Type: []string{"object"},
+				Properties: map[string]spec.Schema{
+					"color": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"string"},
+							Format: "",
+						},
+					},
+					"size": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"integer"},
+							Format: "int32",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+`
+
+func TestPatchOpenAPISource(t *testing.T) {
+	out, err := patchOpenAPISource([]byte(openAPISrc), map[string]map[string]FieldValidation{
+		"example.com/shop/pkg/apis/shop/v1.WidgetSpec": {
+			"color": {JSONName: "color", Enum: []any{"red", "blue"}, Format: "hexcolor"},
+			"size":  {JSONName: "size", Enum: []any{int64(1), int64(2)}},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"Format: \"hexcolor\",\n\t\t\t\t\t\t\tEnum:   []interface{}{\"red\", \"blue\"},",
+		"Format: \"int32\",\n\t\t\t\t\t\t\tEnum:   []interface{}{1, 2},",
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if _, err := patchOpenAPISource([]byte(openAPISrc), map[string]map[string]FieldValidation{
+		"example.com/shop/pkg/apis/shop/v1.WidgetSpec": {"weight": {JSONName: "weight", Format: "byte"}},
+	}); err == nil || !strings.Contains(err.Error(), "has no property weight") {
+		t.Errorf("unknown property: %v", err)
+	}
+}

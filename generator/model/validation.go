@@ -1,0 +1,628 @@
+package model
+
+import (
+	"encoding/json"
+	"fmt"
+	"go/ast"
+	"go/token"
+	"go/types"
+	"math"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/google/cel-go/cel"
+	"golang.org/x/tools/go/packages"
+
+	"github.com/aagen-dev/aagen/generator/markers"
+)
+
+// Validation is the value constraints markers put on one schema node (a field, or a
+// type). They become the OpenAPI schema of the node (published in /openapi/v2 and
+// /openapi/v3) and, through it, the validation the server runs: the same structural
+// schema validation and CEL rules as a CustomResourceDefinition with that schema.
+type Validation struct {
+	Minimum, Maximum, MultipleOf       *float64
+	ExclusiveMinimum, ExclusiveMaximum bool
+	MinLength, MaxLength               *int64
+	MinItems, MaxItems                 *int64
+	MinProperties, MaxProperties       *int64
+	Pattern                            string
+	// Format is an OpenAPI string format a CRD supports (date-time, email, uri, ...).
+	Format string
+	// Enum holds the allowed values, as JSON values of the node's type.
+	Enum []any
+	// Rules are CEL rules (+kubebuilder:validation:XValidation), in marker order.
+	Rules []Rule
+}
+
+// Rule is one CEL validation rule, with the meaning of a CRD's x-kubernetes-validations
+// entry.
+type Rule struct {
+	Rule, Message, MessageExpression, Reason, FieldPath string
+	OptionalOldSelf                                     *bool
+}
+
+// IsZero reports whether v constrains nothing.
+func (v Validation) IsZero() bool {
+	return v.Minimum == nil && v.Maximum == nil && v.MultipleOf == nil && !v.ExclusiveMinimum && !v.ExclusiveMaximum &&
+		v.MinLength == nil && v.MaxLength == nil && v.MinItems == nil && v.MaxItems == nil &&
+		v.MinProperties == nil && v.MaxProperties == nil && v.Pattern == "" && v.Format == "" && len(v.Enum) == 0 && len(v.Rules) == 0
+}
+
+// merge fills what v leaves unset from base (a field's own markers win over its type's).
+func (v Validation) merge(base Validation) Validation {
+	out := v
+	if out.Minimum == nil {
+		out.Minimum, out.ExclusiveMinimum = base.Minimum, base.ExclusiveMinimum || v.ExclusiveMinimum
+	}
+	if out.Maximum == nil {
+		out.Maximum, out.ExclusiveMaximum = base.Maximum, base.ExclusiveMaximum || v.ExclusiveMaximum
+	}
+	for _, p := range []struct{ dst, src **int64 }{
+		{&out.MinLength, &base.MinLength}, {&out.MaxLength, &base.MaxLength}, {&out.MinItems, &base.MinItems},
+		{&out.MaxItems, &base.MaxItems}, {&out.MinProperties, &base.MinProperties}, {&out.MaxProperties, &base.MaxProperties},
+	} {
+		if *p.dst == nil {
+			*p.dst = *p.src
+		}
+	}
+	if out.MultipleOf == nil {
+		out.MultipleOf = base.MultipleOf
+	}
+	if out.Pattern == "" {
+		out.Pattern = base.Pattern
+	}
+	if out.Format == "" {
+		out.Format = base.Format
+	}
+	if len(out.Enum) == 0 {
+		out.Enum = base.Enum
+	}
+	out.Rules = append(slices.Clone(base.Rules), v.Rules...)
+	return out
+}
+
+// FieldValidation is what markers say about one field of a struct type.
+type FieldValidation struct {
+	// GoName is the Go field name; JSONName its name in JSON.
+	GoName, JSONName string
+	Validation
+	// Required is true for +kubebuilder:validation:Required (or +required), false for
+	// +kubebuilder:validation:Optional (or +optional), nil without either (then
+	// OpenAPI's rule applies: required unless omitempty).
+	Required *bool
+	// Default is the JSON default value (+kubebuilder:default or +default), "" for none.
+	Default string
+	Pos     token.Position
+}
+
+// TypeValidation is what markers say about one struct type of a types package and its
+// fields. Markers on named non-struct types (type Phase string) are merged into every
+// field of that type.
+type TypeValidation struct {
+	// Name is the Go type name.
+	Name string
+	// Validation holds the type's own constraints (CEL rules, MinProperties, ...).
+	Validation
+	Fields []FieldValidation
+}
+
+// HasDefaults reports whether any field of the version has a default value.
+func (v *Version) HasDefaults() bool {
+	for _, t := range v.Validations {
+		for _, f := range t.Fields {
+			if f.Default != "" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// validationMarkers are the markers read into a Validation.
+var validationMarkers = []string{
+	"kubebuilder:validation:Minimum", "kubebuilder:validation:Maximum", "kubebuilder:validation:ExclusiveMinimum",
+	"kubebuilder:validation:ExclusiveMaximum", "kubebuilder:validation:MultipleOf", "kubebuilder:validation:MinLength",
+	"kubebuilder:validation:MaxLength", "kubebuilder:validation:Pattern", "kubebuilder:validation:Format",
+	"kubebuilder:validation:Enum", "kubebuilder:validation:MinItems", "kubebuilder:validation:MaxItems",
+	"kubebuilder:validation:UniqueItems", "kubebuilder:validation:MinProperties", "kubebuilder:validation:MaxProperties",
+	"kubebuilder:validation:XValidation",
+}
+
+// crdFormats are the string formats a CRD's schema validation knows (see
+// k8s.io/apiextensions-apiserver/pkg/apiserver/validation/formats.go); others are
+// silently dropped there, so they are errors here.
+var crdFormats = []string{
+	"bsonobjectid", "uri", "email", "hostname", "ipv4", "ipv6", "cidr", "mac", "uuid", "uuid3", "uuid4", "uuid5",
+	"isbn", "isbn10", "isbn13", "creditcard", "ssn", "hexcolor", "rgbcolor", "byte", "password", "date", "duration",
+	"datetime", "date-time",
+}
+
+var celReasons = []string{"FieldValueInvalid", "FieldValueForbidden", "FieldValueRequired", "FieldValueDuplicate"}
+
+// validations reads the validation and default markers of every type declaration of a
+// types package into v.Validations, reporting malformed values and markers that do not
+// fit the type they annotate.
+func (b *builder) validations(p *packages.Package, v *Version, decls []typeDecl) {
+	// Type-level constraints first: fields of a named non-struct type inherit them.
+	typeLevel := map[string]Validation{} // every type's own constraints
+	scalar := map[string]Validation{}    // those of named non-struct types, which their fields inherit
+	for _, d := range decls {
+		obj, ok := p.Types.Scope().Lookup(d.spec.Name.Name).(*types.TypeName)
+		if !ok {
+			continue
+		}
+		val, ok := b.validation(obj.Type(), d.markers, d.spec.Name.Name)
+		if !ok {
+			continue
+		}
+		if _, isStruct := obj.Type().Underlying().(*types.Struct); !isStruct && len(val.Rules) > 0 {
+			m, _ := d.markers.Get("kubebuilder:validation:XValidation")
+			b.errorf(m.Pos, "put CEL rules on a struct type or on the field", "+kubebuilder:validation:XValidation on %s: CEL rules on named non-struct types are not supported yet", d.spec.Name.Name)
+			continue
+		}
+		typeLevel[d.spec.Name.Name] = val
+		if _, isStruct := obj.Type().Underlying().(*types.Struct); !isStruct {
+			scalar[d.spec.Name.Name] = val
+		}
+	}
+	for _, d := range decls {
+		obj, ok := p.Types.Scope().Lookup(d.spec.Name.Name).(*types.TypeName)
+		if !ok {
+			continue
+		}
+		st, isStruct := obj.Type().Underlying().(*types.Struct)
+		if !isStruct {
+			continue
+		}
+		tv := &TypeValidation{Name: d.spec.Name.Name, Validation: typeLevel[d.spec.Name.Name]}
+		for i := 0; i < st.NumFields(); i++ {
+			f := st.Field(i)
+			jsonName := jsonTagName(st.Tag(i))
+			ms := d.fields[f.Name()]
+			if f.Embedded() || !f.Exported() || jsonName == "" || jsonName == "-" {
+				if len(ms) > 0 && hasAnyValidation(ms) {
+					b.errorf(ms[0].Pos, "put validation markers on named fields with a json name", "validation markers on field %s.%s, which has no JSON name of its own", tv.Name, f.Name())
+				}
+				continue
+			}
+			where := tv.Name + "." + f.Name()
+			fv := FieldValidation{GoName: f.Name(), JSONName: jsonName}
+			if len(ms) > 0 {
+				fv.Pos = ms[0].Pos
+			}
+			val, ok := b.validation(f.Type(), ms, where)
+			if !ok {
+				continue
+			}
+			if n := namedIn(f.Type(), p.Types); n != "" {
+				val = val.merge(scalar[n])
+			}
+			fv.Validation = val
+			req, hasReq := ms.Get("kubebuilder:validation:Required")
+			opt, hasOpt := ms.Get("kubebuilder:validation:Optional")
+			if !hasReq {
+				req, hasReq = ms.Get("required")
+			}
+			if !hasOpt {
+				opt, hasOpt = ms.Get("optional")
+			}
+			switch {
+			case hasReq && hasOpt && req.Value != "false" && opt.Value != "false":
+				b.errorf(req.Pos, "keep one of them", "field %s is marked both required and optional", where)
+				continue
+			case hasReq && req.Value != "false":
+				fv.Required = ptrTo(true)
+			case hasOpt && opt.Value != "false":
+				fv.Required = ptrTo(false)
+			}
+			def, hasDef := ms.Get("kubebuilder:default")
+			if other, ok := ms.Get("default"); ok {
+				if hasDef && rawValue(other) != rawValue(def) {
+					b.errorf(other.Pos, "keep one default", "field %s has two different defaults: %s and %s", where, rawValue(def), rawValue(other))
+					continue
+				}
+				def, hasDef = other, true
+			}
+			if hasDef {
+				js, ok := b.checkDefault(def, f.Type(), st.Tag(i), where, fv.Validation)
+				if !ok {
+					continue
+				}
+				fv.Default = js
+			}
+			if fv.Validation.IsZero() && fv.Required == nil && fv.Default == "" {
+				continue
+			}
+			tv.Fields = append(tv.Fields, fv)
+		}
+		if tv.Validation.IsZero() && len(tv.Fields) == 0 {
+			continue
+		}
+		v.Validations = append(v.Validations, tv)
+	}
+	sort.Slice(v.Validations, func(i, j int) bool { return v.Validations[i].Name < v.Validations[j].Name })
+}
+
+func hasAnyValidation(ms markers.Set) bool {
+	for _, m := range ms {
+		if slices.Contains(validationMarkers, m.Def.Name) || m.Def.Name == "kubebuilder:default" || m.Def.Name == "default" ||
+			m.Def.Name == "kubebuilder:validation:Required" || m.Def.Name == "kubebuilder:validation:Optional" {
+			return true
+		}
+	}
+	return false
+}
+
+// validation reads the constraint markers in ms for a node of Go type t.
+func (b *builder) validation(t types.Type, ms markers.Set, where string) (Validation, bool) {
+	var v Validation
+	good := true
+	kind := schemaKind(t)
+	fail := func(m markers.Marker, fix, format string, args ...any) {
+		b.errorf(m.Pos, fix, "+%s on %s: "+format, append([]any{m.Def.Name, where}, args...)...)
+		good = false
+	}
+	number := func(m markers.Marker) *float64 {
+		if kind != "integer" && kind != "number" {
+			fail(m, "use it on an integer or floating-point field, or remove it", "the field is %s, not a number", article(kind))
+			return nil
+		}
+		f, err := strconv.ParseFloat(m.Value, 64)
+		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+			fail(m, "write a number, e.g. +"+m.Def.Name+"=1", "%q is not a number", m.Value)
+			return nil
+		}
+		if kind == "integer" && f != math.Trunc(f) && m.Def.Name != "kubebuilder:validation:MultipleOf" {
+			fail(m, "write an integer", "%q is not an integer, and the field is", m.Value)
+			return nil
+		}
+		return &f
+	}
+	count := func(m markers.Marker, want ...string) *int64 {
+		if !slices.Contains(want, kind) {
+			fail(m, "use it on "+strings.Join(want, " or ")+" fields, or remove it", "the field is %s", article(kind))
+			return nil
+		}
+		n, err := strconv.ParseInt(m.Value, 10, 64)
+		if err != nil || n < 0 {
+			fail(m, "write a non-negative integer, e.g. +"+m.Def.Name+"=1", "%q is not a non-negative integer", m.Value)
+			return nil
+		}
+		return &n
+	}
+	flag := func(m markers.Marker) bool {
+		if m.Def.Form == markers.Flag {
+			return m.Value != "false"
+		}
+		switch m.Value {
+		case "true":
+			return true
+		case "false":
+			return false
+		}
+		fail(m, "write =true or =false", "%q is not true or false", m.Value)
+		return false
+	}
+	for _, m := range ms {
+		switch m.Def.Name {
+		case "kubebuilder:validation:Minimum":
+			v.Minimum = number(m)
+		case "kubebuilder:validation:Maximum":
+			v.Maximum = number(m)
+		case "kubebuilder:validation:MultipleOf":
+			v.MultipleOf = number(m)
+			if v.MultipleOf != nil && *v.MultipleOf <= 0 {
+				fail(m, "use a positive number", "%s is not positive", m.Value)
+			}
+		case "kubebuilder:validation:ExclusiveMinimum", "kubebuilder:validation:ExclusiveMaximum":
+			if kind != "integer" && kind != "number" {
+				fail(m, "use it on an integer or floating-point field, or remove it", "the field is %s, not a number", article(kind))
+				continue
+			}
+			if strings.HasSuffix(m.Def.Name, "Minimum") {
+				v.ExclusiveMinimum = flag(m)
+			} else {
+				v.ExclusiveMaximum = flag(m)
+			}
+		case "kubebuilder:validation:MinLength":
+			v.MinLength = count(m, "string")
+		case "kubebuilder:validation:MaxLength":
+			v.MaxLength = count(m, "string")
+		case "kubebuilder:validation:MinItems":
+			v.MinItems = count(m, "array")
+		case "kubebuilder:validation:MaxItems":
+			v.MaxItems = count(m, "array")
+		case "kubebuilder:validation:MinProperties":
+			v.MinProperties = count(m, "object")
+		case "kubebuilder:validation:MaxProperties":
+			v.MaxProperties = count(m, "object")
+		case "kubebuilder:validation:UniqueItems":
+			if flag(m) {
+				fail(m, "use +listType=set, which the server checks in linear time", "uniqueItems is not allowed in Kubernetes structural schemas (its runtime cost is quadratic)")
+			}
+		case "kubebuilder:validation:Pattern":
+			if kind != "string" {
+				fail(m, "use it on a string field, or remove it", "the field is %s", article(kind))
+				continue
+			}
+			if _, err := regexp.Compile(m.Value); err != nil {
+				fail(m, "write a regular expression in Go (RE2) syntax; quote it when it contains commas", "invalid regular expression %q: %v", m.Value, err)
+				continue
+			}
+			v.Pattern = m.Value
+		case "kubebuilder:validation:Format":
+			if kind != "string" {
+				fail(m, "use it on a string field, or remove it", "the field is %s", article(kind))
+				continue
+			}
+			if !slices.Contains(crdFormats, m.Value) {
+				fail(m, "use one of "+strings.Join(crdFormats, ", "), "format %q is not one a Kubernetes server validates", m.Value)
+				continue
+			}
+			v.Format = m.Value
+		case "kubebuilder:validation:Enum":
+			if !slices.Contains([]string{"string", "integer", "number", "boolean"}, kind) {
+				fail(m, "use +kubebuilder:validation:Enum on a string, number or boolean field (or its named type)", "the field is %s; enum values must be scalars", article(kind))
+				continue
+			}
+			for _, s := range markers.List(m.Value) {
+				val, err := enumValue(s, kind)
+				if err != nil {
+					fail(m, "list values of the field's type separated by ';', e.g. +kubebuilder:validation:Enum=Wood;Steel", "%v", err)
+					break
+				}
+				v.Enum = append(v.Enum, val)
+			}
+		case "kubebuilder:validation:XValidation":
+			r, ok := b.rule(m, where)
+			if !ok {
+				good = false
+				continue
+			}
+			v.Rules = append(v.Rules, r)
+		}
+	}
+	if v.Minimum != nil && v.Maximum != nil && *v.Minimum > *v.Maximum {
+		m, _ := ms.Get("kubebuilder:validation:Minimum")
+		fail(m, "make the minimum at most the maximum", "minimum %v is greater than maximum %v", *v.Minimum, *v.Maximum)
+	}
+	for _, p := range []struct {
+		lo, hi *int64
+		name   string
+	}{{v.MinLength, v.MaxLength, "MinLength"}, {v.MinItems, v.MaxItems, "MinItems"}, {v.MinProperties, v.MaxProperties, "MinProperties"}} {
+		if p.lo != nil && p.hi != nil && *p.lo > *p.hi {
+			m, _ := ms.Get("kubebuilder:validation:" + p.name)
+			fail(m, "make the minimum at most the maximum", "%d is greater than the maximum %d", *p.lo, *p.hi)
+		}
+	}
+	return v, good
+}
+
+// rule reads one +kubebuilder:validation:XValidation marker. The rule and the message
+// expression are parsed with cel-go here, so syntax errors have a position; type errors
+// (a field that does not exist) are reported when the server builds the kind's schema.
+func (b *builder) rule(m markers.Marker, where string) (Rule, bool) {
+	r := Rule{Rule: m.Args["rule"], Message: m.Args["message"], MessageExpression: m.Args["messageExpression"],
+		Reason: m.Args["reason"], FieldPath: m.Args["fieldPath"]}
+	good := true
+	fail := func(fix, format string, args ...any) {
+		b.errorf(m.Pos, fix, "+kubebuilder:validation:XValidation on %s: "+format, append([]any{where}, args...)...)
+		good = false
+	}
+	if strings.TrimSpace(r.Rule) == "" {
+		fail(`add rule="<CEL expression>", e.g. rule="self.min <= self.max"`, "rule is required")
+		return r, false
+	}
+	if r.Message != "" && r.MessageExpression != "" {
+		fail("keep message or messageExpression", "message and messageExpression are mutually exclusive")
+	}
+	if r.Reason != "" && !slices.Contains(celReasons, r.Reason) {
+		fail("use reason="+strings.Join(celReasons, "|"), "reason %q is not one of %s", r.Reason, strings.Join(celReasons, ", "))
+	}
+	if r.FieldPath != "" && !strings.HasPrefix(r.FieldPath, ".") {
+		fail("write fieldPath as a JSON path from the annotated node, e.g. fieldPath=.spec.size", "fieldPath %q must start with '.'", r.FieldPath)
+	}
+	if s, ok := m.Args["optionalOldSelf"]; ok {
+		bv, err := strconv.ParseBool(s)
+		if err != nil {
+			fail("write optionalOldSelf=true or optionalOldSelf=false", "optionalOldSelf=%q is not a boolean", s)
+		}
+		r.OptionalOldSelf = &bv
+	}
+	env, err := cel.NewEnv()
+	if err == nil {
+		for _, e := range []struct{ name, src string }{{"rule", r.Rule}, {"messageExpression", r.MessageExpression}} {
+			if e.src == "" {
+				continue
+			}
+			if _, iss := env.Parse(e.src); iss != nil && iss.Err() != nil {
+				fail("fix the CEL expression (quote the marker's value when it contains commas)", "%s %q does not parse: %s", e.name, e.src, oneLine(iss.Err().Error()))
+			}
+		}
+	}
+	return r, good
+}
+
+// checkDefault checks that a default value is JSON of the field's type, and that the
+// field can tell "unset" from "set" (a pointer, or omitempty), as defaulting requires.
+func (b *builder) checkDefault(m markers.Marker, t types.Type, tag, where string, val Validation) (string, bool) {
+	raw := rawValue(m)
+	kind := schemaKind(t)
+	var v any
+	if err := json.Unmarshal([]byte(raw), &v); err != nil {
+		if kind != "string" {
+			b.errorf(m.Pos, `write the default as JSON: a number, true/false, a quoted string ("Wood"), a list or an object`,
+				"+%s on %s: %s is not JSON: %v", m.Def.Name, where, raw, err)
+			return "", false
+		}
+		// A bare word on a string field, as controller-gen accepts: +kubebuilder:default=Wood.
+		v = raw
+	}
+	js, _ := json.Marshal(v)
+	m.Value = string(js)
+	if !jsonMatches(v, kind) {
+		b.errorf(m.Pos, "write a default of the field's JSON type ("+kind+")", "+%s on %s: default %s does not match the field's type (%s)", m.Def.Name, where, m.Value, kind)
+		return "", false
+	}
+	_, isPtr := t.(*types.Pointer)
+	if !isPtr && kind == "object" {
+		if _, isStruct := t.Underlying().(*types.Struct); isStruct {
+			b.errorf(m.Pos, "make the field a pointer to default it", "+%s on %s: a non-pointer struct field cannot have a default (it is never unset)", m.Def.Name, where)
+			return "", false
+		}
+	}
+	if !isPtr && !slices.Contains([]string{"array", "object"}, kind) && !strings.Contains(tagJSON(tag), ",omitempty") {
+		b.errorf(m.Pos, "add omitempty to the field's json tag, or make it a pointer", "+%s on %s: the field has no omitempty, so it is always set and a default never applies", m.Def.Name, where)
+		return "", false
+	}
+	if len(val.Enum) > 0 && !slices.ContainsFunc(val.Enum, func(e any) bool { return fmt.Sprint(e) == fmt.Sprint(v) }) {
+		b.errorf(m.Pos, "use one of the enum values as the default", "+%s on %s: default %s is not one of the allowed values", m.Def.Name, where, raw)
+		return "", false
+	}
+	return string(js), true
+}
+
+// jsonKind is the OpenAPI type of a Go type: string, integer, number, boolean, array,
+// object or int-or-string.
+func schemaKind(t types.Type) string {
+	if p, ok := t.(*types.Pointer); ok {
+		return schemaKind(p.Elem())
+	}
+	if n, ok := t.(*types.Named); ok && n.Obj().Pkg() != nil {
+		switch n.Obj().Pkg().Path() + "." + n.Obj().Name() {
+		case metav1Path + ".Time", metav1Path + ".MicroTime", metav1Path + ".Duration":
+			return "string"
+		case "k8s.io/apimachinery/pkg/util/intstr.IntOrString", "k8s.io/apimachinery/pkg/api/resource.Quantity":
+			return "int-or-string"
+		}
+	}
+	switch u := t.Underlying().(type) {
+	case *types.Basic:
+		switch {
+		case u.Info()&types.IsBoolean != 0:
+			return "boolean"
+		case u.Info()&types.IsInteger != 0:
+			return "integer"
+		case u.Info()&types.IsFloat != 0:
+			return "number"
+		case u.Info()&types.IsString != 0:
+			return "string"
+		}
+	case *types.Slice:
+		if b, ok := u.Elem().(*types.Basic); ok && b.Kind() == types.Byte {
+			return "string"
+		}
+		return "array"
+	case *types.Array:
+		return "array"
+	case *types.Map, *types.Struct:
+		return "object"
+	}
+	return "unknown"
+}
+
+func jsonMatches(v any, kind string) bool {
+	switch v := v.(type) {
+	case bool:
+		return kind == "boolean"
+	case float64:
+		return kind == "number" || kind == "int-or-string" || kind == "integer" && v == math.Trunc(v)
+	case string:
+		return kind == "string" || kind == "int-or-string"
+	case []any:
+		return kind == "array"
+	case map[string]any:
+		return kind == "object"
+	}
+	return false
+}
+
+func enumValue(s, kind string) (any, error) {
+	switch kind {
+	case "string":
+		return s, nil
+	case "boolean":
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			return nil, fmt.Errorf("enum value %q is not a boolean", s)
+		}
+		return b, nil
+	default:
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil || kind == "integer" && f != math.Trunc(f) {
+			return nil, fmt.Errorf("enum value %q is not %s", s, article(kind))
+		}
+		if kind == "integer" {
+			return int64(f), nil
+		}
+		return f, nil
+	}
+}
+
+// namedIn returns the name of t's named type (through a pointer) if it is declared in pkg.
+func namedIn(t types.Type, pkg *types.Package) string {
+	if p, ok := t.(*types.Pointer); ok {
+		t = p.Elem()
+	}
+	if n, ok := t.(*types.Named); ok && n.Obj().Pkg() == pkg {
+		return n.Obj().Name()
+	}
+	return ""
+}
+
+func article(kind string) string {
+	switch kind {
+	case "integer", "array", "object", "int-or-string":
+		return "an " + kind
+	case "unknown":
+		return "of a type without a JSON schema"
+	}
+	return "a " + kind
+}
+
+// rawValue is the value of a Value marker as written (quotes kept): a default's JSON.
+func rawValue(m markers.Marker) string {
+	_, v, _ := strings.Cut(m.Raw, "=")
+	return strings.TrimSpace(v)
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+func ptrTo[T any](v T) *T { return &v }
+
+// fieldMarkers parses the markers of each field of a struct type declaration, by Go field
+// name (embedded fields by their type name).
+func (b *builder) fieldMarkers(fset *token.FileSet, st *ast.StructType) map[string]markers.Set {
+	out := map[string]markers.Set{}
+	for _, fld := range st.Fields.List {
+		ms, ds := b.reg.Parse(fset, markers.OnField, fld.Doc)
+		b.markerDiags(ds)
+		names := fld.Names
+		if len(names) == 0 {
+			if id := embeddedName(fld.Type); id != "" {
+				out[id] = ms
+			}
+			continue
+		}
+		for _, n := range names {
+			out[n.Name] = ms
+		}
+	}
+	return out
+}
+
+func embeddedName(e ast.Expr) string {
+	switch e := e.(type) {
+	case *ast.Ident:
+		return e.Name
+	case *ast.StarExpr:
+		return embeddedName(e.X)
+	case *ast.SelectorExpr:
+		return e.Sel.Name
+	}
+	return ""
+}

@@ -1,0 +1,394 @@
+package registry
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel/model"
+	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
+	structurallisttype "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/listtype"
+	apiextensionsvalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
+	"k8s.io/apiserver/pkg/cel/common"
+	"k8s.io/apiserver/pkg/cel/environment"
+	openapicommon "k8s.io/kube-openapi/pkg/common"
+	"k8s.io/kube-openapi/pkg/validation/spec"
+)
+
+// Schema names the OpenAPI definition of a kind. The registry builds from it, once when
+// the storage is created, the structural schema a CustomResourceDefinition with the same
+// schema would have, and validates every create and update against it with the code
+// CRDs use (k8s.io/apiextensions-apiserver): OpenAPI value validation (minimum, pattern,
+// enum, required, ...), list-type checks (+listType=set and map keys) and CEL rules
+// (x-kubernetes-validations, with oldSelf on update), so error messages are those a CRD
+// user sees. Like a CRD's, the metadata of the object is validated separately (as every
+// object's is), not by the schema.
+type Schema struct {
+	// Definitions are the generated OpenAPI definitions (the server's OpenAPIDefinitions).
+	Definitions openapicommon.GetOpenAPIDefinitions
+	// Name is the kind's definition name (its OpenAPIModelName).
+	Name string
+}
+
+// Definition names of types whose schema the structural schema replaces.
+const (
+	defObjectMeta   = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+	defIntOrString  = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
+	defQuantity     = "io.k8s.apimachinery.pkg.api.resource.Quantity"
+	defRawExtension = "io.k8s.apimachinery.pkg.runtime.RawExtension"
+)
+
+// schemaValidator validates objects of one kind against its structural schema.
+type schemaValidator struct {
+	structural *structuralschema.Structural
+	validator  apiextensionsvalidation.SchemaValidator
+	cel        *cel.Validator // nil without CEL rules
+}
+
+// newSchemaValidator builds the validator of the kind. CEL rules that do not compile
+// against the schema are errors here, so the server does not start with them.
+func newSchemaValidator(s *Schema) (*schemaValidator, error) {
+	if s.Definitions == nil || s.Name == "" {
+		return nil, fmt.Errorf("schema: Definitions and Name are required")
+	}
+	props, err := JSONSchemaProps(s.Definitions, s.Name)
+	if err != nil {
+		return nil, err
+	}
+	structural, err := structuralschema.NewStructural(props)
+	if err != nil {
+		return nil, fmt.Errorf("schema of %s: %w", s.Name, err)
+	}
+	if err := compileRules(structural, nil, true); err != nil {
+		return nil, err
+	}
+	validator, _, err := apiextensionsvalidation.NewSchemaValidator(props)
+	if err != nil {
+		return nil, fmt.Errorf("schema of %s: %w", s.Name, err)
+	}
+	return &schemaValidator{structural: structural, validator: validator, cel: cel.NewValidator(structural, true, celconfig.PerCallLimit)}, nil
+}
+
+// compileRules compiles the CEL rules of every node, reporting the first node whose
+// rules do not compile with every error of it.
+func compileRules(s *structuralschema.Structural, path *field.Path, root bool) error {
+	if s == nil {
+		return nil
+	}
+	if len(s.XValidations) > 0 {
+		results, err := cel.Compile(s, model.SchemaDeclType(s, root), celconfig.PerCallLimit,
+			environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()), cel.NewExpressionsEnvLoader())
+		if err != nil {
+			return fmt.Errorf("CEL rules of %s: %w", pathString(path), err)
+		}
+		var msgs []string
+		for i, r := range results {
+			if r.Error != nil {
+				msgs = append(msgs, fmt.Sprintf("rule %q: %s", s.XValidations[i].Rule, r.Error.Detail))
+			}
+			if r.MessageExpressionError != nil {
+				msgs = append(msgs, fmt.Sprintf("messageExpression %q: %s", s.XValidations[i].MessageExpression, r.MessageExpressionError.Detail))
+			}
+		}
+		if len(msgs) > 0 {
+			return fmt.Errorf("CEL rules of %s do not compile: %s", pathString(path), strings.Join(msgs, "; "))
+		}
+	}
+	for name, p := range s.Properties {
+		if err := compileRules(&p, path.Child(name), false); err != nil {
+			return err
+		}
+	}
+	if s.Items != nil {
+		if err := compileRules(s.Items, path.Index(0), false); err != nil {
+			return err
+		}
+	}
+	if s.AdditionalProperties != nil && s.AdditionalProperties.Structural != nil {
+		if err := compileRules(s.AdditionalProperties.Structural, path.Key("*"), false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func pathString(p *field.Path) string {
+	if p == nil {
+		return "the object"
+	}
+	return p.String()
+}
+
+// validate checks obj (and, on update, the change from old) like a CRD's strategy does.
+func (v *schemaValidator) validate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return field.ErrorList{field.InternalError(nil, err)}
+	}
+	// A typed object has nulls for nil pointers, slices and maps without omitempty; a
+	// request that left them out has none. Drop them as the CRD handler does.
+	structuraldefaulting.PruneNonNullableNullsWithoutDefaults(u, v.structural)
+	var errs field.ErrorList
+	var celOpts []cel.Option
+	var ou map[string]any
+	if old == nil {
+		errs = apiextensionsvalidation.ValidateCustomResource(nil, u, v.validator)
+		errs = append(errs, structurallisttype.ValidateListSetsAndMaps(nil, v.structural, u)...)
+	} else {
+		if ou, err = runtime.DefaultUnstructuredConverter.ToUnstructured(old); err != nil {
+			return field.ErrorList{field.InternalError(nil, err)}
+		}
+		structuraldefaulting.PruneNonNullableNullsWithoutDefaults(ou, v.structural)
+		// Ratcheting, as for CRDs: an invalid value that the update does not change is
+		// not an error, so tightening a constraint does not block unrelated updates.
+		correlated := common.NewCorrelatedObject(u, ou, &model.Structural{Structural: v.structural})
+		errs = apiextensionsvalidation.ValidateCustomResourceUpdate(nil, u, ou, v.validator, apiextensionsvalidation.WithRatcheting(correlated))
+		if oldErrs := structurallisttype.ValidateListSetsAndMaps(nil, v.structural, ou); len(oldErrs) == 0 {
+			errs = append(errs, structurallisttype.ValidateListSetsAndMaps(nil, v.structural, u)...)
+		}
+		celOpts = append(celOpts, cel.WithRatcheting(correlated))
+	}
+	if v.cel != nil {
+		if blocking(errs) {
+			errs = append(errs, field.Invalid(nil, nil, "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"))
+		} else {
+			var oldObj any
+			if ou != nil {
+				oldObj = ou
+			}
+			celErrs, _ := v.cel.Validate(ctx, nil, v.structural, u, oldObj, celconfig.RuntimeCELCostBudget, celOpts...)
+			errs = append(errs, celErrs...)
+		}
+	}
+	return errs
+}
+
+// blocking reports errors after which CEL rules are not evaluated (as for CRDs: the
+// rules' cost estimates assume the schema's bounds and types hold).
+func blocking(errs field.ErrorList) bool {
+	for _, err := range errs {
+		switch err.Type {
+		case field.ErrorTypeNotSupported, field.ErrorTypeRequired, field.ErrorTypeTooLong, field.ErrorTypeTooMany, field.ErrorTypeTypeInvalid:
+			return true
+		}
+	}
+	return false
+}
+
+// JSONSchemaProps returns the schema of definition name with every reference resolved,
+// in the form a CustomResourceDefinition carries it: metadata is an object (validated
+// elsewhere), int-or-string types (IntOrString, Quantity) are x-kubernetes-int-or-string,
+// runtime.RawExtension and types without a schema type keep unknown fields.
+func JSONSchemaProps(defs openapicommon.GetOpenAPIDefinitions, name string) (*apiextensions.JSONSchemaProps, error) {
+	all := defs(func(path string) spec.Ref { return spec.MustCreateRef("#/definitions/" + path) })
+	r := &resolver{defs: all, visiting: map[string]bool{}}
+	s, err := r.definition(name)
+	if err != nil {
+		return nil, err
+	}
+	if s.Properties != nil {
+		if _, ok := s.Properties["metadata"]; ok {
+			s.Properties["metadata"] = spec.Schema{SchemaProps: spec.SchemaProps{Type: spec.StringOrArray{"object"}}}
+		}
+	}
+	data, err := json.Marshal(s)
+	if err != nil {
+		return nil, fmt.Errorf("schema of %s: %w", name, err)
+	}
+	var v1 apiextensionsv1.JSONSchemaProps
+	if err := json.Unmarshal(data, &v1); err != nil {
+		return nil, fmt.Errorf("schema of %s: %w", name, err)
+	}
+	var out apiextensions.JSONSchemaProps
+	if err := apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(&v1, &out, nil); err != nil {
+		return nil, fmt.Errorf("schema of %s: %w", name, err)
+	}
+	return &out, nil
+}
+
+type resolver struct {
+	defs     map[string]openapicommon.OpenAPIDefinition
+	visiting map[string]bool
+}
+
+func (r *resolver) definition(name string) (*spec.Schema, error) {
+	switch name {
+	case defIntOrString, defQuantity:
+		return &spec.Schema{
+			SchemaProps: spec.SchemaProps{AnyOf: []spec.Schema{
+				{SchemaProps: spec.SchemaProps{Type: spec.StringOrArray{"integer"}}},
+				{SchemaProps: spec.SchemaProps{Type: spec.StringOrArray{"string"}}},
+			}},
+			VendorExtensible: spec.VendorExtensible{Extensions: spec.Extensions{"x-kubernetes-int-or-string": true}},
+		}, nil
+	case defRawExtension:
+		return preserveUnknown(), nil
+	case defObjectMeta:
+		return &spec.Schema{SchemaProps: spec.SchemaProps{Type: spec.StringOrArray{"object"}}}, nil
+	}
+	def, ok := r.defs[name]
+	if !ok {
+		return nil, fmt.Errorf("no OpenAPI definition %q", name)
+	}
+	if r.visiting[name] {
+		return nil, fmt.Errorf("OpenAPI definition %q is recursive", name)
+	}
+	r.visiting[name] = true
+	defer delete(r.visiting, name)
+	s := def.Schema
+	if v2, ok := s.Extensions[openapicommon.ExtensionV2Schema].(spec.Schema); ok {
+		s = v2
+	}
+	if len(s.Type) == 0 {
+		return preserveUnknown(), nil
+	}
+	return r.schema(s)
+}
+
+// schema returns s (a copy) with its references and those of its children resolved.
+func (r *resolver) schema(s spec.Schema) (*spec.Schema, error) {
+	if ref := s.Ref.String(); ref != "" {
+		target, err := r.definition(strings.TrimPrefix(ref, "#/definitions/"))
+		if err != nil {
+			return nil, err
+		}
+		out := *target
+		// What the referring property adds to the type's schema (kube-openapi puts a
+		// field's description, default, validation and CEL rules next to the $ref).
+		s.Ref = spec.Ref{}
+		mergeSchema(&out, s)
+		return &out, nil
+	}
+	out := s
+	out.Extensions = withoutExtensions(s.Extensions)
+	if s.Properties != nil {
+		out.Properties = make(map[string]spec.Schema, len(s.Properties))
+		for k, p := range s.Properties {
+			rp, err := r.schema(p)
+			if err != nil {
+				return nil, err
+			}
+			out.Properties[k] = *rp
+		}
+	}
+	if s.Items != nil && s.Items.Schema != nil {
+		it, err := r.schema(*s.Items.Schema)
+		if err != nil {
+			return nil, err
+		}
+		out.Items = &spec.SchemaOrArray{Schema: it}
+	}
+	if s.AdditionalProperties != nil && s.AdditionalProperties.Schema != nil {
+		ap, err := r.schema(*s.AdditionalProperties.Schema)
+		if err != nil {
+			return nil, err
+		}
+		out.AdditionalProperties = &spec.SchemaOrBool{Allows: true, Schema: ap}
+	}
+	for i, a := range s.AllOf {
+		ra, err := r.schema(a)
+		if err != nil {
+			return nil, err
+		}
+		if i == 0 {
+			out.AllOf = make([]spec.Schema, len(s.AllOf))
+		}
+		out.AllOf[i] = *ra
+	}
+	return &out, nil
+}
+
+// mergeSchema copies what is set in add onto dst (add's type, if any, is ignored: the
+// referenced type decides).
+func mergeSchema(dst *spec.Schema, add spec.Schema) {
+	if add.Description != "" {
+		dst.Description = add.Description
+	}
+	if add.Default != nil {
+		dst.Default = add.Default
+	}
+	a, d := &add.SchemaProps, &dst.SchemaProps
+	if a.Minimum != nil {
+		d.Minimum, d.ExclusiveMinimum = a.Minimum, a.ExclusiveMinimum
+	}
+	if a.Maximum != nil {
+		d.Maximum, d.ExclusiveMaximum = a.Maximum, a.ExclusiveMaximum
+	}
+	if a.MultipleOf != nil {
+		d.MultipleOf = a.MultipleOf
+	}
+	if a.MinLength != nil {
+		d.MinLength = a.MinLength
+	}
+	if a.MaxLength != nil {
+		d.MaxLength = a.MaxLength
+	}
+	if a.Pattern != "" {
+		d.Pattern = a.Pattern
+	}
+	if a.MinItems != nil {
+		d.MinItems = a.MinItems
+	}
+	if a.MaxItems != nil {
+		d.MaxItems = a.MaxItems
+	}
+	if a.MinProperties != nil {
+		d.MinProperties = a.MinProperties
+	}
+	if a.MaxProperties != nil {
+		d.MaxProperties = a.MaxProperties
+	}
+	if len(a.Enum) > 0 {
+		d.Enum = a.Enum
+	}
+	if a.Format != "" {
+		d.Format = a.Format
+	}
+	if len(a.AllOf) > 0 {
+		d.AllOf = append(d.AllOf, a.AllOf...)
+	}
+	for k, v := range withoutExtensions(add.Extensions) {
+		if dst.Extensions == nil {
+			dst.Extensions = spec.Extensions{}
+		}
+		if k == "x-kubernetes-validations" {
+			if prev, ok := dst.Extensions[k].([]any); ok {
+				if more, ok := v.([]any); ok {
+					v = append(append([]any{}, prev...), more...)
+				}
+			}
+		}
+		dst.Extensions[k] = v
+	}
+}
+
+// withoutExtensions drops the extensions a CRD schema does not have.
+func withoutExtensions(e spec.Extensions) spec.Extensions {
+	if len(e) == 0 {
+		return e
+	}
+	out := spec.Extensions{}
+	for k, v := range e {
+		switch k {
+		case "x-kubernetes-group-version-kind", "x-kubernetes-patch-strategy", "x-kubernetes-patch-merge-key", "x-kubernetes-unions", openapicommon.ExtensionV2Schema:
+			continue
+		}
+		out[k] = v
+	}
+	return out
+}
+
+func preserveUnknown() *spec.Schema {
+	return &spec.Schema{
+		SchemaProps:      spec.SchemaProps{Type: spec.StringOrArray{"object"}},
+		VendorExtensible: spec.VendorExtensible{Extensions: spec.Extensions{"x-kubernetes-preserve-unknown-fields": true}},
+	}
+}

@@ -1,0 +1,103 @@
+package registry
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	openapicommon "k8s.io/kube-openapi/pkg/common"
+	"k8s.io/kube-openapi/pkg/validation/spec"
+	"k8s.io/utils/ptr"
+)
+
+// defs is a small set of definitions in the shape openapi-gen writes: the kind refers to
+// its spec, whose property carries value validations next to its $ref.
+func defs(rule string) openapicommon.GetOpenAPIDefinitions {
+	return func(ref openapicommon.ReferenceCallback) map[string]openapicommon.OpenAPIDefinition {
+		return map[string]openapicommon.OpenAPIDefinition{
+			"com.example.v1.Widget": {Schema: spec.Schema{SchemaProps: spec.SchemaProps{
+				Type: []string{"object"},
+				Properties: map[string]spec.Schema{
+					"apiVersion": {SchemaProps: spec.SchemaProps{Type: []string{"string"}}},
+					"kind":       {SchemaProps: spec.SchemaProps{Type: []string{"string"}}},
+					"metadata":   {SchemaProps: spec.SchemaProps{Ref: ref(defObjectMeta)}},
+					"spec": {
+						SchemaProps:      spec.SchemaProps{Ref: ref("com.example.v1.WidgetSpec")},
+						VendorExtensible: spec.VendorExtensible{Extensions: spec.Extensions{"x-kubernetes-validations": []any{map[string]any{"rule": "self.size != 7", "message": "not seven"}}}},
+					},
+				},
+			}}},
+			"com.example.v1.WidgetSpec": {Schema: spec.Schema{
+				SchemaProps: spec.SchemaProps{
+					Type:     []string{"object"},
+					Required: []string{"size"},
+					Properties: map[string]spec.Schema{
+						"size":  {SchemaProps: spec.SchemaProps{Type: []string{"integer"}, Format: "int32", Minimum: ptr.To[float64](1)}},
+						"color": {SchemaProps: spec.SchemaProps{Type: []string{"string"}, Enum: []any{"red", "blue"}}},
+						"count": {SchemaProps: spec.SchemaProps{Ref: ref(defIntOrString)}},
+					},
+				},
+				VendorExtensible: spec.VendorExtensible{Extensions: spec.Extensions{"x-kubernetes-validations": []any{map[string]any{"rule": rule, "message": "rule failed"}}}},
+			}},
+		}
+	}
+}
+
+func schemaWidget(spec map[string]any) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "example.com/v1", "kind": "Widget", "metadata": map[string]any{"name": "w"}, "spec": spec,
+	}}
+}
+
+func messages(errs []string) string { slices.Sort(errs); return strings.Join(errs, "\n") }
+
+func TestSchemaValidator(t *testing.T) {
+	v, err := newSchemaValidator(&Schema{Definitions: defs("!has(oldSelf.color) || self.color == oldSelf.color"), Name: "com.example.v1.Widget"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	check := func(name string, obj, old *unstructured.Unstructured, want ...string) {
+		t.Helper()
+		var errs []string
+		var got = v.validate(ctx, obj, nil)
+		if old != nil {
+			got = v.validate(ctx, obj, old)
+		}
+		for _, e := range got {
+			errs = append(errs, e.Error())
+		}
+		if messages(errs) != messages(want) {
+			t.Errorf("%s:\n%s\nwant:\n%s", name, messages(errs), messages(want))
+		}
+	}
+	check("valid", schemaWidget(map[string]any{"size": int64(2), "color": "red", "count": "3"}), nil)
+	check("int-or-string", schemaWidget(map[string]any{"size": int64(2), "count": int64(3)}), nil)
+	check("schema errors together", schemaWidget(map[string]any{"size": int64(0), "color": "green"}), nil,
+		`spec.size: Invalid value: 0: spec.size in body should be greater than or equal to 1`,
+		`spec.color: Unsupported value: "green": supported values: "red", "blue"`,
+		`<nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation`)
+	check("required", schemaWidget(map[string]any{}), nil,
+		`spec.size: Required value`,
+		`<nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation`)
+	check("CEL rule next to a $ref", schemaWidget(map[string]any{"size": int64(7)}), nil, `spec: Invalid value: not seven`)
+	check("transition rule", schemaWidget(map[string]any{"size": int64(2), "color": "blue"}), schemaWidget(map[string]any{"size": int64(2), "color": "red"}),
+		`spec: Invalid value: rule failed`)
+	// Ratcheting: an invalid value the update leaves alone is not an error.
+	check("ratcheting", schemaWidget(map[string]any{"size": int64(0), "color": "red"}), schemaWidget(map[string]any{"size": int64(0), "color": "red"}))
+}
+
+func TestSchemaValidatorRuleDoesNotCompile(t *testing.T) {
+	_, err := newSchemaValidator(&Schema{Definitions: defs("self.colour == 'red'"), Name: "com.example.v1.Widget"})
+	if err == nil || !strings.Contains(err.Error(), `CEL rules of spec do not compile: rule "self.colour == 'red'"`) || !strings.Contains(err.Error(), "colour") {
+		t.Fatalf("want a compile error naming the rule, got %v", err)
+	}
+}
+
+func TestJSONSchemaPropsUnknownDefinition(t *testing.T) {
+	if _, err := JSONSchemaProps(defs("true"), "com.example.v1.Nope"); err == nil || !strings.Contains(err.Error(), `no OpenAPI definition "com.example.v1.Nope"`) {
+		t.Fatalf("got %v", err)
+	}
+}

@@ -1,0 +1,22 @@
+// This file is yours: aagen created it once and never overwrites it.
+
+// Command kbexample-apiserver serves the API as a Kubernetes aggregated API server; see --help.
+package main
+
+import (
+	"example.com/kbexample/pkg/apiserver"
+	"fmt"
+	"k8s.io/apiserver/pkg/server"
+	"k8s.io/component-base/cli"
+	"os"
+)
+
+func main() {
+	ctx := server.SetupSignalContext()
+	cmd, err := apiserver.NewCommand(ctx, os.Stdout, os.Stderr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(cli.Run(cmd))
+}
