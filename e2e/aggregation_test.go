@@ -1,37 +1,27 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
-	"errors"
-	"fmt"
-	"io"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/restmapper"
-	"sigs.k8s.io/yaml"
 
 	"github.com/aagen-dev/aagen/runtime/etcd"
+
+	"github.com/aagen-dev/aagen/e2e/cluster"
 )
 
 // TestAggregation deploys the example's generated manifests to a real kube-apiserver,
@@ -55,75 +45,14 @@ func TestAggregation(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = e.Close() })
-	cp := startControlPlane(t, e.ClientURL())
-	kube := kubernetes.NewForConfigOrDie(cp.admin)
-	dyn := dynamic.NewForConfigOrDie(cp.admin)
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kube.Discovery()))
+	cp := cluster.StartControlPlane(t, e.ClientURL())
+	kube := kubernetes.NewForConfigOrDie(cp.Admin)
+	dyn := dynamic.NewForConfigOrDie(cp.Admin)
 
-	// Every object of the manifests passes a server-side dry run (namespaced objects need
-	// their namespace, so Namespaces go first), then is applied, with a test-only overlay:
-	// the Service points at the local process.
-	objs := loadKustomization(t, filepath.Join(dir, "config/deploy"))
-	port := freePort(t)
-	for _, o := range objs {
-		if o.GetKind() == "Namespace" {
-			applyObject(t, ctx, dyn, mapper, o, false)
-		}
-	}
-	for _, o := range objs {
-		applyObject(t, ctx, dyn, mapper, o, true)
-	}
-	for _, o := range objs {
-		switch o.GetKind() {
-		case "Service":
-			if o.GetName() == "marina-apiserver" {
-				o = externalNameService(o, port)
-			}
-		case "APIService":
-			_ = unstructured.SetNestedField(o.Object, int64(port), "spec", "service", "port")
-		}
-		applyObject(t, ctx, dyn, mapper, o, false)
-	}
-
-	// The server runs with the Deployment's arguments, its ServiceAccount's token and the
-	// generated serving certificate (kube-apiserver checks it against the caBundle).
-	args := deploymentArgs(t, objs)
-	tok, err := kube.CoreV1().ServiceAccounts("marina-apiserver").CreateToken(ctx, "marina-apiserver",
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	saKubeconfig := filepath.Join(t.TempDir(), "sa.kubeconfig")
-	writeKubeconfig(t, saKubeconfig, cp.host, cp.pki.path("ca.crt"), "", "", tok.Status.Token)
-	certs := filepath.Join(dir, "config/deploy/certs")
-	args = replaceArgs(args, map[string]string{
-		"--secure-port":          strconv.Itoa(port),
-		"--tls-cert-file":        filepath.Join(certs, "tls.crt"),
-		"--tls-private-key-file": filepath.Join(certs, "tls.key"),
-		"--etcd-servers":         e.ClientURL(),
-	})
-	args = append(args, "--bind-address=127.0.0.1", "--authentication-kubeconfig="+saKubeconfig,
-		"--authorization-kubeconfig="+saKubeconfig, "--kubeconfig="+saKubeconfig)
-	startProcess(t, "marina-apiserver", serverBin, args...)
-
-	apiservices := schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
-	if err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
-		as, err := dyn.Resource(apiservices).Get(ctx, "v1alpha1.marina.example.com", metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		conds, _, _ := unstructured.NestedSlice(as.Object, "status", "conditions")
-		for _, c := range conds {
-			m := c.(map[string]any)
-			if m["type"] == "Available" && m["status"] == "True" {
-				return true, nil
-			}
-		}
-		return false, nil
-	}); err != nil {
-		as, _ := dyn.Resource(apiservices).Get(ctx, "v1alpha1.marina.example.com", metav1.GetOptions{})
-		t.Fatalf("APIService never became Available: %v\n%v", err, as)
-	}
+	// Every object of the manifests passes a server-side dry run and is applied; the
+	// Service points at the local server (a test-only overlay), which runs with the
+	// Deployment's arguments until the APIService is Available.
+	cluster.Deploy(t, ctx, cp, dir, serverBin, e.ClientURL())
 
 	t.Run("discovery", func(t *testing.T) {
 		list, err := kube.Discovery().ServerResourcesForGroupVersion("marina.example.com/v1alpha1")
@@ -137,7 +66,7 @@ func TestAggregation(t *testing.T) {
 		if !names["boats"] || !names["docks"] || !names["boats/status"] {
 			t.Errorf("discovery through kube-apiserver: %v", names)
 		}
-		if out, err := kubectl(t, cp.kubeconfig, "", "api-resources", "--api-group=marina.example.com"); err != nil ||
+		if out, err := kubectl(t, cp.Kubeconfig, "", "api-resources", "--api-group=marina.example.com"); err != nil ||
 			!strings.Contains(out, "boats") || !strings.Contains(out, "docks") {
 			t.Errorf("kubectl api-resources: %v\n%s", err, out)
 		}
@@ -182,7 +111,7 @@ func TestAggregation(t *testing.T) {
 		if dock, _, _ := unstructured.NestedString(got.Object, "spec", "dock"); dock != "east" {
 			t.Fatalf("server-side apply: dock=%q", dock)
 		}
-		if out, err := kubectl(t, cp.kubeconfig, "", "get", "boats", "-n", ns); err != nil || !strings.Contains(out, "aurora") {
+		if out, err := kubectl(t, cp.Kubeconfig, "", "get", "boats", "-n", ns); err != nil || !strings.Contains(out, "aurora") {
 			t.Errorf("kubectl get boats: %v\n%s", err, out)
 		}
 		if err := bc.Delete(ctx, "aurora", metav1.DeleteOptions{}); err != nil {
@@ -224,7 +153,7 @@ func TestAggregation(t *testing.T) {
 			}
 		}
 		as := func(user string) dynamic.ResourceInterface {
-			return dynamic.NewForConfigOrDie(cp.pki.user(t, cp.admin, user)).Resource(boats).Namespace(ns)
+			return dynamic.NewForConfigOrDie(cp.PKI.User(t, cp.Admin, user)).Resource(boats).Namespace(ns)
 		}
 		if _, err := as("nobody").List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
 			t.Errorf("user without binding: want 403, got %v", err)
@@ -242,115 +171,6 @@ func TestAggregation(t *testing.T) {
 			t.Errorf("view user delete: want 403, got %v", err)
 		}
 	})
-}
-
-// loadKustomization reads the resources a kustomization.yaml lists, in order.
-func loadKustomization(t *testing.T, dir string) []*unstructured.Unstructured {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var k struct {
-		Resources []string `json:"resources"`
-	}
-	if err := yaml.Unmarshal(data, &k); err != nil {
-		t.Fatal(err)
-	}
-	var out []*unstructured.Unstructured
-	for _, r := range k.Resources {
-		f, err := os.ReadFile(filepath.Join(dir, r))
-		if err != nil {
-			t.Fatal(err)
-		}
-		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(f), 4096)
-		for {
-			var obj map[string]any
-			if err := dec.Decode(&obj); errors.Is(err, io.EOF) {
-				break
-			} else if err != nil {
-				t.Fatalf("%s: %v", r, err)
-			}
-			if len(obj) == 0 {
-				continue
-			}
-			out = append(out, &unstructured.Unstructured{Object: obj})
-		}
-	}
-	if len(out) == 0 {
-		t.Fatal("no objects in the manifests")
-	}
-	return out
-}
-
-// applyObject server-side applies o (as a dry run when dryRun).
-func applyObject(t *testing.T, ctx context.Context, dyn dynamic.Interface, mapper meta.RESTMapper, o *unstructured.Unstructured, dryRun bool) {
-	t.Helper()
-	gvk := o.GroupVersionKind()
-	mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	if err != nil {
-		t.Fatalf("%s %s: %v", gvk, o.GetName(), err)
-	}
-	var ri dynamic.ResourceInterface = dyn.Resource(mapping.Resource)
-	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
-		ri = dyn.Resource(mapping.Resource).Namespace(o.GetNamespace())
-	}
-	opts := metav1.ApplyOptions{FieldManager: "aagen-e2e", Force: true}
-	if dryRun {
-		opts.DryRun = []string{metav1.DryRunAll}
-	}
-	if _, err := ri.Apply(ctx, o.GetName(), o, opts); err != nil {
-		t.Fatalf("apply (dry run %v) %s %s/%s: %v", dryRun, gvk.Kind, o.GetNamespace(), o.GetName(), err)
-	}
-}
-
-// externalNameService is the test-only overlay of the server's Service: an ExternalName
-// for localhost on the local process's port.
-func externalNameService(svc *unstructured.Unstructured, port int) *unstructured.Unstructured {
-	out := svc.DeepCopy()
-	_ = unstructured.SetNestedField(out.Object, map[string]any{
-		"type":         "ExternalName",
-		"externalName": "localhost",
-		"ports":        []any{map[string]any{"name": "https", "port": int64(port)}},
-	}, "spec")
-	return out
-}
-
-// deploymentArgs returns the server container's args from the manifests.
-func deploymentArgs(t *testing.T, objs []*unstructured.Unstructured) []string {
-	t.Helper()
-	for _, o := range objs {
-		if o.GetKind() != "Deployment" {
-			continue
-		}
-		containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
-		for _, c := range containers {
-			m := c.(map[string]any)
-			var args []string
-			for _, a := range m["args"].([]any) {
-				args = append(args, a.(string))
-			}
-			return args
-		}
-	}
-	t.Fatal("no Deployment in the manifests")
-	return nil
-}
-
-// replaceArgs sets --flag=value for each flag in set, keeping the others.
-func replaceArgs(args []string, set map[string]string) []string {
-	var out []string
-	for _, a := range args {
-		name, _, _ := strings.Cut(a, "=")
-		if _, ok := set[name]; ok {
-			continue
-		}
-		out = append(out, a)
-	}
-	for k, v := range set {
-		out = append(out, fmt.Sprintf("%s=%s", k, v))
-	}
-	return out
 }
 
 func ptrTo[T any](v T) *T { return &v }

@@ -11,6 +11,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/aagen-dev/aagen/runtime/localauth"
+
+	"github.com/aagen-dev/aagen/e2e/cluster"
 )
 
 // badRequests checks how the server answers requests a client gets wrong.
@@ -54,7 +56,7 @@ func badRequests(t *testing.T, cfg *rest.Config, localDir string) {
 		t.Run(c.name, func(t *testing.T) {
 			code, body, _ := do(client, c.method, c.url, c.contentType, []byte(c.body))
 			if code != c.code || !strings.Contains(body, c.want) {
-				t.Errorf("got %d %s, want %d containing %q", code, tail(body, 300), c.code, c.want)
+				t.Errorf("got %d %s, want %d containing %q", code, cluster.Tail(body, 300), c.code, c.want)
 			}
 		})
 	}
@@ -62,7 +64,7 @@ func badRequests(t *testing.T, cfg *rest.Config, localDir string) {
 		body := strings.Replace(strings.Replace(valid, "%s", "warned", 1), `"lengthMeters":3`, `"lengthMeters":3,"colour":"red"`, 1)
 		code, resp, hdr := do(client, "POST", base+"?fieldValidation=Warn", "application/json", []byte(body))
 		if code != 201 || !strings.Contains(hdr.Get("Warning"), "unknown field") {
-			t.Errorf("got %d (warning %q) %s", code, hdr.Get("Warning"), tail(resp, 200))
+			t.Errorf("got %d (warning %q) %s", code, hdr.Get("Warning"), cluster.Tail(resp, 200))
 		}
 	})
 	t.Run("user without permission", func(t *testing.T) {
@@ -81,7 +83,7 @@ func badRequests(t *testing.T, cfg *rest.Config, localDir string) {
 			t.Fatal(err)
 		}
 		if code, body, _ := do(c, "GET", base, "", nil); code != 403 {
-			t.Errorf("authenticated user outside system:masters: got %d %s, want 403", code, tail(body, 200))
+			t.Errorf("authenticated user outside system:masters: got %d %s, want 403", code, cluster.Tail(body, 200))
 		}
 	})
 }

@@ -18,6 +18,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/aagen-dev/aagen/e2e/cluster"
 )
 
 // startBinary runs the server binary in local mode on dir's state and waits for the
@@ -26,7 +28,7 @@ func startBinary(t *testing.T, bin, state string, extra ...string) (*exec.Cmd, d
 	t.Helper()
 	cmd := exec.Command(bin, append([]string{"--local", "--secure-port=0", "--local-dir=" + filepath.Join(state, "local"), "--embedded-etcd-dir=" + filepath.Join(state, "etcd")}, extra...)...)
 	stdout, _ := cmd.StdoutPipe()
-	logs := &syncBuffer{}
+	logs := &cluster.Buffer{}
 	cmd.Stderr = logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -50,7 +52,7 @@ func startBinary(t *testing.T, bin, state string, extra ...string) (*exec.Cmd, d
 		return cmd, dynamic.NewForConfigOrDie(cfg), cfg
 	case <-time.After(2 * time.Minute):
 		_ = cmd.Process.Kill()
-		t.Fatalf("server not ready:\n%s", tail(logs.String(), 3000))
+		t.Fatalf("server not ready:\n%s", cluster.Tail(logs.String(), 3000))
 	}
 	return nil, nil, nil
 }

@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"testing"
+
+	"github.com/aagen-dev/aagen/e2e/cluster"
 )
 
 // TestShortFuzz runs the fuzz targets for a few seconds each, so that every CI run also
@@ -16,7 +18,7 @@ func TestShortFuzz(t *testing.T) {
 	} {
 		t.Run(target.fn, func(t *testing.T) {
 			out := run(t, repoRoot(t), "go", "test", "-run=^$", "-fuzz=^"+target.fn+"$", "-fuzztime=10s", target.pkg)
-			t.Log(tail(out, 500))
+			t.Log(cluster.Tail(out, 500))
 		})
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -19,7 +18,6 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
-	"golang.org/x/mod/modfile"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -27,39 +25,15 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/aagen-dev/aagen/e2e/cluster"
 )
-
-// etcdVersion is the etcd the HA test runs as separate processes; e2e/tools/etcd/go.mod
-// pins it and it must be the go.etcd.io/etcd/server/v3 of the main module.
-const etcdVersion = "v3.7.3"
-
-// etcdBinary builds etcd from e2e/tools/etcd into .cache/bin once and reuses it.
-func etcdBinary(t *testing.T) string {
-	t.Helper()
-	root := repoRoot(t)
-	for _, gomod := range []string{filepath.Join(root, "go.mod"), filepath.Join(root, "e2e", "tools", "etcd", "go.mod")} {
-		data, err := os.ReadFile(gomod)
-		if err != nil {
-			t.Fatal(err)
-		}
-		f, err := modfile.ParseLax(gomod, data, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range f.Require {
-			if r.Mod.Path == "go.etcd.io/etcd/server/v3" && r.Mod.Version != etcdVersion {
-				t.Fatalf("%s requires etcd server %s, the HA test pins %s: keep them equal", gomod, r.Mod.Version, etcdVersion)
-			}
-		}
-	}
-	return toolBinary(t, "etcd", ".", "etcd", etcdVersion)
-}
 
 // haMember is one etcd member of the loopback cluster.
 type haMember struct {
 	name, clientURL string
 	args            []string
-	proc            *process
+	proc            *cluster.Process
 }
 
 // haReplica is one replica of the generated server.
@@ -67,24 +41,7 @@ type haReplica struct {
 	name string
 	host string
 	args []string
-	proc *process
-}
-
-// kill sends SIGKILL and waits until the process is gone.
-func (p *process) kill() {
-	_ = p.cmd.Process.Signal(syscall.SIGKILL)
-	err := <-p.done
-	p.done <- err
-}
-
-func (p *process) exited() bool {
-	select {
-	case err := <-p.done:
-		p.done <- err
-		return true
-	default:
-		return false
-	}
+	proc *cluster.Process
 }
 
 // startEtcdCluster starts a static 3-member etcd cluster on loopback and waits for a leader.
@@ -95,8 +52,8 @@ func startEtcdCluster(t *testing.T, bin string) []*haMember {
 	members := make([]*haMember, n)
 	peerURLs := make([]string, n)
 	for i := range members {
-		members[i] = &haMember{name: fmt.Sprintf("m%d", i), clientURL: fmt.Sprintf("http://127.0.0.1:%d", freePort(t))}
-		peerURLs[i] = fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+		members[i] = &haMember{name: fmt.Sprintf("m%d", i), clientURL: fmt.Sprintf("http://127.0.0.1:%d", cluster.FreePort(t))}
+		peerURLs[i] = fmt.Sprintf("http://127.0.0.1:%d", cluster.FreePort(t))
 		peers = append(peers, members[i].name+"="+peerURLs[i])
 	}
 	for i, m := range members {
@@ -109,7 +66,7 @@ func startEtcdCluster(t *testing.T, bin string) []*haMember {
 			"--initial-cluster=" + strings.Join(peers, ","), "--initial-cluster-state=new",
 			"--initial-cluster-token=aagen-e2e-ha", "--log-level=warn",
 		}
-		m.proc = startProcess(t, "etcd "+m.name, bin, m.args...)
+		m.proc = cluster.StartProcess(t, "etcd "+m.name, bin, m.args...)
 	}
 	cli := etcdClient(t, members...)
 	deadline := time.Now().Add(time.Minute)
@@ -117,7 +74,7 @@ func startEtcdCluster(t *testing.T, bin string) []*haMember {
 		if _, err := etcdLeader(cli, members); err == nil {
 			return members
 		} else if time.Now().After(deadline) {
-			t.Fatalf("etcd cluster has no leader after a minute: %v\n%s", err, tail(members[0].proc.out.String(), 3000))
+			t.Fatalf("etcd cluster has no leader after a minute: %v\n%s", err, cluster.Tail(members[0].proc.Out.String(), 3000))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -252,7 +209,7 @@ func retriable(err error) bool {
 // delivers every write across the etcd member's death.
 func TestHA(t *testing.T) {
 	skipShort(t)
-	etcdBin := etcdBinary(t)
+	etcdBin := cluster.EtcdBinary(t)
 	dir := t.TempDir()
 	copyTree(t, filepath.Join(repoRoot(t), "testdata/example"), dir, nil)
 	run(t, dir, aagen(t), "generate", "./pkg/apis/...")
@@ -272,7 +229,7 @@ func TestHA(t *testing.T) {
 	localDir := filepath.Join(t.TempDir(), "local")
 	replicas := make([]*haReplica, 2)
 	for i := range replicas {
-		port := freePort(t)
+		port := cluster.FreePort(t)
 		replicas[i] = &haReplica{
 			name: fmt.Sprintf("replica%d", i),
 			host: "https://127.0.0.1:" + strconv.Itoa(port),
@@ -281,7 +238,7 @@ func TestHA(t *testing.T) {
 		}
 	}
 	for _, r := range replicas {
-		r.proc = startProcess(t, r.name, bin, r.args...)
+		r.proc = cluster.StartProcess(t, r.name, bin, r.args...)
 	}
 	for _, r := range replicas {
 		r.waitAnnounced(t, 3*time.Minute)
@@ -496,20 +453,20 @@ func TestHA(t *testing.T) {
 	}
 	t.Logf("etcd watchers per member before the kill (the replicas' watch caches): %s", strings.Join(watchers, ", "))
 	etcdKilled := time.Now()
-	members[leader].proc.kill()
+	members[leader].proc.Kill()
 	t.Logf("%s: SIGKILLed etcd leader %s", since(etcdKilled), members[leader].name)
 	at(9 * time.Second)
 	replicaKilled := time.Now()
-	replicas[victim].proc.kill()
+	replicas[victim].proc.Kill()
 	t.Logf("%s: SIGKILLed %s", since(replicaKilled), replicas[victim].name)
 	at(13 * time.Second)
 	replicaRestarted := time.Now()
-	replicas[victim].proc = startProcess(t, replicas[victim].name+" (restarted)", bin, replicas[victim].args...)
+	replicas[victim].proc = cluster.StartProcess(t, replicas[victim].name+" (restarted)", bin, replicas[victim].args...)
 	replicas[victim].waitAnnounced(t, 2*time.Minute)
 	t.Logf("%s: restarted %s, ready after %s with etcd %s still down", since(replicaRestarted), replicas[victim].name, time.Since(replicaRestarted).Round(time.Millisecond), members[leader].name)
 	at(max(18*time.Second, time.Since(begin)+time.Second))
 	etcdRestarted := time.Now()
-	members[leader].proc = startProcess(t, "etcd "+members[leader].name+" (restarted)", etcdBin, members[leader].args...)
+	members[leader].proc = cluster.StartProcess(t, "etcd "+members[leader].name+" (restarted)", etcdBin, members[leader].args...)
 	t.Logf("%s: restarted etcd %s", since(etcdRestarted), members[leader].name)
 	at(etcdRestarted.Sub(begin) + 8*time.Second)
 	close(stop)
@@ -648,12 +605,12 @@ func TestHA(t *testing.T) {
 func (r *haReplica) waitAnnounced(t *testing.T, timeout time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
-	for !strings.Contains(r.proc.out.String(), "export KUBECONFIG=") {
-		if r.proc.exited() {
-			t.Fatalf("%s exited:\n%s", r.name, tail(r.proc.out.String(), 4000))
+	for !strings.Contains(r.proc.Out.String(), "export KUBECONFIG=") {
+		if r.proc.Exited() {
+			t.Fatalf("%s exited:\n%s", r.name, cluster.Tail(r.proc.Out.String(), 4000))
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s not ready after %s:\n%s", r.name, timeout, tail(r.proc.out.String(), 4000))
+			t.Fatalf("%s not ready after %s:\n%s", r.name, timeout, cluster.Tail(r.proc.Out.String(), 4000))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

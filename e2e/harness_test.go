@@ -17,16 +17,14 @@ import (
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/aagen-dev/aagen/e2e/cluster"
 )
 
 // repoRoot is the aagen checkout.
 func repoRoot(t testing.TB) string {
 	t.Helper()
-	d, err := filepath.Abs("..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
+	return cluster.RepoRoot(t)
 }
 
 func skipShort(t *testing.T) {
@@ -108,25 +106,8 @@ func run(t testing.TB, dir string, name string, args ...string) string {
 type upProcess struct {
 	cmd        *exec.Cmd
 	kubeconfig string
-	stderr     *syncBuffer
+	stderr     *cluster.Buffer
 	done       chan error
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // startUp runs `aagen up ./pkg/apis/...` in dir and waits for the KUBECONFIG line.
@@ -145,7 +126,7 @@ func startUpPattern(t *testing.T, dir, pattern string, timeout time.Duration, se
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &upProcess{cmd: cmd, stderr: &syncBuffer{}, done: make(chan error, 1)}
+	p := &upProcess{cmd: cmd, stderr: &cluster.Buffer{}, done: make(chan error, 1)}
 	cmd.Stderr = p.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -199,7 +180,7 @@ func (p *upProcess) stop(t testing.TB) {
 	select {
 	case err := <-p.done:
 		if err != nil {
-			t.Errorf("aagen up did not exit cleanly after Ctrl-C: %v\n%s", err, tail(p.stderr.String(), 3000))
+			t.Errorf("aagen up did not exit cleanly after Ctrl-C: %v\n%s", err, cluster.Tail(p.stderr.String(), 3000))
 		}
 		p.done <- err
 	case <-time.After(90 * time.Second):
@@ -215,13 +196,6 @@ func (p *upProcess) restConfig(t testing.TB) *rest.Config {
 		t.Fatal(err)
 	}
 	return cfg
-}
-
-func tail(s string, n int) string {
-	if len(s) > n {
-		return "..." + s[len(s)-n:]
-	}
-	return s
 }
 
 // kubectl runs kubectl with the process's kubeconfig, if kubectl is installed.

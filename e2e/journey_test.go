@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/aagen-dev/aagen/e2e/cluster"
 )
 
 // TestJourney is the user's journey from nothing to a tested, verified project: aagen init,
@@ -58,7 +60,7 @@ func TestJourney(t *testing.T) {
 			t.Errorf("generate did not write %s: %v", f, err)
 		}
 	}
-	t.Log(tail(run(t, dir, "go", "test", "-count=1", "./..."), 2000))
+	t.Log(cluster.Tail(run(t, dir, "go", "test", "-count=1", "./..."), 2000))
 	run(t, dir, bin, "generate", "--verify", "./pkg/apis/...")
 
 	// A new field makes deepcopy and OpenAPI stale: verify fails, names them, writes nothing.

@@ -22,6 +22,8 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
+
+	"github.com/aagen-dev/aagen/e2e/cluster"
 )
 
 var (
@@ -619,7 +621,7 @@ func TestExampleTests(t *testing.T) {
 	copyTree(t, filepath.Join(repoRoot(t), "testdata/example"), dir, nil)
 	run(t, dir, aagen(t), "generate", "./pkg/apis/...")
 	out := run(t, dir, "go", "test", "-count=1", "./...")
-	t.Log(tail(out, 2000))
+	t.Log(cluster.Tail(out, 2000))
 }
 
 // table splits kubectl's table output into rows keyed by their first column (NAME for the

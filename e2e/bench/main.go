@@ -11,8 +11,16 @@
 // Startup: process start of the generated server to /readyz ok, with embedded etcd and
 // with an external etcd.
 //
-// Each figure is the median of -runs repetitions. Serving benchmarks against a CRD on the
-// same kube-apiserver are not here yet (see docs/benchmarks.md).
+// Serving: the example's Boats served (a) by the generated server directly, (b) by the same
+// server through a real kube-apiserver's aggregator and (c) as a CRD with the same schema
+// (taken from the generated server's OpenAPI) on that kube-apiserver, all on one etcd:
+// create, get, list (1k and 10k, JSON), list with a label selector, watch fan-out and
+// updates under contention, with throughput, p50/p99 latency, server CPU per operation, live
+// heap per stored object and peak RSS, each as a ratio to the CRD; and etcd's own put rate
+// at the same concurrency and value size, the floor for writes.
+//
+// Generation and startup figures are the median of -runs repetitions; serving figures come
+// from one pass over each workload.
 package main
 
 import (
@@ -36,7 +44,15 @@ import (
 	"github.com/aagen-dev/aagen/runtime/etcd"
 )
 
-var runs = flag.Int("runs", 3, "repetitions of each measurement (the median is reported)")
+var (
+	runs        = flag.Int("runs", 3, "repetitions of each generation and startup measurement (the median is reported)")
+	doGenerate  = flag.Bool("generation", true, "measure generation and startup")
+	doServing   = flag.Bool("serving", true, "measure serving against a CRD (builds etcd and kube-apiserver into .cache/bin once)")
+	objects     = flag.Int("objects", 10000, "stored objects per subject for the serving workloads")
+	concurrency = flag.Int("concurrency", 16, "concurrent clients for create, get and update")
+	watchers    = flag.Int("watchers", 200, "watchers for the watch fan-out")
+	updates     = flag.Int("updates", 100, "writes the watchers observe")
+)
 
 func main() {
 	flag.Parse()
@@ -60,6 +76,24 @@ func run() error {
 	if _, err := os.Stat(filepath.Join(root, "testdata/example/go.mod")); err != nil {
 		return fmt.Errorf("run from the repository root: %w", err)
 	}
+	fmt.Printf("aagen bench: %s/%s, %d CPUs, %s\n\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
+	if *doGenerate {
+		if err := generationAndStartup(root); err != nil {
+			return err
+		}
+	}
+	if *doServing {
+		table, err := serving(root, servingConfig{objects: *objects, concurrency: *concurrency, watchers: *watchers, updates: *updates})
+		if err != nil {
+			return err
+		}
+		fmt.Println(table)
+	}
+	return nil
+}
+
+// generationAndStartup measures generation and startup and prints their table.
+func generationAndStartup(root string) error {
 	tools, err := buildTools(root)
 	if err != nil {
 		return err
@@ -115,7 +149,7 @@ func run() error {
 	}
 
 	fmt.Fprintf(os.Stderr, "bench: startup\n")
-	bin, cleanup, err := buildServer(root)
+	bin, _, cleanup, err := buildServer(root)
 	if err != nil {
 		return err
 	}
@@ -138,7 +172,7 @@ func run() error {
 		row{"startup to /readyz, external etcd", "generated server", "3 s target", external, 3 * time.Second, "<= 1.0"},
 	)
 
-	fmt.Printf("aagen bench: %s/%s, %d CPUs, %s, median of %d runs\n\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version(), *runs)
+	fmt.Printf("Generation and startup: median of %d runs.\n\n", *runs)
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "workload\tsubject\ttime\tpeer\tpeer time\tratio\ttarget\tmet")
 	for _, r := range rows {
@@ -433,13 +467,14 @@ func main() {
 }
 `
 
-// buildServer generates and builds the example server in a temporary copy.
-func buildServer(root string) (string, func(), error) {
+// buildServer builds the example server in a temporary copy of the example (its
+// generated tree is checked in and current) and returns the binary and the copy.
+func buildServer(root string) (string, string, func(), error) {
 	dir := mustTemp()
 	cleanup := func() { os.RemoveAll(dir) }
 	cp := exec.Command("cp", "-a", filepath.Join(root, "testdata/example")+"/.", dir)
 	if o, err := cp.CombinedOutput(); err != nil {
-		return "", cleanup, fmt.Errorf("%v: %s", err, o)
+		return "", "", cleanup, fmt.Errorf("%v: %s", err, o)
 	}
 	gomod := filepath.Join(dir, "go.mod")
 	data, _ := os.ReadFile(gomod)
@@ -448,9 +483,9 @@ func buildServer(root string) (string, func(), error) {
 	cmd := exec.Command("go", "build", "-o", bin, "./cmd/marina-apiserver")
 	cmd.Dir = dir
 	if o, err := cmd.CombinedOutput(); err != nil {
-		return "", cleanup, fmt.Errorf("building the example server: %v\n%s", err, o)
+		return "", "", cleanup, fmt.Errorf("building the example server: %v\n%s", err, o)
 	}
-	return bin, cleanup, nil
+	return bin, dir, cleanup, nil
 }
 
 // startup runs the server in local mode on fresh state and returns the time from process

@@ -1,0 +1,726 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+
+	"github.com/aagen-dev/aagen/e2e/cluster"
+)
+
+// servingConfig sizes the serving workloads.
+type servingConfig struct {
+	objects     int // stored objects for the large list (the small list uses objects/10)
+	concurrency int // concurrent clients for create, get and update
+	watchers    int // watchers for the fan-out
+	updates     int // writes observed by the watchers
+}
+
+// subject is one way of serving the example's Boats: the generated server directly, the
+// same server through kube-apiserver's aggregator, or a CRD with the same schema on that
+// kube-apiserver.
+type subject struct {
+	name   string
+	client *http.Client
+	base   string // collection URL of Boats in the subject's namespace
+	api    string // apiVersion of its objects
+	procs  []*cluster.Process
+	// store is the process that holds the objects (for heap and RSS).
+	store     *cluster.Process
+	storeHost string
+	storeHTTP *http.Client
+}
+
+// measurement is one workload on one subject.
+type measurement struct {
+	ops      int
+	elapsed  time.Duration
+	lat      []time.Duration
+	cpu      time.Duration // server CPU (every process of the subject's path)
+	failures int
+}
+
+func (m measurement) rate() float64 { return float64(m.ops) / m.elapsed.Seconds() }
+
+func (m measurement) pct(p float64) time.Duration {
+	if len(m.lat) == 0 {
+		return 0
+	}
+	s := slices.Clone(m.lat)
+	slices.Sort(s)
+	return s[min(len(s)-1, int(p*float64(len(s))))]
+}
+
+// servingRow is a line of the serving table.
+type servingRow struct {
+	workload string
+	by       map[string]measurement
+}
+
+// memory of the process that stores the objects.
+type memory struct {
+	heapPerObject float64 // bytes of live heap per stored object
+	peakRSSAdded  float64 // bytes of peak RSS added by the workloads
+}
+
+// serving runs the serving suite and returns its table as text.
+func serving(root string, cfg servingConfig) (string, error) {
+	r := &cluster.Runner{Log: func(f string, a ...any) { fmt.Fprintf(os.Stderr, "bench: "+f+"\n", a...) }}
+	defer r.Close()
+	ctx := context.Background()
+
+	// One etcd (a separate process, fsync on, as in production) under everything.
+	etcdBin := cluster.EtcdBinary(r)
+	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", cluster.FreePort(r))
+	peerURL := "http://127.0.0.1:" + strconv.Itoa(cluster.FreePort(r))
+	etcdProc := cluster.StartProcess(r, "etcd", etcdBin, "--data-dir="+filepath.Join(r.TempDir(), "etcd"),
+		"--listen-client-urls="+etcdURL, "--advertise-client-urls="+etcdURL,
+		"--listen-peer-urls="+peerURL, "--initial-advertise-peer-urls="+peerURL,
+		"--initial-cluster=default="+peerURL, "--log-level=warn")
+	cp := cluster.StartControlPlane(r, etcdURL)
+
+	// The example, generated and built like a user would, deployed behind the aggregator.
+	serverBin, dir, cleanup, err := buildServer(root)
+	defer cleanup()
+	if err != nil {
+		return "", err
+	}
+	r.Logf("deploying the example behind kube-apiserver")
+	backend := cluster.Deploy(r, ctx, cp, dir, serverBin, etcdURL)
+
+	adminHTTP, err := rest.HTTPClientFor(cp.Admin)
+	if err != nil {
+		return "", err
+	}
+	direct := rest.CopyConfig(cp.Admin)
+	direct.Host = "https://127.0.0.1:" + strconv.Itoa(backend.Port)
+	direct.TLSClientConfig.CAFile = filepath.Join(dir, "config/deploy/certs/ca.crt")
+	direct.TLSClientConfig.ServerName = "marina-apiserver.marina-apiserver.svc"
+	directHTTP, err := rest.HTTPClientFor(direct)
+	if err != nil {
+		return "", err
+	}
+	for _, c := range []*http.Client{adminHTTP, directHTTP} {
+		c.Transport.(interface{ CloseIdleConnections() }).CloseIdleConnections()
+	}
+
+	// The same schema as a CRD: taken from the generated server's published OpenAPI v3.
+	crdGroup := "crd.marina.example.com"
+	if err := installCRD(ctx, cp.Admin, directHTTP, direct.Host, crdGroup); err != nil {
+		return "", err
+	}
+
+	subjects := []*subject{
+		{name: "generated server, direct", client: directHTTP, base: direct.Host + "/apis/marina.example.com/v1alpha1/namespaces/bench-direct/boats",
+			api: "marina.example.com/v1alpha1", procs: []*cluster.Process{backend.Process}, store: backend.Process, storeHost: direct.Host, storeHTTP: directHTTP},
+		{name: "generated server, via aggregator", client: adminHTTP, base: cp.Host + "/apis/marina.example.com/v1alpha1/namespaces/bench-aggregated/boats",
+			api: "marina.example.com/v1alpha1", procs: []*cluster.Process{backend.Process, cp.APIServer}, store: backend.Process, storeHost: direct.Host, storeHTTP: directHTTP},
+		{name: "CRD on kube-apiserver", client: adminHTTP, base: cp.Host + "/apis/" + crdGroup + "/v1alpha1/namespaces/bench-crd/boats",
+			api: crdGroup + "/v1alpha1", procs: []*cluster.Process{cp.APIServer}, store: cp.APIServer, storeHost: cp.Host, storeHTTP: adminHTTP},
+	}
+	for _, ns := range []string{"bench-direct", "bench-aggregated", "bench-crd"} {
+		body := fmt.Sprintf(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":%q}}`, ns)
+		if _, _, err := do(adminHTTP, http.MethodPost, cp.Host+"/api/v1/namespaces", body, http.StatusCreated); err != nil {
+			return "", err
+		}
+	}
+
+	order := []string{"create", "get", "list 1k (JSON)", "list 10k (JSON)", "list 10k, label selector (1k match)", "watch fan-out", "update under contention"}
+	rows := map[string]*servingRow{}
+	for _, w := range order {
+		rows[w] = &servingRow{workload: w, by: map[string]measurement{}}
+	}
+	mem := map[string]memory{}
+	small := cfg.objects / 10
+	for _, s := range subjects {
+		r.Logf("serving: %s", s.name)
+		heap0, err := liveHeap(s.storeHTTP, s.storeHost)
+		if err != nil {
+			return "", err
+		}
+		rss0 := resetPeakRSS(s.store)
+		// Warm up the path (connections, authorization caches) outside the figures.
+		if _, err := runOps(cfg.concurrency, cfg.concurrency, s.procs, func(i int) error {
+			_, _, err := do(s.client, http.MethodGet, s.base, "", http.StatusOK)
+			return err
+		}); err != nil {
+			return "", err
+		}
+		m, err := runOps(small, cfg.concurrency, s.procs, func(i int) error { return create(s, i) })
+		if err != nil {
+			return "", err
+		}
+		rows["create"].by[s.name] = m
+		if m, err = runOps(4*small, cfg.concurrency, s.procs, func(i int) error {
+			_, _, err := do(s.client, http.MethodGet, fmt.Sprintf("%s/boat-%05d", s.base, rand.IntN(small)), "", http.StatusOK)
+			return err
+		}); err != nil {
+			return "", err
+		}
+		rows["get"].by[s.name] = m
+		if m, err = runOps(20, 1, s.procs, func(int) error { return list(s, "", small) }); err != nil {
+			return "", err
+		}
+		rows["list 1k (JSON)"].by[s.name] = m
+		if _, err := runOps(cfg.objects-small, cfg.concurrency, s.procs, func(i int) error { return create(s, small+i) }); err != nil {
+			return "", err
+		}
+		if m, err = runOps(5, 1, s.procs, func(int) error { return list(s, "", cfg.objects) }); err != nil {
+			return "", err
+		}
+		rows["list 10k (JSON)"].by[s.name] = m
+		if m, err = runOps(10, 1, s.procs, func(int) error { return list(s, "shard=3", cfg.objects/10) }); err != nil {
+			return "", err
+		}
+		rows["list 10k, label selector (1k match)"].by[s.name] = m
+		heap1, err := liveHeap(s.storeHTTP, s.storeHost)
+		if err != nil {
+			return "", err
+		}
+		if m, err = watchFanOut(s, cfg); err != nil {
+			return "", err
+		}
+		rows["watch fan-out"].by[s.name] = m
+		if m, err = contention(s, cfg); err != nil {
+			return "", err
+		}
+		rows["update under contention"].by[s.name] = m
+		mem[s.name] = memory{heapPerObject: float64(heap1-heap0) / float64(cfg.objects), peakRSSAdded: float64(peakRSS(s.store) - rss0)}
+	}
+
+	// The floor for writes: etcd puts of the same size at the same concurrency.
+	size, err := storedSize(subjects[0])
+	if err != nil {
+		return "", err
+	}
+	etcdPut, err := etcdPuts(etcdURL, small, cfg.concurrency, size, etcdProc)
+	if err != nil {
+		return "", err
+	}
+
+	var b strings.Builder
+	fmt.Fprintf(&b, "Serving: %d objects of %d bytes in etcd, %d concurrent clients, %d watchers; ratios are to the CRD (lower is better for latency and CPU, higher for rate).\n\n", cfg.objects, size, cfg.concurrency, cfg.watchers)
+	fmt.Fprintln(&b, "| workload | subject | ops | ops/s | p50 | p99 | server CPU per op | rate vs CRD | p50 vs CRD | CPU vs CRD |")
+	fmt.Fprintln(&b, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+	crd := subjects[2].name
+	for _, w := range order {
+		row := rows[w]
+		for _, s := range subjects {
+			m := row.by[s.name]
+			c := row.by[crd]
+			fmt.Fprintf(&b, "| %s | %s | %d | %.0f | %s | %s | %s | %.2f | %.2f | %.2f |\n", w, s.name, m.ops, m.rate(),
+				ms(m.pct(0.5)), ms(m.pct(0.99)), ms(m.cpu/time.Duration(max(m.ops, 1))),
+				m.rate()/c.rate(), ratio(m.pct(0.5), c.pct(0.5)), ratio(m.cpu, c.cpu))
+		}
+	}
+	fmt.Fprintf(&b, "| etcd put (floor for writes) | etcd | %d | %.0f | %s | %s | %s | | | |\n", etcdPut.ops, etcdPut.rate(),
+		ms(etcdPut.pct(0.5)), ms(etcdPut.pct(0.99)), ms(etcdPut.cpu/time.Duration(etcdPut.ops)))
+	fmt.Fprintln(&b, "\n| memory of the storing process | generated server | CRD (kube-apiserver) | ratio |")
+	fmt.Fprintln(&b, "| --- | --- | --- | --- |")
+	g, k := mem[subjects[0].name], mem[crd]
+	fmt.Fprintf(&b, "| live heap per stored object | %.0f B | %.0f B | %.2f |\n", g.heapPerObject, k.heapPerObject, g.heapPerObject/k.heapPerObject)
+	fmt.Fprintf(&b, "| peak RSS added by the workloads | %.0f MiB | %.0f MiB | %.2f |\n", g.peakRSSAdded/(1<<20), k.peakRSSAdded/(1<<20), g.peakRSSAdded/k.peakRSSAdded)
+
+	// Targets.
+	agg := subjects[1].name
+	type target struct {
+		what string
+		val  string
+		met  bool
+	}
+	l10 := rows["list 10k (JSON)"].by
+	cr, gt := rows["create"].by, rows["get"].by
+	targets := []target{
+		{"list cost (server CPU, 10k JSON) <= 0.5x CRD", fmt.Sprintf("%.2f", ratio(l10[agg].cpu, l10[crd].cpu)), ratio(l10[agg].cpu, l10[crd].cpu) <= 0.5},
+		{"list with protobuf <= 0.25x CRD", "not measured: the generated types have no protobuf codec yet", false},
+		{"get p50 via aggregator within +1 ms of CRD", fmt.Sprintf("%+.2f ms", float64(gt[agg].pct(0.5)-gt[crd].pct(0.5))/1e6), gt[agg].pct(0.5)-gt[crd].pct(0.5) <= time.Millisecond},
+		{"create p50 via aggregator within +1 ms of CRD", fmt.Sprintf("%+.2f ms", float64(cr[agg].pct(0.5)-cr[crd].pct(0.5))/1e6), cr[agg].pct(0.5)-cr[crd].pct(0.5) <= time.Millisecond},
+		{"create rate via aggregator >= 1.0x CRD", fmt.Sprintf("%.2f", cr[agg].rate()/cr[crd].rate()), cr[agg].rate() >= cr[crd].rate()},
+		{"create rate (direct) >= 0.5x etcd put rate", fmt.Sprintf("%.2f", cr[subjects[0].name].rate()/etcdPut.rate()), cr[subjects[0].name].rate() >= 0.5*etcdPut.rate()},
+		{"heap per stored object <= 0.35x CRD", fmt.Sprintf("%.2f", g.heapPerObject/k.heapPerObject), g.heapPerObject <= 0.35*k.heapPerObject},
+	}
+	fmt.Fprintln(&b, "\n| serving target | measured | met |")
+	fmt.Fprintln(&b, "| --- | --- | --- |")
+	for _, t := range targets {
+		met := "yes"
+		if !t.met {
+			met = "NO"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", t.what, t.val, met)
+	}
+	return b.String(), nil
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d)/1e6) }
+
+func ratio(a, b time.Duration) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}
+
+// runOps runs op for i in [0,n) on c workers and measures latency, rate and the CPU the
+// processes used meanwhile.
+func runOps(n, c int, procs []*cluster.Process, op func(i int) error) (measurement, error) {
+	next := make(chan int)
+	lat := make([]time.Duration, n)
+	var mu sync.Mutex
+	var firstErr error
+	failures := 0
+	cpu0 := cpuOf(procs)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range c {
+		wg.Go(func() {
+			for i := range next {
+				t := time.Now()
+				err := op(i)
+				lat[i] = time.Since(t)
+				if err != nil {
+					mu.Lock()
+					failures++
+					if firstErr == nil {
+						firstErr = err
+					}
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	m := measurement{ops: n, elapsed: time.Since(start), lat: lat, cpu: cpuOf(procs) - cpu0, failures: failures}
+	if firstErr != nil {
+		return m, fmt.Errorf("%d of %d operations failed, the first: %w", failures, n, firstErr)
+	}
+	return m, nil
+}
+
+// do sends a request and checks its status; it returns the body.
+func do(c *http.Client, method, url, body string, want int) ([]byte, http.Header, error) {
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	if err != nil {
+		return nil, nil, err
+	}
+	req.Header.Set("Accept", "application/json")
+	switch method {
+	case http.MethodPatch:
+		req.Header.Set("Content-Type", "application/merge-patch+json")
+	default:
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, nil, err
+	}
+	if resp.StatusCode != want {
+		return data, resp.Header, &statusError{code: resp.StatusCode, body: string(data), req: method + " " + url}
+	}
+	return data, resp.Header, nil
+}
+
+type statusError struct {
+	code      int
+	body, req string
+}
+
+func (e *statusError) Error() string {
+	return fmt.Sprintf("%s: %d %s", e.req, e.code, cluster.Tail(e.body, 400))
+}
+
+func boatJSON(api string, i int) string {
+	return fmt.Sprintf(`{"apiVersion":%q,"kind":"Boat","metadata":{"name":"boat-%05d","labels":{"shard":"%d","fleet":"bench"}},`+
+		`"spec":{"dock":"dock-%d","lengthMeters":%d,"crew":["ann","bo","cy"],"sails":%d,"hull":"Wood","contact":"owner%d@example.com"}}`,
+		api, i, i%10, i%7, 10+i%20, i%5, i)
+}
+
+func create(s *subject, i int) error {
+	_, _, err := do(s.client, http.MethodPost, s.base, boatJSON(s.api, i), http.StatusCreated)
+	return err
+}
+
+func list(s *subject, selector string, want int) error {
+	url := s.base
+	if selector != "" {
+		url += "?labelSelector=" + selector
+	}
+	data, _, err := do(s.client, http.MethodGet, url, "", http.StatusOK)
+	if err != nil {
+		return err
+	}
+	var l struct {
+		Items []json.RawMessage `json:"items"`
+	}
+	if err := json.Unmarshal(data, &l); err != nil {
+		return err
+	}
+	if len(l.Items) != want {
+		return fmt.Errorf("list %s: %d items, want %d", url, len(l.Items), want)
+	}
+	return nil
+}
+
+// watchFanOut opens cfg.watchers watches, makes cfg.updates writes, and measures the
+// delivery latency of every event to every watcher from the start of its write.
+func watchFanOut(s *subject, cfg servingConfig) (measurement, error) {
+	data, _, err := do(s.client, http.MethodGet, s.base+"?limit=1", "", http.StatusOK)
+	if err != nil {
+		return measurement{}, err
+	}
+	var l metav1.List
+	if err := json.Unmarshal(data, &l); err != nil {
+		return measurement{}, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	type seen struct {
+		rv string
+		at time.Time
+	}
+	received := make([][]seen, cfg.watchers)
+	var ready, done sync.WaitGroup
+	errs := make(chan error, cfg.watchers)
+	for w := range cfg.watchers {
+		ready.Add(1)
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet,
+				fmt.Sprintf("%s?watch=1&resourceVersion=%s&labelSelector=fleet%%3Dbench", s.base, l.ResourceVersion), nil)
+			req.Header.Set("Accept", "application/json")
+			resp, err := s.client.Do(req)
+			ready.Done()
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer resp.Body.Close()
+			dec := json.NewDecoder(bufio.NewReader(resp.Body))
+			for len(received[w]) < cfg.updates {
+				var ev struct {
+					Type   string
+					Object struct {
+						Metadata struct{ ResourceVersion string }
+					}
+				}
+				if err := dec.Decode(&ev); err != nil {
+					errs <- fmt.Errorf("watcher %d after %d events: %w", w, len(received[w]), err)
+					return
+				}
+				if ev.Type == "MODIFIED" {
+					received[w] = append(received[w], seen{ev.Object.Metadata.ResourceVersion, time.Now()})
+				}
+			}
+		}()
+	}
+	ready.Wait()
+	time.Sleep(time.Second) // every watch is established server-side
+	started := map[string]time.Time{}
+	var mu sync.Mutex
+	cpu0 := cpuOf(s.procs)
+	start := time.Now()
+	if _, err := runOps(cfg.updates, 4, nil, func(i int) error {
+		t := time.Now()
+		body, _, err := do(s.client, http.MethodPatch, fmt.Sprintf("%s/boat-%05d", s.base, i), fmt.Sprintf(`{"spec":{"lengthMeters":%d}}`, 50+i%20), http.StatusOK)
+		if err != nil {
+			return err
+		}
+		var o metav1.PartialObjectMetadata
+		if err := json.Unmarshal(body, &o); err != nil {
+			return err
+		}
+		mu.Lock()
+		started[o.ResourceVersion] = t
+		mu.Unlock()
+		return nil
+	}); err != nil {
+		return measurement{}, err
+	}
+	waitDone := make(chan struct{})
+	go func() { done.Wait(); close(waitDone) }()
+	select {
+	case <-waitDone:
+	case err := <-errs:
+		return measurement{}, err
+	case <-time.After(2 * time.Minute):
+		return measurement{}, fmt.Errorf("watchers did not receive every event in two minutes")
+	}
+	m := measurement{elapsed: time.Since(start), cpu: cpuOf(s.procs) - cpu0}
+	for _, rs := range received {
+		for _, e := range rs {
+			t, ok := started[e.rv]
+			if !ok {
+				return m, fmt.Errorf("event at resourceVersion %s that no write made", e.rv)
+			}
+			m.lat = append(m.lat, e.at.Sub(t))
+		}
+	}
+	m.ops = len(m.lat)
+	return m, nil
+}
+
+// contention runs cfg.concurrency clients that each make 20 read-modify-write updates of
+// one of four objects, retrying on 409; it measures the successful updates.
+func contention(s *subject, cfg servingConfig) (measurement, error) {
+	const perClient, objects = 20, 4
+	conflicts := 0
+	var mu sync.Mutex
+	m, err := runOps(cfg.concurrency*perClient, cfg.concurrency, s.procs, func(i int) error {
+		url := fmt.Sprintf("%s/boat-%05d", s.base, i%objects)
+		for {
+			data, _, err := do(s.client, http.MethodGet, url, "", http.StatusOK)
+			if err != nil {
+				return err
+			}
+			var o map[string]any
+			if err := json.Unmarshal(data, &o); err != nil {
+				return err
+			}
+			o["spec"].(map[string]any)["lengthMeters"] = 10 + i%30
+			body, _ := json.Marshal(o)
+			_, _, err = do(s.client, http.MethodPut, url, string(body), http.StatusOK)
+			if se, ok := err.(*statusError); ok && se.code == http.StatusConflict {
+				mu.Lock()
+				conflicts++
+				mu.Unlock()
+				continue
+			}
+			return err
+		}
+	})
+	return m, err
+}
+
+// storedSize is the size of one Boat as the generated server returns it.
+func storedSize(s *subject) (int, error) {
+	data, _, err := do(s.client, http.MethodGet, s.base+"/boat-00000", "", http.StatusOK)
+	return len(data), err
+}
+
+// etcdPuts makes n puts of size bytes with c clients on etcd directly.
+func etcdPuts(url string, n, c, size int, proc *cluster.Process) (measurement, error) {
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{url}, DialTimeout: 5 * time.Second})
+	if err != nil {
+		return measurement{}, err
+	}
+	defer cli.Close()
+	value := string(bytes.Repeat([]byte("x"), size))
+	return runOps(n, c, []*cluster.Process{proc}, func(i int) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, err := cli.Put(ctx, fmt.Sprintf("/bench-floor/%06d", i), value)
+		return err
+	})
+}
+
+// installCRD creates boats.<group> with the schema the generated server publishes for
+// Boat, and waits until it is served.
+func installCRD(ctx context.Context, admin *rest.Config, direct *http.Client, directHost, group string) error {
+	data, _, err := do(direct, http.MethodGet, directHost+"/openapi/v3/apis/marina.example.com/v1alpha1", "", http.StatusOK)
+	if err != nil {
+		return err
+	}
+	var doc struct {
+		Components struct {
+			Schemas map[string]any `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return err
+	}
+	var root any
+	for name, s := range doc.Components.Schemas {
+		if strings.HasSuffix(name, ".v1alpha1.Boat") {
+			root = s
+		}
+	}
+	if root == nil {
+		return fmt.Errorf("no Boat schema in the generated server's OpenAPI v3")
+	}
+	props := inlineSchema(root, doc.Components.Schemas, 0).(map[string]any)
+	props["properties"].(map[string]any)["metadata"] = map[string]any{"type": "object"}
+	raw, _ := json.Marshal(props)
+	var schemaProps apiextensionsv1.JSONSchemaProps
+	if err := json.Unmarshal(raw, &schemaProps); err != nil {
+		return fmt.Errorf("the Boat schema as a CRD schema: %w", err)
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition"},
+		ObjectMeta: metav1.ObjectMeta{Name: "boats." + group},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: group, Scope: apiextensionsv1.NamespaceScoped,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "boats", Singular: "boat", Kind: "Boat", ListKind: "BoatList", ShortNames: []string{"cbt"}},
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
+				Name: "v1alpha1", Served: true, Storage: true,
+				Schema:           &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &schemaProps},
+				SelectableFields: []apiextensionsv1.SelectableField{{JSONPath: ".spec.dock"}},
+				AdditionalPrinterColumns: []apiextensionsv1.CustomResourceColumnDefinition{
+					{Name: "Dock", Type: "string", JSONPath: ".spec.dock"},
+					{Name: "Length", Type: "integer", JSONPath: ".spec.lengthMeters"},
+					{Name: "Phase", Type: "string", JSONPath: ".status.phase"},
+					{Name: "Berth", Type: "integer", JSONPath: ".status.berth", Priority: 1},
+				},
+			}},
+		},
+	}
+	body, _ := json.Marshal(crd)
+	var u map[string]any
+	_ = json.Unmarshal(body, &u)
+	dyn := dynamic.NewForConfigOrDie(admin)
+	gvr := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	if _, err := dyn.Resource(gvr).Create(ctx, &unstructured.Unstructured{Object: u}, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating the CRD: %w", err)
+	}
+	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		got, err := dyn.Resource(gvr).Get(ctx, "boats."+group, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		conds, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
+		for _, c := range conds {
+			if m := c.(map[string]any); m["type"] == "Established" && m["status"] == "True" {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+}
+
+// inlineSchema resolves the $refs of an OpenAPI v3 schema (CRD schemas cannot have any)
+// and drops what a CRD schema may not carry.
+func inlineSchema(node any, defs map[string]any, depth int) any {
+	if depth > 32 {
+		return map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}
+	}
+	switch n := node.(type) {
+	case map[string]any:
+		out := map[string]any{}
+		for k, v := range n {
+			out[k] = v
+		}
+		if all, ok := out["allOf"].([]any); ok && len(all) == 1 {
+			delete(out, "allOf")
+			for k, v := range all[0].(map[string]any) {
+				out[k] = v
+			}
+		}
+		if ref, ok := out["$ref"].(string); ok {
+			delete(out, "$ref")
+			target := inlineSchema(defs[strings.TrimPrefix(ref, "#/components/schemas/")], defs, depth+1).(map[string]any)
+			for k, v := range target {
+				if _, set := out[k]; !set {
+					out[k] = v
+				}
+			}
+		}
+		delete(out, "x-kubernetes-group-version-kind")
+		for _, k := range []string{"properties"} {
+			if ps, ok := out[k].(map[string]any); ok {
+				res := map[string]any{}
+				for name, p := range ps {
+					res[name] = inlineSchema(p, defs, depth+1)
+				}
+				out[k] = res
+			}
+		}
+		for _, k := range []string{"items", "additionalProperties"} {
+			if v, ok := out[k].(map[string]any); ok {
+				out[k] = inlineSchema(v, defs, depth+1)
+			}
+		}
+		return out
+	default:
+		return node
+	}
+}
+
+// cpuOf is the CPU time (user and system) the processes have used so far.
+func cpuOf(procs []*cluster.Process) time.Duration {
+	var total time.Duration
+	for _, p := range procs {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.Cmd.Process.Pid))
+		if err != nil {
+			continue
+		}
+		// Fields after the command name (which may hold spaces) in parentheses.
+		f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+2:]))
+		utime, _ := strconv.ParseInt(f[11], 10, 64)
+		stime, _ := strconv.ParseInt(f[12], 10, 64)
+		total += time.Duration(utime+stime) * (time.Second / 100) // USER_HZ
+	}
+	return total
+}
+
+// resetPeakRSS resets the process's peak RSS (VmHWM) and returns its current RSS.
+func resetPeakRSS(p *cluster.Process) int64 {
+	_ = os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", p.Cmd.Process.Pid), []byte("5"), 0)
+	return procStatus(p, "VmRSS:")
+}
+
+func peakRSS(p *cluster.Process) int64 { return procStatus(p, "VmHWM:") }
+
+func procStatus(p *cluster.Process, field string) int64 {
+	data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Cmd.Process.Pid))
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, field); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// liveHeap forces two garbage collections in the server (pprof's gc=1) and returns its
+// live heap from /metrics.
+func liveHeap(c *http.Client, host string) (int64, error) {
+	for range 2 {
+		if _, _, err := do(c, http.MethodGet, host+"/debug/pprof/heap?gc=1", "", http.StatusOK); err != nil {
+			return 0, err
+		}
+	}
+	data, _, err := do(c, http.MethodGet, host+"/metrics", "", http.StatusOK)
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "go_memstats_heap_alloc_bytes "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			return int64(f), err
+		}
+	}
+	return 0, fmt.Errorf("%s/metrics has no go_memstats_heap_alloc_bytes", host)
+}

@@ -1,0 +1,133 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/rest"
+)
+
+// Process is a child process whose output is kept for failure messages. The cleanup
+// registered by StartProcess interrupts it and waits (30 s, then SIGKILL).
+type Process struct {
+	Name string
+	Cmd  *exec.Cmd
+	Out  *Buffer
+	done chan error
+}
+
+// StartProcess starts bin with args.
+func StartProcess(t T, name, bin string, args ...string) *Process {
+	t.Helper()
+	p := &Process{Name: name, Cmd: exec.Command(bin, args...), Out: &Buffer{}, done: make(chan error, 1)}
+	p.Cmd.Stdout, p.Cmd.Stderr = p.Out, p.Out
+	if err := p.Cmd.Start(); err != nil {
+		t.Fatalf("starting %s: %v", name, err)
+	}
+	go func() { p.done <- p.Cmd.Wait() }()
+	t.Cleanup(func() {
+		if p.Exited() {
+			return
+		}
+		_ = p.Cmd.Process.Signal(os.Interrupt)
+		select {
+		case err := <-p.done:
+			p.done <- err
+		case <-time.After(30 * time.Second):
+			p.Kill()
+		}
+		if t.Failed() {
+			t.Logf("%s output (tail):\n%s", name, Tail(p.Out.String(), 4000))
+		}
+	})
+	return p
+}
+
+// Kill sends SIGKILL and waits until the process is gone.
+func (p *Process) Kill() {
+	_ = p.Cmd.Process.Signal(syscall.SIGKILL)
+	err := <-p.done
+	p.done <- err
+}
+
+// Exited tells whether the process has ended.
+func (p *Process) Exited() bool {
+	select {
+	case err := <-p.done:
+		p.done <- err
+		return true
+	default:
+		return false
+	}
+}
+
+// WaitReady polls <host>/readyz with cfg until it answers 200.
+func (p *Process) WaitReady(t T, cfg *rest.Config, timeout time.Duration) {
+	t.Helper()
+	client, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if p.Exited() {
+			t.Fatalf("%s exited:\n%s", p.Name, Tail(p.Out.String(), 4000))
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, cfg.Host+"/readyz", nil)
+		resp, err := client.Do(req)
+		cancel()
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("%s not ready after %s:\n%s", p.Name, timeout, Tail(p.Out.String(), 4000))
+}
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func FreePort(t T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// Buffer is a bytes.Buffer safe for concurrent writers.
+type Buffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *Buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *Buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// Tail is the last n bytes of s.
+func Tail(s string, n int) string {
+	if len(s) > n {
+		return "..." + s[len(s)-n:]
+	}
+	return s
+}

@@ -1,0 +1,105 @@
+package cluster
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/mod/modfile"
+)
+
+// KubeVersion is the Kubernetes release whose kube-apiserver and kube-controller-manager
+// the aggregation tests and the bench run; e2e/tools/kube-apiserver/go.mod pins it.
+const KubeVersion = "v1.36.3"
+
+// EtcdVersion is the etcd run as separate processes; e2e/tools/etcd/go.mod pins it and it
+// must be the go.etcd.io/etcd/server/v3 of the main module.
+const EtcdVersion = "v3.7.3"
+
+// RepoRoot finds the aagen checkout from the working directory upwards.
+func RepoRoot(t T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && strings.HasPrefix(string(data), "module github.com/aagen-dev/aagen\n") {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("not inside the aagen checkout")
+		}
+		dir = parent
+	}
+}
+
+// KubeBinary builds k8s.io/kubernetes/cmd/<name> into .cache/bin once and reuses it
+// afterwards (a cold build takes minutes).
+func KubeBinary(t T, name string) string {
+	t.Helper()
+	return ToolBinary(t, "kube-apiserver", "k8s.io/kubernetes/cmd/"+name, name, KubeVersion)
+}
+
+// EtcdBinary builds etcd from e2e/tools/etcd into .cache/bin once and reuses it. The
+// tool module and the main module must require the same etcd server.
+func EtcdBinary(t T) string {
+	t.Helper()
+	root := RepoRoot(t)
+	for _, gomod := range []string{filepath.Join(root, "go.mod"), filepath.Join(root, "e2e", "tools", "etcd", "go.mod")} {
+		data, err := os.ReadFile(gomod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := modfile.ParseLax(gomod, data, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range f.Require {
+			if r.Mod.Path == "go.etcd.io/etcd/server/v3" && r.Mod.Version != EtcdVersion {
+				t.Fatalf("%s requires etcd server %s, the harness pins %s: keep them equal", gomod, r.Mod.Version, EtcdVersion)
+			}
+		}
+	}
+	return ToolBinary(t, "etcd", ".", "etcd", EtcdVersion)
+}
+
+var toolBuild sync.Mutex
+
+// ToolBinary builds pkg in the Go module e2e/tools/<module> (a module of its own, so the
+// main go.mod does not carry its dependencies) into the gitignored .cache/bin as
+// <name>-<version> once and reuses it afterwards.
+func ToolBinary(t T, module, pkg, name, version string) string {
+	t.Helper()
+	toolBuild.Lock()
+	defer toolBuild.Unlock()
+	root := RepoRoot(t)
+	bin := filepath.Join(root, ".cache", "bin", name+"-"+version)
+	if _, err := os.Stat(bin); err == nil {
+		return bin
+	}
+	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("building %s %s from Go modules into %s (minutes on a cold cache)", name, version, bin)
+	start := time.Now()
+	// A name of this process's own: another process may be building the same binary.
+	tmp := fmt.Sprintf("%s.tmp%d", bin, os.Getpid())
+	cmd := exec.Command("go", "build", "-o", tmp, pkg)
+	cmd.Dir = filepath.Join(root, "e2e", "tools", module)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		_ = os.Remove(tmp)
+		t.Fatalf("building %s: %v\n%s", name, err, out)
+	}
+	if err := os.Rename(tmp, bin); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("built %s in %s", name, time.Since(start).Round(time.Second))
+	return bin
+}
