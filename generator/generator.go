@@ -49,14 +49,21 @@ type Options struct {
 	Warn io.Writer
 	// Verbose adds detail to Log: each generator's time and each file written or deleted.
 	Verbose bool
+	// Force runs every generator even when nothing changed since the last successful run
+	// (see the run cache in cache.go).
+	Force bool
 }
 
 // Result describes a finished run.
 type Result struct {
 	Model      *model.Model
 	ServerName string
-	Plan       *output.Plan
-	Warnings   []model.Diagnostic
+	// Plan is what the run wrote; nil when the run cache found that nothing changed since
+	// the last successful run, so no generator ran.
+	Plan     *output.Plan
+	Warnings []model.Diagnostic
+	// UpToDate is set when the run cache found nothing changed.
+	UpToDate bool
 }
 
 // Generate runs the pipeline.
@@ -98,6 +105,26 @@ func Generate(ctx context.Context, o Options) (*Result, error) {
 	o.GeneratedDir = path.Clean(filepath.ToSlash(o.GeneratedDir))
 	generatedPkg := m.ModulePath + "/" + o.GeneratedDir
 	logf("model: %s (%.1fs)", summary(m), time.Since(start).Seconds())
+
+	deployDir := o.Deploy.Dir
+	if deployDir == "" {
+		deployDir = "config/deploy"
+	}
+	scan := []string{o.GeneratedDir, "pkg/apiserver", "pkg/registry", deployDir}
+	for _, g := range m.Groups {
+		for _, v := range g.Versions {
+			scan = append(scan, m.RelPath(v.Dir))
+		}
+	}
+	runInputs, err := runFiles(loaded, scan, nil)
+	if err != nil {
+		return nil, err
+	}
+	if !o.Force && upToDate(m.ModuleDir, o, runInputs) {
+		res.UpToDate = true
+		logf("up to date: nothing changed since the last run (--force runs the generators anyway)")
+		return res, nil
+	}
 
 	if m.HasScale() {
 		// The /scale subresource serves autoscaling/v1 Scale, whose OpenAPI definitions the
@@ -149,16 +176,6 @@ func Generate(ctx context.Context, o Options) (*Result, error) {
 	all = append(all, deploy...)
 	logf("generated %d files (%.1fs)", len(all), time.Since(t).Seconds())
 
-	deployDir := o.Deploy.Dir
-	if deployDir == "" {
-		deployDir = "config/deploy"
-	}
-	scan := []string{o.GeneratedDir, "pkg/apiserver", "pkg/registry", deployDir}
-	for _, g := range m.Groups {
-		for _, v := range g.Versions {
-			scan = append(scan, m.RelPath(v.Dir))
-		}
-	}
 	plan, err := output.Diff(m.ModuleDir, all, scan)
 	if err != nil {
 		return nil, err
@@ -171,6 +188,7 @@ func Generate(ctx context.Context, o Options) (*Result, error) {
 		logf("up to date: %d generated files", plan.Unchanged)
 		return res, nil
 	}
+	forget(m.ModuleDir)
 	if err := output.Apply(m.ModuleDir, plan); err != nil {
 		return nil, fmt.Errorf("writing files: %w", err)
 	}
@@ -192,6 +210,15 @@ func Generate(ctx context.Context, o Options) (*Result, error) {
 		if err := goModTidy(ctx, m.ModuleDir); err != nil {
 			return nil, err
 		}
+	}
+	var owned []string
+	for _, f := range all {
+		owned = append(owned, f.Path)
+	}
+	if files, err := runFiles(loaded, scan, owned); err != nil {
+		logf("not recording the run (the next run will not be skipped): %v", err)
+	} else if err := record(m.ModuleDir, o, files); err != nil {
+		logf("not recording the run (the next run will not be skipped): %v", err)
 	}
 	logf("done in %.1fs", time.Since(start).Seconds())
 	return res, nil

@@ -67,7 +67,7 @@ func contains(list []string, s string) bool {
 func generateKB(t *testing.T, dir string, verify bool) (*generator.Result, error) {
 	t.Helper()
 	return generator.Generate(context.Background(), generator.Options{
-		Dir: dir, Patterns: []string{"./api/..."}, Runtime: generator.RuntimeRef{Skip: true}, Verify: verify,
+		Dir: dir, Patterns: []string{"./api/..."}, Runtime: generator.RuntimeRef{Skip: true}, Verify: verify, Force: true,
 	})
 }
 

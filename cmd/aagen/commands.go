@@ -44,6 +44,7 @@ type generateFlags struct {
 	version      string
 	noGoMod      bool
 	verify       bool
+	force        bool
 	deploy       emit.DeployOptions
 }
 
@@ -61,6 +62,7 @@ func (f *generateFlags) add(cmd *cobra.Command, withVerify bool) {
 	fs.StringSliceVar(&f.deploy.EtcdServers, "etcd-servers", nil, "use this external etcd cluster instead of deploying a 3-member etcd StatefulSet")
 	fs.StringVar(&f.deploy.EtcdImage, "etcd-image", emit.DefaultEtcdImage, "image of the etcd StatefulSet")
 	fs.BoolVar(&f.deploy.CertManager, "cert-manager", false, "let cert-manager issue the serving certificate and inject the CA into the APIServices (instead of local certificates in <deploy-dir>/certs)")
+	fs.BoolVar(&f.force, "force", false, "run every generator even when nothing changed since the last run")
 	if withVerify {
 		fs.BoolVar(&f.verify, "verify", false, "write nothing; fail listing the generated files that are out of date")
 	}
@@ -91,6 +93,7 @@ func (f *generateFlags) options(cmd *cobra.Command, patterns []string) generator
 		GeneratedDir: f.generatedDir,
 		Runtime:      generator.RuntimeRef{Replace: f.replace, Version: f.version, Skip: f.noGoMod},
 		Verify:       f.verify,
+		Force:        f.force,
 		Deploy:       f.deploy,
 		Log:          log,
 	}

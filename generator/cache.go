@@ -1,0 +1,206 @@
+package generator
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"go/types"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/aagen-dev/aagen/generator/load"
+)
+
+// The run cache lets a generate whose inputs and outputs have not changed since the last
+// successful run stop after the model check, without running the code generators: a no-op
+// regeneration then costs about one package load.
+//
+// A successful run records in <module>/.aagen/generate.json a digest of everything that
+// decides its outputs — this aagen binary (path, size and modification time), the options,
+// and every file it read: the types packages, the module's packages they import, go.mod and
+// go.sum — together with the digest of every file in the directories it writes (generated
+// files, user-owned files and anything else there) and of the user-owned files it created
+// elsewhere. A later run skips the generators only when the same binary with the same options
+// finds exactly those files with exactly those contents, and no new file in those places.
+// Anything else (an edited type, a deleted or hand-edited generated file, a stray file in a
+// generated directory, a changed go.mod) makes a full run, which rewrites the record.
+
+const cacheFile = ".aagen/generate.json"
+
+type runRecord struct {
+	Tool    string            `json:"tool"`
+	Options string            `json:"options"`
+	Files   map[string]string `json:"files"`
+}
+
+// cacheKey is what identifies a run apart from the files: the binary and the options.
+func cacheKey(o Options) (tool, options string) {
+	if exe, err := os.Executable(); err == nil {
+		if st, err := os.Stat(exe); err == nil {
+			tool = fmt.Sprintf("%s %d %d", exe, st.Size(), st.ModTime().UnixNano())
+		}
+	}
+	opts, _ := json.Marshal(struct {
+		ServerName, GeneratedDir string
+		Runtime                  RuntimeRef
+		Deploy                   any
+	}{o.ServerName, o.GeneratedDir, o.Runtime, o.Deploy})
+	sum := sha256.Sum256(opts)
+	return tool, hex.EncodeToString(sum[:])
+}
+
+// runFiles lists the module-relative files a run depends on and owns: the inputs of the
+// load, go.mod and go.sum, every file under the output directories, and extra.
+func runFiles(loaded *load.Result, outDirs, extra []string) ([]string, error) {
+	set := map[string]bool{"go.mod": true, "go.sum": true}
+	rel := func(p string) (string, bool) {
+		r, err := filepath.Rel(loaded.ModuleDir, p)
+		if err != nil || strings.HasPrefix(r, "..") {
+			return "", false
+		}
+		return filepath.ToSlash(r), true
+	}
+	// The types packages and, through their type information, the module's own packages
+	// they use (a shared types package, say): every Go file in their directories.
+	dirs := map[string]bool{}
+	seen := map[*types.Package]bool{}
+	var visit func(*types.Package)
+	visit = func(tp *types.Package) {
+		if tp == nil || seen[tp] {
+			return
+		}
+		seen[tp] = true
+		if p := tp.Path(); p == loaded.ModulePath || strings.HasPrefix(p, loaded.ModulePath+"/") {
+			dirs[filepath.Join(loaded.ModuleDir, filepath.FromSlash(strings.TrimPrefix(strings.TrimPrefix(p, loaded.ModulePath), "/")))] = true
+		}
+		for _, imp := range tp.Imports() {
+			visit(imp)
+		}
+	}
+	for _, p := range loaded.Packages {
+		for _, f := range p.GoFiles {
+			dirs[filepath.Dir(f)] = true
+		}
+		visit(p.Types)
+	}
+	for d := range dirs {
+		entries, err := os.ReadDir(d)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+		for _, e := range entries {
+			if !e.IsDir() && strings.HasSuffix(e.Name(), ".go") {
+				if r, ok := rel(filepath.Join(d, e.Name())); ok {
+					set[r] = true
+				}
+			}
+		}
+	}
+	for _, d := range outDirs {
+		err := filepath.WalkDir(filepath.Join(loaded.ModuleDir, filepath.FromSlash(d)), func(p string, e fs.DirEntry, err error) error {
+			if err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					return nil
+				}
+				return err
+			}
+			if !e.IsDir() {
+				if r, ok := rel(p); ok {
+					set[r] = true
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	for _, f := range extra {
+		set[f] = true
+	}
+	out := make([]string, 0, len(set))
+	for f := range set {
+		out = append(out, f)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+func digestFiles(moduleDir string, files []string) map[string]string {
+	out := make(map[string]string, len(files))
+	for _, f := range files {
+		data, err := os.ReadFile(filepath.Join(moduleDir, filepath.FromSlash(f)))
+		if err != nil {
+			out[f] = "missing"
+			continue
+		}
+		sum := sha256.Sum256(data)
+		out[f] = hex.EncodeToString(sum[:])
+	}
+	return out
+}
+
+// upToDate tells whether the last successful run recorded exactly what is there now.
+func upToDate(moduleDir string, o Options, files []string) bool {
+	data, err := os.ReadFile(filepath.Join(moduleDir, cacheFile))
+	if err != nil {
+		return false
+	}
+	var rec runRecord
+	if err := json.Unmarshal(data, &rec); err != nil {
+		return false
+	}
+	tool, opts := cacheKey(o)
+	if tool == "" || rec.Tool != tool || rec.Options != opts {
+		return false
+	}
+	for _, f := range files {
+		if _, ok := rec.Files[f]; !ok {
+			return false // a file the last run did not see
+		}
+	}
+	recorded := make([]string, 0, len(rec.Files))
+	for f := range rec.Files {
+		recorded = append(recorded, f)
+	}
+	now := digestFiles(moduleDir, recorded)
+	for f, sum := range rec.Files {
+		if now[f] != sum {
+			return false
+		}
+	}
+	return true
+}
+
+// record writes the run record after a successful run (errors only cost the next run its
+// shortcut, so they are returned for the log, never fatal).
+func record(moduleDir string, o Options, files []string) error {
+	tool, opts := cacheKey(o)
+	if tool == "" {
+		return nil
+	}
+	data, err := json.MarshalIndent(runRecord{Tool: tool, Options: opts, Files: digestFiles(moduleDir, files)}, "", " ")
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(moduleDir, cacheFile)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// forget removes the run record (before a run writes, so that a run interrupted halfway
+// is never taken as up to date).
+func forget(moduleDir string) {
+	_ = os.Remove(filepath.Join(moduleDir, cacheFile))
+}
