@@ -52,6 +52,8 @@ var (
 	concurrency = flag.Int("concurrency", 16, "concurrent clients for create, get and update")
 	watchers    = flag.Int("watchers", 200, "watchers for the watch fan-out")
 	updates     = flag.Int("updates", 100, "writes the watchers observe")
+	profileDir  = flag.String("profile", "", "write CPU profiles of the storing server during the create and watch workloads into this directory")
+	profileSecs = flag.Int("profile-seconds", 10, "length of each CPU profile")
 )
 
 func main() {
@@ -83,7 +85,7 @@ func run() error {
 		}
 	}
 	if *doServing {
-		table, err := serving(root, servingConfig{objects: *objects, concurrency: *concurrency, watchers: *watchers, updates: *updates})
+		table, err := serving(root, servingConfig{objects: *objects, concurrency: *concurrency, watchers: *watchers, updates: *updates, profileDir: *profileDir, profileSeconds: *profileSecs})
 		if err != nil {
 			return err
 		}

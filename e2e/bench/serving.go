@@ -31,10 +31,12 @@ import (
 
 // servingConfig sizes the serving workloads.
 type servingConfig struct {
-	objects     int // stored objects for the large list (the small list uses objects/10)
-	concurrency int // concurrent clients for create, get and update
-	watchers    int // watchers for the fan-out
-	updates     int // writes observed by the watchers
+	objects        int // stored objects for the large list (the small list uses objects/10)
+	concurrency    int // concurrent clients for create, get and update
+	watchers       int // watchers for the fan-out
+	updates        int // writes observed by the watchers
+	profileDir     string
+	profileSeconds int
 }
 
 // subject is one way of serving the example's Boats: the generated server directly, the
@@ -121,9 +123,6 @@ func serving(root string, cfg servingConfig) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	for _, c := range []*http.Client{adminHTTP, directHTTP} {
-		c.Transport.(interface{ CloseIdleConnections() }).CloseIdleConnections()
-	}
 
 	// The same schema as a CRD: taken from the generated server's published OpenAPI v3.
 	crdGroup := "crd.marina.example.com"
@@ -146,13 +145,17 @@ func serving(root string, cfg servingConfig) (string, error) {
 		}
 	}
 
-	order := []string{"create", "get", "list 1k (JSON)", "list 10k (JSON)", "list 10k, label selector (1k match)", "watch fan-out", "update under contention"}
+	small := cfg.objects / 10
+	wCreate, wGet, wWatch, wUpdate := "create", "get", "watch fan-out", "update under contention"
+	wSmall := fmt.Sprintf("list %d (JSON)", small)
+	wLarge := fmt.Sprintf("list %d (JSON)", cfg.objects)
+	wSelector := fmt.Sprintf("list %d, label selector (%d match)", cfg.objects, cfg.objects/10)
+	order := []string{wCreate, wGet, wSmall, wLarge, wSelector, wWatch, wUpdate}
 	rows := map[string]*servingRow{}
 	for _, w := range order {
 		rows[w] = &servingRow{workload: w, by: map[string]measurement{}}
 	}
 	mem := map[string]memory{}
-	small := cfg.objects / 10
 	for _, s := range subjects {
 		r.Logf("serving: %s", s.name)
 		heap0, err := liveHeap(s.storeHTTP, s.storeHost)
@@ -167,45 +170,49 @@ func serving(root string, cfg servingConfig) (string, error) {
 		}); err != nil {
 			return "", err
 		}
+		stop := profile(cfg, s, "create")
 		m, err := runOps(small, cfg.concurrency, s.procs, func(i int) error { return create(s, i) })
+		stop()
 		if err != nil {
 			return "", err
 		}
-		rows["create"].by[s.name] = m
+		rows[wCreate].by[s.name] = m
 		if m, err = runOps(4*small, cfg.concurrency, s.procs, func(i int) error {
 			_, _, err := do(s.client, http.MethodGet, fmt.Sprintf("%s/boat-%05d", s.base, rand.IntN(small)), "", http.StatusOK)
 			return err
 		}); err != nil {
 			return "", err
 		}
-		rows["get"].by[s.name] = m
+		rows[wGet].by[s.name] = m
 		if m, err = runOps(20, 1, s.procs, func(int) error { return list(s, "", small) }); err != nil {
 			return "", err
 		}
-		rows["list 1k (JSON)"].by[s.name] = m
+		rows[wSmall].by[s.name] = m
 		if _, err := runOps(cfg.objects-small, cfg.concurrency, s.procs, func(i int) error { return create(s, small+i) }); err != nil {
 			return "", err
 		}
 		if m, err = runOps(5, 1, s.procs, func(int) error { return list(s, "", cfg.objects) }); err != nil {
 			return "", err
 		}
-		rows["list 10k (JSON)"].by[s.name] = m
+		rows[wLarge].by[s.name] = m
 		if m, err = runOps(10, 1, s.procs, func(int) error { return list(s, "shard=3", cfg.objects/10) }); err != nil {
 			return "", err
 		}
-		rows["list 10k, label selector (1k match)"].by[s.name] = m
+		rows[wSelector].by[s.name] = m
 		heap1, err := liveHeap(s.storeHTTP, s.storeHost)
 		if err != nil {
 			return "", err
 		}
+		stop = profile(cfg, s, "watch")
 		if m, err = watchFanOut(s, cfg); err != nil {
 			return "", err
 		}
-		rows["watch fan-out"].by[s.name] = m
+		stop()
+		rows[wWatch].by[s.name] = m
 		if m, err = contention(s, cfg); err != nil {
 			return "", err
 		}
-		rows["update under contention"].by[s.name] = m
+		rows[wUpdate].by[s.name] = m
 		mem[s.name] = memory{heapPerObject: float64(heap1-heap0) / float64(cfg.objects), peakRSSAdded: float64(peakRSS(s.store) - rss0)}
 	}
 
@@ -243,21 +250,22 @@ func serving(root string, cfg servingConfig) (string, error) {
 	fmt.Fprintf(&b, "| peak RSS added by the workloads | %.0f MiB | %.0f MiB | %.2f |\n", g.peakRSSAdded/(1<<20), k.peakRSSAdded/(1<<20), g.peakRSSAdded/k.peakRSSAdded)
 
 	// Targets.
-	agg := subjects[1].name
+	direct0, agg := subjects[0].name, subjects[1].name
 	type target struct {
 		what string
 		val  string
 		met  bool
 	}
-	l10 := rows["list 10k (JSON)"].by
-	cr, gt := rows["create"].by, rows["get"].by
+	l10 := rows[wLarge].by
+	cr, gt := rows[wCreate].by, rows[wGet].by
 	targets := []target{
-		{"list cost (server CPU, 10k JSON) <= 0.5x CRD", fmt.Sprintf("%.2f", ratio(l10[agg].cpu, l10[crd].cpu)), ratio(l10[agg].cpu, l10[crd].cpu) <= 0.5},
+		{"list cost (server CPU, largest list, JSON), direct <= 0.5x CRD", fmt.Sprintf("%.2f", ratio(l10[direct0].cpu, l10[crd].cpu)), ratio(l10[direct0].cpu, l10[crd].cpu) <= 0.5},
+		{"list cost (server CPU, largest list, JSON), via aggregator <= 0.5x CRD", fmt.Sprintf("%.2f", ratio(l10[agg].cpu, l10[crd].cpu)), ratio(l10[agg].cpu, l10[crd].cpu) <= 0.5},
 		{"list with protobuf <= 0.25x CRD", "not measured: the generated types have no protobuf codec yet", false},
 		{"get p50 via aggregator within +1 ms of CRD", fmt.Sprintf("%+.2f ms", float64(gt[agg].pct(0.5)-gt[crd].pct(0.5))/1e6), gt[agg].pct(0.5)-gt[crd].pct(0.5) <= time.Millisecond},
 		{"create p50 via aggregator within +1 ms of CRD", fmt.Sprintf("%+.2f ms", float64(cr[agg].pct(0.5)-cr[crd].pct(0.5))/1e6), cr[agg].pct(0.5)-cr[crd].pct(0.5) <= time.Millisecond},
 		{"create rate via aggregator >= 1.0x CRD", fmt.Sprintf("%.2f", cr[agg].rate()/cr[crd].rate()), cr[agg].rate() >= cr[crd].rate()},
-		{"create rate (direct) >= 0.5x etcd put rate", fmt.Sprintf("%.2f", cr[subjects[0].name].rate()/etcdPut.rate()), cr[subjects[0].name].rate() >= 0.5*etcdPut.rate()},
+		{"create rate (direct) >= 0.5x etcd put rate", fmt.Sprintf("%.2f", cr[direct0].rate()/etcdPut.rate()), cr[direct0].rate() >= 0.5*etcdPut.rate()},
 		{"heap per stored object <= 0.35x CRD", fmt.Sprintf("%.2f", g.heapPerObject/k.heapPerObject), g.heapPerObject <= 0.35*k.heapPerObject},
 	}
 	fmt.Fprintln(&b, "\n| serving target | measured | met |")
@@ -605,18 +613,12 @@ func installCRD(ctx context.Context, admin *rest.Config, direct *http.Client, di
 	if _, err := dyn.Resource(gvr).Create(ctx, &unstructured.Unstructured{Object: u}, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("creating the CRD: %w", err)
 	}
+	// Served means a list answers: Established comes before the storage (and its watch
+	// cache) is ready.
+	boats := dyn.Resource(schema.GroupVersionResource{Group: group, Version: "v1alpha1", Resource: "boats"})
 	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		got, err := dyn.Resource(gvr).Get(ctx, "boats."+group, metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		conds, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
-		for _, c := range conds {
-			if m := c.(map[string]any); m["type"] == "Established" && m["status"] == "True" {
-				return true, nil
-			}
-		}
-		return false, nil
+		_, err := boats.List(ctx, metav1.ListOptions{})
+		return err == nil, nil
 	})
 }
 
@@ -648,6 +650,11 @@ func inlineSchema(node any, defs map[string]any, depth int) any {
 			}
 		}
 		delete(out, "x-kubernetes-group-version-kind")
+		// openapi-gen gives every struct-valued field "default: {}", which a CRD rejects
+		// when the struct has required fields; the schema means no default there.
+		if d, ok := out["default"].(map[string]any); ok && len(d) == 0 {
+			delete(out, "default")
+		}
 		for _, k := range []string{"properties"} {
 			if ps, ok := out[k].(map[string]any); ok {
 				res := map[string]any{}
@@ -665,6 +672,33 @@ func inlineSchema(node any, defs map[string]any, depth int) any {
 		return out
 	default:
 		return node
+	}
+}
+
+// profile starts a CPU profile of the process that stores the subject's objects (pprof
+// over HTTPS, cfg.profileSeconds long) when -profile is set; the returned function waits for
+// it and writes <dir>/<subject>-<workload>.pprof.
+func profile(cfg servingConfig, s *subject, workload string) func() {
+	if cfg.profileDir == "" {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var data []byte
+	var err error
+	go func() {
+		defer close(done)
+		data, _, err = do(s.storeHTTP, http.MethodGet, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", s.storeHost, cfg.profileSeconds), "", http.StatusOK)
+	}()
+	time.Sleep(100 * time.Millisecond)
+	return func() {
+		<-done
+		if err == nil {
+			name := strings.NewReplacer(" ", "-", ",", "").Replace(s.name) + "-" + workload + ".pprof"
+			err = os.WriteFile(filepath.Join(cfg.profileDir, name), data, 0o644)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "bench: profile %s %s: %v\n", s.name, workload, err)
+		}
 	}
 }
 
