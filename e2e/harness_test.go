@@ -122,6 +122,8 @@ func startUpPattern(t *testing.T, dir, pattern string, timeout time.Duration, se
 	args := append([]string{"up", pattern, "--"}, append([]string{"--secure-port=0"}, serverArgs...)...)
 	cmd := exec.Command(aagen(t), args...)
 	cmd.Dir = dir
+	// A process group of its own, so that stop can signal it the way a terminal does.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -165,7 +167,8 @@ func startUpPattern(t *testing.T, dir, pattern string, timeout time.Duration, se
 	}
 }
 
-// stop sends SIGINT (Ctrl-C) and waits for a clean exit.
+// stop sends SIGINT to the process group, as Ctrl-C on a terminal does, and waits for a
+// clean exit (status 0: the server stopped in time and cleanly).
 func (p *upProcess) stop(t testing.TB) {
 	if p.cmd.ProcessState != nil {
 		return
@@ -176,7 +179,7 @@ func (p *upProcess) stop(t testing.TB) {
 		return
 	default:
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGINT)
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGINT)
 	select {
 	case err := <-p.done:
 		if err != nil {

@@ -8,6 +8,7 @@
 package generator
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -67,7 +68,7 @@ type Result struct {
 }
 
 // Generate runs the pipeline.
-func Generate(ctx context.Context, o Options) (*Result, error) {
+func Generate(ctx context.Context, o Options) (_ *Result, err error) {
 	logf := func(format string, args ...any) {
 		if o.Log != nil {
 			fmt.Fprintf(o.Log, "aagen: "+format+"\n", args...)
@@ -128,7 +129,14 @@ func Generate(ctx context.Context, o Options) (*Result, error) {
 
 	if m.HasScale() {
 		// The /scale subresource serves autoscaling/v1 Scale, whose OpenAPI definitions the
-		// code generators load from k8s.io/api: the module must require it first.
+		// code generators load from k8s.io/api: the module must require it first. Should the
+		// run fail after that, go.mod and go.sum are put back as they were.
+		restore := snapshotFiles(m.ModuleDir, "go.mod", "go.sum")
+		defer func() {
+			if err != nil {
+				restore()
+			}
+		}()
 		if err := requireK8sAPI(ctx, m.ModuleDir, !o.Verify && !o.Runtime.Skip, logf); err != nil {
 			return nil, err
 		}
@@ -222,6 +230,29 @@ func Generate(ctx context.Context, o Options) (*Result, error) {
 	}
 	logf("done in %.1fs", time.Since(start).Seconds())
 	return res, nil
+}
+
+// snapshotFiles reads the module-relative files and returns a function that writes them
+// back (and removes those that did not exist).
+func snapshotFiles(moduleDir string, names ...string) func() {
+	saved := map[string][]byte{}
+	for _, n := range names {
+		if data, err := os.ReadFile(filepath.Join(moduleDir, n)); err == nil {
+			saved[n] = data
+		}
+	}
+	return func() {
+		for _, n := range names {
+			p := filepath.Join(moduleDir, n)
+			if data, ok := saved[n]; ok {
+				if cur, err := os.ReadFile(p); err != nil || !bytes.Equal(cur, data) {
+					_ = os.WriteFile(p, data, 0o644)
+				}
+			} else {
+				_ = os.Remove(p)
+			}
+		}
+	}
 }
 
 // conversions finds, in the conversions conversion-gen wrote, the functions it could not

@@ -176,6 +176,10 @@ func up(ctx context.Context, o generator.Options, stateDir string, serverArgs []
 	}, serverArgs...)
 	srv := exec.Command(bin, args...)
 	srv.Dir, srv.Stdout, srv.Stderr = root, stdout, stderr
+	// The server gets a process group of its own: Ctrl-C on a terminal signals the whole
+	// foreground group, and a server that got it twice (from the terminal and from us)
+	// would exit at once instead of stopping etcd cleanly. We forward one SIGTERM.
+	srv.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := srv.Start(); err != nil {
 		return err
 	}
@@ -183,16 +187,23 @@ func up(ctx context.Context, o generator.Options, stateDir string, serverArgs []
 	go func() { done <- srv.Wait() }()
 	select {
 	case err := <-done:
-		return err
+		if err != nil {
+			return fmt.Errorf("%s: %w", res.ServerName, err)
+		}
+		return nil
 	case <-ctx.Done():
 		_ = srv.Process.Signal(syscall.SIGTERM)
 		select {
-		case <-done:
+		case err := <-done:
+			if err != nil {
+				return fmt.Errorf("%s did not stop cleanly: %w", res.ServerName, err)
+			}
+			return nil
 		case <-time.After(60 * time.Second):
 			_ = srv.Process.Kill()
 			<-done
+			return fmt.Errorf("%s did not stop within 60s of the interrupt and was killed", res.ServerName)
 		}
-		return nil
 	}
 }
 

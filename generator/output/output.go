@@ -7,7 +7,8 @@
 //     longer produces them; a file at a generated path without that header is the user's
 //     and is never overwritten (the run fails instead).
 //   - User-owned files (hooks, main.go) are created once and then left alone.
-//   - Each file is written to a temporary file and renamed into place.
+//   - Every file is first written to a temporary file beside its destination; only when all
+//     of them are written are they renamed into place.
 package output
 
 import (
@@ -129,11 +130,40 @@ func IsGenerated(content []byte) bool {
 
 // Apply carries out the plan.
 func Apply(moduleDir string, p *Plan) error {
-	for _, f := range p.Write {
+	// Stage every file next to its destination first: a failure here (a full disk, a
+	// read-only directory) removes what was staged and leaves the tree as it was.
+	staged := make([]string, len(p.Write))
+	var made []string
+	unstage := func() {
+		for _, tmp := range staged {
+			if tmp != "" {
+				_ = os.Remove(tmp)
+			}
+		}
+		for i := len(made) - 1; i >= 0; i-- {
+			removeEmptyDirs(moduleDir, made[i])
+		}
+	}
+	for i, f := range p.Write {
 		abs := filepath.Join(moduleDir, filepath.FromSlash(f.Path))
-		if err := writeAtomic(abs, f.Content); err != nil {
+		dir := filepath.Dir(abs)
+		if _, err := os.Stat(dir); os.IsNotExist(err) {
+			made = append(made, dir)
+		}
+		tmp, err := stage(dir, f.Content)
+		if err != nil {
+			unstage()
 			return err
 		}
+		staged[i] = tmp
+	}
+	// Then move them into place (a rename within a directory) and delete what is stale.
+	for i, f := range p.Write {
+		if err := os.Rename(staged[i], filepath.Join(moduleDir, filepath.FromSlash(f.Path))); err != nil {
+			unstage()
+			return err
+		}
+		staged[i] = ""
 	}
 	for _, rel := range p.Delete {
 		abs := filepath.Join(moduleDir, filepath.FromSlash(rel))
@@ -145,27 +175,27 @@ func Apply(moduleDir string, p *Plan) error {
 	return nil
 }
 
-func writeAtomic(path string, content []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
+// stage writes content to a new temporary file in dir and returns its path.
+func stage(dir string, content []byte) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".aagen-*.tmp")
+	tmp, err := os.CreateTemp(dir, ".aagen-*.tmp")
 	if err != nil {
-		return err
+		return "", err
 	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(content); err != nil {
-		tmp.Close()
-		return err
+	_, err = tmp.Write(content)
+	if err == nil {
+		err = tmp.Chmod(0o644)
 	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return err
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
 	}
-	if err := tmp.Close(); err != nil {
-		return err
+	if err != nil {
+		_ = os.Remove(tmp.Name())
+		return "", err
 	}
-	return os.Rename(tmp.Name(), path)
+	return tmp.Name(), nil
 }
 
 func removeEmptyDirs(root, dir string) {
