@@ -5,6 +5,8 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"io"
+	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -92,6 +94,71 @@ func TestLocalServer(t *testing.T) {
 		for name := range want {
 			if !got[name] {
 				t.Errorf("discovery lacks %s", name)
+			}
+		}
+
+		// Aggregated discovery (what kubectl and client-go ask for first) lists the group,
+		// its resources with their subresources, scope, verbs and short names in one document.
+		client, err := rest.HTTPClientFor(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, _ := http.NewRequest(http.MethodGet, cfg.Host+"/apis", nil)
+		req.Header.Set("Accept", "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList")
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if ct := resp.Header.Get("Content-Type"); !strings.Contains(ct, "as=APIGroupDiscoveryList") {
+			t.Fatalf("aggregated discovery: Content-Type %q", ct)
+		}
+		var agg apidiscoveryv2.APIGroupDiscoveryList
+		if err := json.Unmarshal(body, &agg); err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, g := range agg.Items {
+			if g.Name != "marina.example.com" {
+				continue
+			}
+			found = true
+			if len(g.Versions) != 1 || g.Versions[0].Version != "v1alpha1" {
+				t.Fatalf("aggregated discovery versions: %+v", g.Versions)
+			}
+			res := map[string]apidiscoveryv2.APIResourceDiscovery{}
+			for _, r := range g.Versions[0].Resources {
+				res[r.Resource] = r
+			}
+			fl := res["fleets"]
+			var subs []string
+			for _, sr := range fl.Subresources {
+				subs = append(subs, sr.Subresource)
+			}
+			slices.Sort(subs)
+			if fl.Scope != apidiscoveryv2.ScopeNamespace || strings.Join(fl.ShortNames, ",") != "fl" || strings.Join(subs, ",") != "scale,status" ||
+				res["docks"].Scope != apidiscoveryv2.ScopeCluster || res["boats"].ResponseKind == nil || res["boats"].ResponseKind.Kind != "Boat" {
+				t.Errorf("aggregated discovery resources: %+v", g.Versions[0].Resources)
+			}
+		}
+		if !found {
+			t.Errorf("aggregated discovery lacks marina.example.com:\n%s", body)
+		}
+
+		// Health endpoints, each with its checks (etcd among them).
+		for _, path := range []string{"/livez", "/readyz", "/healthz", "/livez?verbose", "/readyz?verbose"} {
+			resp, err := client.Get(cfg.Host + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Errorf("%s: %d %s", path, resp.StatusCode, body)
+			}
+			if strings.HasSuffix(path, "verbose") && !strings.Contains(string(body), "[+]etcd ok") {
+				t.Errorf("%s lacks the etcd check:\n%s", path, body)
 			}
 		}
 	})

@@ -302,3 +302,39 @@ func TestFailedRunWritesNothing(t *testing.T) {
 		t.Errorf("a failed run wrote files")
 	}
 }
+
+// TestGeneratedDir checks that --generated-dir moves clients and OpenAPI, and that the
+// server and the clients import them from there.
+func TestGeneratedDir(t *testing.T) {
+	dir := typesOnly(t)
+	_, err := generator.Generate(context.Background(), generator.Options{
+		Dir: dir, Patterns: []string{"./pkg/apis/..."}, Runtime: generator.RuntimeRef{Skip: true}, GeneratedDir: "internal/gen",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree := snapshot(t, dir)
+	for _, p := range []string{
+		"internal/gen/clientset/versioned/clientset.go",
+		"internal/gen/clientset/versioned/fake/clientset_generated.go",
+		"internal/gen/listers/marina/v1alpha1/boat.go",
+		"internal/gen/informers/externalversions/factory.go",
+		"internal/gen/applyconfiguration/marina/v1alpha1/boat.go",
+		"internal/gen/openapi/zz_generated.openapi.go",
+	} {
+		if _, ok := tree[p]; !ok {
+			t.Errorf("%s not generated", p)
+		}
+	}
+	for p := range tree {
+		if strings.HasPrefix(p, "pkg/generated/") {
+			t.Errorf("%s generated in the default directory", p)
+		}
+	}
+	if srv := string(tree["pkg/apiserver/zz_generated.apiserver.go"]); !strings.Contains(srv, `"example.com/marina/internal/gen/openapi"`) {
+		t.Errorf("the server does not import the OpenAPI definitions from internal/gen")
+	}
+	if inf := string(tree["internal/gen/informers/externalversions/factory.go"]); !strings.Contains(inf, `"example.com/marina/internal/gen/clientset/versioned"`) {
+		t.Errorf("the informers do not import the clientset from internal/gen")
+	}
+}

@@ -112,7 +112,7 @@ func TestStorageFieldPaths(t *testing.T) {
 		t.Fatalf("kind %+v", k)
 	}
 	var buf bytes.Buffer
-	if err := storage(k, Options{GeneratedPkg: "example.com/shop/pkg/generated"}).Render(&buf); err != nil {
+	if err := storage(k, Options{GeneratedPkg: m.ModulePath + "/pkg/generated"}).Render(&buf); err != nil {
 		t.Fatal(err)
 	}
 	src := buf.String()
@@ -146,6 +146,15 @@ import "k8s.io/apimachinery/pkg/runtime"
 
 func (in *Gadget) DeepCopyObject() runtime.Object     { return in }
 func (in *GadgetList) DeepCopyObject() runtime.Object { return in }
+
+func (Gadget) OpenAPIModelName() string     { return "com.example.shop.v1.Gadget" }
+func (GadgetList) OpenAPIModelName() string { return "com.example.shop.v1.GadgetList" }
+`))
+	write("pkg/generated/openapi/zz_stub.go", []byte(`package openapi
+
+import "k8s.io/kube-openapi/pkg/common"
+
+func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition { return nil }
 `))
 	cmd := exec.Command("go", "vet", "./pkg/registry/...")
 	cmd.Dir = dir

@@ -4,6 +4,8 @@ package test
 
 import (
 	"context"
+	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/kube-openapi/pkg/spec3"
+	"k8s.io/kube-openapi/pkg/validation/spec"
 
 	"github.com/aagen-dev/aagen/runtime/servertest"
 
@@ -145,9 +148,11 @@ func TestClients(t *testing.T) {
 	if err != nil || ignored.Status.Phase != "Berthed" {
 		t.Fatalf("apply of status through the main resource: %v phase=%q (want Berthed, unchanged)", err, ignored.Status.Phase)
 	}
-	withStatus := applymarina.Boat("aurora", "harbour").WithStatus(applymarina.BoatStatus().WithBerth(7))
+	// Spec fields applied through /status are reset the same way.
+	withStatus := applymarina.Boat("aurora", "harbour").WithStatus(applymarina.BoatStatus().WithBerth(7)).
+		WithSpec(applymarina.BoatSpec().WithDock("east").WithLengthMeters(99))
 	applied, err := boats.ApplyStatus(ctx, withStatus, metav1.ApplyOptions{FieldManager: "harbour-master", Force: true})
-	if err != nil || applied.Status.Berth != 7 || applied.Spec.Dock != "south" {
+	if err != nil || applied.Status.Berth != 7 || applied.Spec.Dock != "south" || applied.Spec.LengthMeters != 13 {
 		t.Fatalf("apply status: %v %+v %+v", err, applied.Status, applied.Spec)
 	}
 	expect("update aurora")
@@ -189,7 +194,8 @@ func TestTwoServers(t *testing.T) {
 // kube-openapi and checks every kind and its fields are there, with their docs.
 func TestOpenAPIV3(t *testing.T) {
 	cs := startServer(t)
-	raw, err := cs.Discovery().RESTClient().Get().AbsPath("/openapi/v3/apis/marina.example.com/v1alpha1").DoRaw(context.Background())
+	ctx := context.Background()
+	raw, err := cs.Discovery().RESTClient().Get().AbsPath("/openapi/v3/apis/marina.example.com/v1alpha1").DoRaw(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,36 +206,123 @@ func TestOpenAPIV3(t *testing.T) {
 	if !strings.HasPrefix(doc.Version, "3.") {
 		t.Errorf("openapi version %q", doc.Version)
 	}
-	want := map[string][]string{
-		"com.example.marina.pkg.apis.marina.v1alpha1.Boat":     {"apiVersion", "kind", "metadata", "spec", "status"},
-		"com.example.marina.pkg.apis.marina.v1alpha1.BoatSpec": {"dock", "lengthMeters", "crew", "sails"},
-		"com.example.marina.pkg.apis.marina.v1alpha1.Dock":     {"apiVersion", "kind", "metadata", "spec"},
-		"com.example.marina.pkg.apis.marina.v1alpha1.DockSpec": {"berths", "depth", "amenities"},
+	if len(doc.Paths.Paths) == 0 {
+		t.Errorf("no paths")
 	}
-	for name, fields := range want {
-		s, ok := doc.Components.Schemas[name]
-		if !ok {
-			t.Errorf("schema %s missing", name)
-			continue
-		}
-		for _, f := range fields {
-			if _, ok := s.Properties[f]; !ok {
-				t.Errorf("%s has no property %s", name, f)
-			}
+	// Every reference points at a schema of the document.
+	for _, ref := range refs(raw) {
+		name, ok := strings.CutPrefix(ref, "#/components/schemas/")
+		if _, found := doc.Components.Schemas[name]; !ok || !found {
+			t.Errorf("dangling reference %s", ref)
 		}
 	}
-	boat := doc.Components.Schemas["com.example.marina.pkg.apis.marina.v1alpha1.Boat"]
+	// Every kind of the group, and every struct it contains, has a schema with each of its
+	// JSON fields, as the Go types declare them.
+	schemas := map[string]*spec.Schema{}
+	for name, s := range doc.Components.Schemas {
+		schemas[name] = s
+	}
+	checkKinds(t, "v3", schemas)
+	boat := schemas["com.example.marina.pkg.apis.marina.v1alpha1.Boat"]
 	if boat == nil || boat.Extensions["x-kubernetes-group-version-kind"] == nil {
 		t.Errorf("Boat has no x-kubernetes-group-version-kind extension")
 	}
-	if spec := doc.Components.Schemas["com.example.marina.pkg.apis.marina.v1alpha1.BoatSpec"]; spec != nil {
+	if spec := schemas["com.example.marina.pkg.apis.marina.v1alpha1.BoatSpec"]; spec != nil {
 		if d := spec.Properties["dock"].Description; d != "Dock is the name of the Dock the boat berths at." {
 			t.Errorf("dock description %q", d)
 		}
 	}
-	if len(doc.Paths.Paths) == 0 {
-		t.Errorf("no paths")
+
+	// The same for the OpenAPI v2 document kubectl validates against.
+	raw, err = cs.Discovery().RESTClient().Get().AbsPath("/openapi/v2").SetHeader("Accept", "application/json").DoRaw(ctx)
+	if err != nil {
+		t.Fatal(err)
 	}
+	var swagger spec.Swagger
+	if err := swagger.UnmarshalJSON(raw); err != nil {
+		t.Fatalf("not a valid OpenAPI v2 document: %v", err)
+	}
+	v2 := map[string]*spec.Schema{}
+	for name, s := range swagger.Definitions {
+		v2[name] = &s
+	}
+	checkKinds(t, "v2", v2)
+}
+
+// checkKinds checks that every kind of marina.example.com/v1alpha1 and every struct type of
+// its package it contains has a schema with all of its JSON fields.
+func checkKinds(t *testing.T, doc string, schemas map[string]*spec.Schema) {
+	t.Helper()
+	scheme, err := apiserver.NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[reflect.Type]bool{}
+	var check func(reflect.Type)
+	check = func(rt reflect.Type) {
+		for rt.Kind() == reflect.Pointer || rt.Kind() == reflect.Slice || rt.Kind() == reflect.Map {
+			rt = rt.Elem()
+		}
+		if rt.Kind() != reflect.Struct || rt.PkgPath() != reflect.TypeFor[marinav1alpha1.Boat]().PkgPath() || seen[rt] {
+			return
+		}
+		seen[rt] = true
+		named, ok := reflect.New(rt).Elem().Interface().(interface{ OpenAPIModelName() string })
+		if !ok {
+			t.Errorf("%s has no OpenAPIModelName", rt)
+			return
+		}
+		s := schemas[named.OpenAPIModelName()]
+		if s == nil {
+			t.Errorf("%s: no schema %s", doc, named.OpenAPIModelName())
+			return
+		}
+		for i := range rt.NumField() {
+			f := rt.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "" || name == "-" {
+				continue // inline TypeMeta
+			}
+			if _, ok := s.Properties[name]; !ok {
+				t.Errorf("%s: %s has no property %s", doc, named.OpenAPIModelName(), name)
+			}
+			check(f.Type)
+		}
+	}
+	kinds := scheme.KnownTypes(marinav1alpha1.SchemeGroupVersion)
+	for _, k := range []string{"Boat", "BoatList", "Dock", "DockList", "Fleet", "FleetList"} {
+		rt, ok := kinds[k]
+		if !ok {
+			t.Errorf("the scheme lacks %s", k)
+			continue
+		}
+		check(rt)
+	}
+}
+
+// refs returns every "$ref" value in a JSON document.
+func refs(doc []byte) []string {
+	var out []string
+	var walk func(any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, x := range v {
+				if r, ok := x.(string); ok && k == "$ref" {
+					out = append(out, r)
+				}
+				walk(x)
+			}
+		case []any:
+			for _, x := range v {
+				walk(x)
+			}
+		}
+	}
+	var v any
+	_ = json.Unmarshal(doc, &v)
+	walk(v)
+	return out
 }
 
 // TestFakeClientset shows the generated fake clientset in a plain unit test.
