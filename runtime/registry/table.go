@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metatable "k8s.io/apimachinery/pkg/api/meta/table"
@@ -30,6 +31,18 @@ type tableConvertor struct {
 	columns []Column
 	// age is set when the AGE column is appended (no column is named Age).
 	age bool
+	// roots are the top-level fields the columns read ("spec", "status"): only those are
+	// converted to their JSON form for the JSONPaths, not the whole object (metadata with
+	// its managed fields is the largest part of most objects). Nil when a column's path
+	// does not start with a field name; the whole object is converted then.
+	roots []string
+	// fields caches the index of each root field per Go type (fieldKey -> []int).
+	fields sync.Map
+}
+
+type fieldKey struct {
+	t    reflect.Type
+	name string
 }
 
 // NewTableConvertor returns the table convertor for columns: NAME, then the columns in
@@ -68,7 +81,42 @@ func NewTableConvertor(columns []Column) (rest.TableConvertor, error) {
 	if c.age {
 		c.headers = append(c.headers, metav1.TableColumnDefinition{Name: "Age", Type: "date", Description: objectMetaDescriptions["creationTimestamp"]})
 	}
+	c.roots = columnRoots(columns)
 	return c, nil
+}
+
+// plainName tells whether s is a field name that needs no quoting in a JSONPath.
+func plainName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if !(r == '_' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return false
+		}
+	}
+	return true
+}
+
+// columnRoots returns the distinct first field names of the columns' paths, or nil when a
+// path starts otherwise (a recursive descent, an index, a filter).
+func columnRoots(columns []Column) []string {
+	var roots []string
+	for _, col := range columns {
+		rest := strings.TrimPrefix(col.JSONPath, ".")
+		end := strings.IndexAny(rest, ".[")
+		if end < 0 {
+			end = len(rest)
+		}
+		root := rest[:end]
+		if !plainName(root) {
+			return nil
+		}
+		if !contains(roots, root) {
+			roots = append(roots, root)
+		}
+	}
+	return roots
 }
 
 func parseColumn(col Column) (*jsonpath.JSONPath, error) {
@@ -110,7 +158,7 @@ func (c *tableConvertor) ConvertToTable(ctx context.Context, obj runtime.Object,
 		cells := make([]any, 1, 2+len(paths))
 		cells[0] = name
 		if len(paths) > 0 {
-			content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+			content, err := c.content(obj)
 			if err != nil {
 				return nil, err
 			}
@@ -124,6 +172,85 @@ func (c *tableConvertor) ConvertToTable(ctx context.Context, obj runtime.Object,
 		return cells, nil
 	})
 	return table, err
+}
+
+// content is the JSON form of obj, or of the parts of it the columns read.
+func (c *tableConvertor) content(obj runtime.Object) (map[string]any, error) {
+	v := reflect.ValueOf(obj)
+	if c.roots == nil || v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		return runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	}
+	v = v.Elem()
+	out := make(map[string]any, len(c.roots))
+	for _, root := range c.roots {
+		index := c.fieldIndex(v.Type(), root)
+		if index == nil {
+			continue // no such field: its cells are empty, as for a missing key
+		}
+		f, err := v.FieldByIndexErr(index)
+		if err != nil {
+			continue // behind a nil embedded pointer
+		}
+		if f.Kind() == reflect.Pointer {
+			if f.IsNil() {
+				continue
+			}
+			f = f.Elem()
+		}
+		if f.Kind() != reflect.Struct {
+			return runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+		}
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(f.Addr().Interface())
+		if err != nil {
+			return nil, err
+		}
+		out[root] = m
+	}
+	return out, nil
+}
+
+// fieldIndex finds the field whose JSON name is name in t, through inline embedded
+// structs (as encoding/json does), or returns nil.
+func (c *tableConvertor) fieldIndex(t reflect.Type, name string) []int {
+	key := fieldKey{t, name}
+	if idx, ok := c.fields.Load(key); ok {
+		return idx.([]int)
+	}
+	idx := findJSONField(t, name)
+	c.fields.Store(key, idx)
+	return idx
+}
+
+func findJSONField(t reflect.Type, name string) []int {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if tag == "-" {
+			continue
+		}
+		if f.Anonymous && tag == "" {
+			et := f.Type
+			if et.Kind() == reflect.Pointer {
+				et = et.Elem()
+			}
+			if et.Kind() == reflect.Struct {
+				if sub := findJSONField(et, name); sub != nil {
+					return append([]int{i}, sub...)
+				}
+			}
+			continue
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if tag == "" {
+			tag = f.Name
+		}
+		if tag == name {
+			return []int{i}
+		}
+	}
+	return nil
 }
 
 // cell evaluates one column on an object's JSON form. A missing value, or one of the wrong
