@@ -83,10 +83,11 @@ func liveHeap(t *testing.T, cfg *rest.Config) float64 {
 // k8s.io/apiserver keeps at least 75s of events (so that watches can resume from a recent
 // resourceVersion) and frees an event only when a newer one takes its slot, and etcd keeps
 // its raft log in memory until the next snapshot. The ring shrinks by half with each new
-// event once it is full and its newest quarter is older than the window (and grows while
-// everything in it is younger). So the test waits out the history window, writes a few
-// small events, which shrink the ring to its lower bound of 100 events, and only then
-// compares the heap with the baseline: what is left of the burst after that is a leak.
+// event once it is full and its newest quarter is older than the window, and doubles when
+// it is full of events younger than that. So the test waits out the window, fills the ring
+// with small events, waits out the window again, writes a few more, which shrink the ring
+// to its lower bound of 100 events, and only then compares the heap with the baseline:
+// what is left of the burst after that is a leak.
 func TestLoad(t *testing.T) {
 	skipShort(t)
 	dir := t.TempDir()
@@ -115,13 +116,17 @@ func TestLoad(t *testing.T) {
 	burstEnd := time.Now()
 	afterLoad := liveHeap(t, cfg)
 
-	// Wait out the watch cache's history window and write a few small events: each of
-	// them halves the ring, down to its lower bound of 100 events.
+	// Once the burst is older than the watch cache's history window, turn the ring over
+	// with small events, stopping just short of a full turn (a ring full of events younger
+	// than the window doubles); wait out the window again; then each new event halves the
+	// ring, whose newest quarter is now old, down to its lower bound of 100 events.
 	const historyWindow = 75 * time.Second
 	series := `watch_cache_capacity{group="marina.example.com",resource="boats"}`
 	trickle := dyn.Resource(boats).Namespace("trickle")
 	time.Sleep(time.Until(burstEnd.Add(historyWindow + 2*time.Second)))
 	capacity := metric(t, serverMetrics(t, cfg, false), series)
+	writeSmallEvents(t, ctx, trickle, int(capacity)-10)
+	time.Sleep(historyWindow + 2*time.Second)
 	writeSmallEvents(t, ctx, trickle, 20)
 	shrunk := metric(t, serverMetrics(t, cfg, false), series)
 	if shrunk > 128 {

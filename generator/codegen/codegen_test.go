@@ -702,8 +702,9 @@ func TestRunKlogFatalBecomesError(t *testing.T) {
 	in := fixtureInput(copyFixture(t))
 	in.OpenAPISchema = []byte("{not json")
 	_, err := Run(context.Background(), in)
-	if err == nil || !strings.Contains(err.Error(), "applyconfiguration-gen GetTargets: klog.Fatal") {
-		t.Fatalf("err = %v, want a klog.Fatal error from applyconfiguration-gen", err)
+	if err == nil || !strings.Contains(err.Error(), "applyconfiguration-gen GetTargets: Failed build type models") ||
+		!strings.Contains(err.Error(), "failed to unmarshal typeModels JSON") || !strings.Contains(err.Error(), "(klog.Fatal, exit status 255") {
+		t.Fatalf("err = %v, want applyconfiguration-gen's klog.Fatal, with its reason, as an error", err)
 	}
 }
 

@@ -1,7 +1,9 @@
 package codegen
 
 import (
+	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"maps"
@@ -468,10 +470,46 @@ var runMu sync.Mutex
 
 type fatalExit int
 
+// klogged holds what code-generator logged through klog during the current Run (under
+// runMu): its chatter (conversion-gen reports every non-conversion function of a package as
+// "Malformed function") stays out of the user's terminal, and a klog.Fatal's reason goes
+// into the error instead.
+var klogged bytes.Buffer
+
 func trapFatal() (restore func()) {
 	prev := klog.OsExit
 	klog.OsExit = func(code int) { panic(fatalExit(code)) }
-	return func() { klog.OsExit = prev }
+	klogged.Reset()
+	// klog's flags are its only way to keep every severity off stderr (4 is above FATAL).
+	flags := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(flags)
+	_ = flags.Set("stderrthreshold", "4")
+	klog.LogToStderr(false)
+	klog.SetOutput(&klogged)
+	return func() {
+		klog.Flush()
+		klog.OsExit = prev
+		klog.SetOutput(os.Stderr)
+		_ = flags.Set("stderrthreshold", "ERROR")
+		klog.LogToStderr(true)
+	}
+}
+
+// fatalReason is the last FATAL line klog logged, without its header.
+func fatalReason() string {
+	klog.Flush()
+	var reason string
+	for _, line := range strings.Split(klogged.String(), "\n") {
+		if strings.HasPrefix(line, "F") {
+			if _, msg, ok := strings.Cut(line, "] "); ok {
+				reason = msg
+			}
+		}
+	}
+	if reason == "" {
+		return "no reason logged"
+	}
+	return reason
 }
 
 func guard(tool, phase string, fn func() error) (err error) {
@@ -481,7 +519,7 @@ func guard(tool, phase string, fn func() error) (err error) {
 			return
 		}
 		if code, ok := r.(fatalExit); ok {
-			err = fmt.Errorf("codegen: %s %s: klog.Fatal (exit status %d) instead of an error; the reason is the last FATAL line klog logged", tool, phase, int(code))
+			err = fmt.Errorf("codegen: %s %s: %s (klog.Fatal, exit status %d, instead of an error)", tool, phase, fatalReason(), int(code))
 			return
 		}
 		err = fmt.Errorf("codegen: %s %s: panic: %v", tool, phase, r)

@@ -117,7 +117,7 @@ func Deploy(m *model.Model, o Options, d DeployOptions) ([]File, error) {
 			if !v.Served() {
 				continue // unserved: no APIService, kube-apiserver would report it unavailable
 			}
-			data.APIServices = append(data.APIServices, deployAPIService{Group: g.Name, Version: v.Name, Priority: 100 - 10*i})
+			data.APIServices = append(data.APIServices, deployAPIService{Group: g.Name, Version: v.Name, Priority: versionPriority(i)})
 			i++
 			for _, k := range v.Kinds {
 				if k.Unserved || seen[k.Plural] {
@@ -180,7 +180,22 @@ func Deploy(m *model.Model, o Options, d DeployOptions) ([]File, error) {
 		return nil, err
 	}
 	files = append(files, File{Path: "Dockerfile", Content: docker, Owner: UserOwned})
+	ignore, err := render("dockerignore.tmpl", data)
+	if err != nil {
+		return nil, err
+	}
+	files = append(files, File{Path: ".dockerignore", Content: ignore, Owner: UserOwned})
 	return files, nil
+}
+
+// versionPriority is the APIService versionPriority of the i-th served version of a group
+// (in the group's order, preferred first): 100, 90, ... 20, 10, then 9 down to 1 (it must
+// be positive; kube-apiserver orders equal priorities by version name).
+func versionPriority(i int) int {
+	if i < 10 {
+		return 100 - 10*i
+	}
+	return max(1, 19-i)
 }
 
 func withYAMLHeader(b []byte) []byte {

@@ -74,6 +74,9 @@ func TestDeployDefault(t *testing.T) {
 	if !strings.Contains(got["config/deploy/kustomization.yaml"], "- certs/serving-cert.yaml") {
 		t.Error("kustomization does not include the serving certificate")
 	}
+	if ignore := got[".dockerignore"]; !strings.Contains(ignore, "config/deploy/certs/") || !strings.Contains(ignore, ".aagen/") {
+		t.Errorf(".dockerignore does not keep the keys and local state out of the build context:\n%s", ignore)
+	}
 	if !strings.Contains(got["Dockerfile"], "USER 65532:65532") || !strings.Contains(got["Dockerfile"], "CGO_ENABLED=0") {
 		t.Errorf("Dockerfile:\n%s", got["Dockerfile"])
 	}
@@ -101,5 +104,21 @@ func TestDeployCertManagerExternalEtcd(t *testing.T) {
 	}
 	if !strings.Contains(got["config/deploy/zz_generated.apiserver.yaml"], "--etcd-servers=https://etcd-a:2379,https://etcd-b:2379") {
 		t.Error("deployment does not use the external etcd")
+	}
+}
+
+// TestVersionPriority checks that APIService version priorities stay positive and
+// descending however many versions a group serves.
+func TestVersionPriority(t *testing.T) {
+	prev := 101
+	for i := range 25 {
+		p := versionPriority(i)
+		if p < 1 || p > prev {
+			t.Fatalf("version %d: priority %d after %d", i, p, prev)
+		}
+		if i < 19 && p == prev {
+			t.Errorf("version %d: priority %d equals the previous one", i, p)
+		}
+		prev = p
 	}
 }

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// example copies the example project (types and generated tree) to a temporary module.
+func example(t *testing.T) string {
+	t.Helper()
+	src, err := filepath.Abs("../../testdata/example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, _ := filepath.Abs("../..")
+	dst := t.TempDir()
+	err = filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			if d.Name() == ".aagen" {
+				return filepath.SkipDir
+			}
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if rel == "go.mod" {
+			data = bytes.ReplaceAll(data, []byte("=> ../.."), []byte("=> "+root))
+		}
+		return os.WriteFile(filepath.Join(dst, rel), data, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// aagen runs the command line with args; stderr is a buffer, as when piped.
+func aagen(t *testing.T, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	cmd := newRootCommand()
+	cmd.SetArgs(args)
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	err = cmd.ExecuteContext(context.Background())
+	return out.String(), errOut.String(), err
+}
+
+// TestCertsRenew checks that certs keeps the certificates, --renew replaces them, and the
+// APIServices' caBundle follows the CA.
+func TestCertsRenew(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the generators")
+	}
+	dir := example(t)
+	certs := filepath.Join(dir, "config/deploy/certs")
+	caBefore, _ := os.ReadFile(filepath.Join(certs, "ca.crt"))
+	keyBefore, _ := os.ReadFile(filepath.Join(certs, "tls.key"))
+	if _, stderr, err := aagen(t, "certs", "--no-go-mod", "-C", dir, "./pkg/apis/..."); err != nil {
+		t.Fatalf("certs: %v\n%s", err, stderr)
+	}
+	if ca, _ := os.ReadFile(filepath.Join(certs, "ca.crt")); !bytes.Equal(ca, caBefore) {
+		t.Errorf("certs without --renew replaced the CA")
+	}
+	if _, stderr, err := aagen(t, "certs", "--renew", "--no-go-mod", "-C", dir, "./pkg/apis/..."); err != nil {
+		t.Fatalf("certs --renew: %v\n%s", err, stderr)
+	}
+	ca, _ := os.ReadFile(filepath.Join(certs, "ca.crt"))
+	key, _ := os.ReadFile(filepath.Join(certs, "tls.key"))
+	if bytes.Equal(ca, caBefore) || bytes.Equal(key, keyBefore) || len(ca) == 0 || len(key) == 0 {
+		t.Fatalf("certs --renew kept the CA or the serving key")
+	}
+	apiservices, _ := os.ReadFile(filepath.Join(dir, "config/deploy/zz_generated.apiservices.yaml"))
+	if !strings.Contains(string(apiservices), "caBundle: "+base64.StdEncoding.EncodeToString(ca)) {
+		t.Errorf("the APIServices' caBundle is not the new CA:\n%s", apiservices)
+	}
+	secret, _ := os.ReadFile(filepath.Join(certs, "serving-cert.yaml"))
+	if !strings.Contains(string(secret), base64.StdEncoding.EncodeToString(key)) {
+		t.Errorf("the Secret does not carry the new serving key")
+	}
+}
+
+// TestProgress checks that generate is quiet when its output is not a terminal and
+// reports its steps with -v.
+func TestProgress(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the generators")
+	}
+	dir := example(t)
+	_, stderr, err := aagen(t, "generate", "--no-go-mod", "-C", dir, "./pkg/apis/...")
+	if err != nil {
+		t.Fatalf("generate: %v\n%s", err, stderr)
+	}
+	if stderr != "" {
+		t.Errorf("generate printed progress to a pipe:\n%s", stderr)
+	}
+	_, stderr, err = aagen(t, "generate", "-v", "--force", "--no-go-mod", "-C", dir, "./pkg/apis/...")
+	if err != nil {
+		t.Fatalf("generate -v: %v\n%s", err, stderr)
+	}
+	for _, want := range []string{"aagen: loading ./pkg/apis/...", "aagen: model: marina.example.com/v1alpha1", "aagen: running code generators", "package load", "aagen: done in"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("generate -v lacks %q:\n%s", want, stderr)
+		}
+	}
+}
+
+func TestVersion(t *testing.T) {
+	stdout, _, err := aagen(t, "version")
+	if err != nil || !strings.HasPrefix(stdout, "aagen ") {
+		t.Fatalf("version: %v %q", err, stdout)
+	}
+}
+
+func TestCompletion(t *testing.T) {
+	stdout, _, err := aagen(t, "completion", "bash")
+	if err != nil || !strings.Contains(stdout, "__start_aagen") {
+		t.Fatalf("completion bash: %v\n%.200s", err, stdout)
+	}
+}
