@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -70,6 +71,7 @@ func TestCrashRecovery(t *testing.T) {
 	state := t.TempDir()
 	ctx := context.Background()
 	acked := map[string]bool{}
+	var firstRV string
 	for round := 0; round < 3; round++ {
 		cmd, dyn, _ := startBinary(t, bin, state)
 		bc := dyn.Resource(boats).Namespace("harbour")
@@ -140,71 +142,102 @@ func TestCrashRecovery(t *testing.T) {
 		for name := range stored {
 			acked[name] = true
 		}
-		// A watch from before the crash either resumes and delivers every write made since,
-		// or, when its resourceVersion predates the restarted watch cache, gets 410 Gone;
-		// then a relist (what informers do) recovers every write.
+		// A watch from before the crash resumes (the runtime serves it from etcd, which
+		// still has the events, although the restarted watch cache starts after them) and
+		// delivers every acknowledged write, in order.
 		wctx, cancel := context.WithTimeout(ctx, time.Minute)
 		w, err := bc.Watch(wctx, metav1.ListOptions{ResourceVersion: startRV})
 		if err != nil {
 			t.Fatal(err)
 		}
 		seen := map[string]bool{}
-		gone := false
-		for len(seen) < len(roundAcked) && !gone {
+		lastRV := int64(0)
+		for len(seen) < len(roundAcked) {
 			ev, ok := <-w.ResultChan()
 			if !ok {
-				break
+				t.Fatalf("round %d: the resumed watch ended after %d of %d writes", round, len(seen), len(roundAcked))
 			}
-			switch ev.Type {
-			case watch.Added:
-				seen[ev.Object.(*unstructured.Unstructured).GetName()] = true
-			case watch.Error:
-				status, _ := ev.Object.(*metav1.Status)
-				if status == nil || status.Code != 410 {
-					t.Fatalf("round %d: watch error %v", round, ev.Object)
-				}
-				gone = true
+			if ev.Type == watch.Error {
+				t.Fatalf("round %d: the watch from before the crash did not resume: %v", round, ev.Object)
 			}
+			o := ev.Object.(*unstructured.Unstructured)
+			rv, _ := strconv.ParseInt(o.GetResourceVersion(), 10, 64)
+			if ev.Type != watch.Added || rv <= lastRV {
+				t.Fatalf("round %d: resumed watch: %s %s at %d after %d", round, ev.Type, o.GetName(), rv, lastRV)
+			}
+			lastRV = rv
+			seen[o.GetName()] = true
 		}
 		w.Stop()
 		cancel()
-		how := "the resumed watch"
-		if gone {
-			how = "a relist after 410 Gone"
-			relist, err := bc.List(ctx, metav1.ListOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, item := range relist.Items {
-				seen[item.GetName()] = true
-			}
-			// A watch from the relist's resourceVersion works and sees new writes.
-			w2, err := bc.Watch(ctx, metav1.ListOptions{ResourceVersion: relist.GetResourceVersion()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			next := fmt.Sprintf("r%d-after-relist", round)
-			if _, err := bc.Create(ctx, boat(next, nil, 1), metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			acked[next] = true
-			select {
-			case ev := <-w2.ResultChan():
-				if ev.Type != watch.Added || ev.Object.(*unstructured.Unstructured).GetName() != next {
-					t.Errorf("round %d: watch after relist got %s", round, ev.Type)
-				}
-			case <-time.After(30 * time.Second):
-				t.Errorf("round %d: watch after relist saw nothing", round)
-			}
-			w2.Stop()
-		}
 		for _, name := range roundAcked {
 			if !seen[name] {
-				t.Errorf("round %d: %s missed by %s", round, name, how)
+				t.Errorf("round %d: %s missed by the resumed watch", round, name)
 			}
 		}
-		t.Logf("round %d: %d writes acknowledged before SIGKILL, all stored, all recovered by %s", round, len(roundAcked), how)
+		if round == 0 {
+			firstRV = startRV
+		}
+		t.Logf("round %d: %d writes acknowledged before SIGKILL, all stored, all delivered by the watch resumed after the restart", round, len(roundAcked))
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		_ = cmd.Wait()
+	}
+
+	// Once etcd has compacted the revision a watch asks for, nothing can resume it: the
+	// watch gets 410 Gone, and a relist (what informers do) recovers every write; a watch
+	// from the relist's resourceVersion delivers new writes.
+	cmd, dyn, _ := startBinary(t, bin, state, "--etcd-compaction-interval=2s")
+	defer func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() }()
+	bc := dyn.Resource(boats).Namespace("harbour")
+	for i := 0; i < 3; i++ {
+		// The compactor compacts to the revision it saw one interval earlier.
+		if _, err := bc.Create(ctx, boat(fmt.Sprintf("compacted-%d", i), nil, 1), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		acked[fmt.Sprintf("compacted-%d", i)] = true
+		time.Sleep(2500 * time.Millisecond)
+	}
+	w, err := bc.Watch(ctx, metav1.ListOptions{ResourceVersion: firstRV})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ev := <-w.ResultChan():
+		status, _ := ev.Object.(*metav1.Status)
+		if ev.Type != watch.Error || status == nil || status.Code != 410 {
+			t.Fatalf("watch from a compacted resourceVersion: want 410 Gone, got %s %v", ev.Type, ev.Object)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("watch from a compacted resourceVersion: no event")
+	}
+	w.Stop()
+	relist, err := bc.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	relisted := map[string]bool{}
+	for _, item := range relist.Items {
+		relisted[item.GetName()] = true
+	}
+	for name := range acked {
+		if !relisted[name] {
+			t.Errorf("%s missing from the relist", name)
+		}
+	}
+	w2, err := bc.Watch(ctx, metav1.ListOptions{ResourceVersion: relist.GetResourceVersion()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w2.Stop()
+	if _, err := bc.Create(ctx, boat("after-relist", nil, 1), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ev := <-w2.ResultChan():
+		if ev.Type != watch.Added || ev.Object.(*unstructured.Unstructured).GetName() != "after-relist" {
+			t.Errorf("watch after relist got %s %v", ev.Type, ev.Object)
+		}
+	case <-time.After(30 * time.Second):
+		t.Errorf("watch after relist saw nothing")
 	}
 }

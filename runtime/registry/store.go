@@ -49,7 +49,7 @@ func NewStorage[T Object](scheme *runtime.Scheme, getter generic.RESTOptionsGett
 		ResetFieldsStrategy:       main,
 		TableConvertor:            table,
 	}
-	opts := &generic.StoreOptions{RESTOptions: getter, AttrFunc: getAttrs(r)}
+	opts := &generic.StoreOptions{RESTOptions: resumingGetter{getter}, AttrFunc: getAttrs(r)}
 	if err := store.CompleteWithOptions(opts); err != nil {
 		return nil, fmt.Errorf("%s: %w", r.GroupResource(), err)
 	}
