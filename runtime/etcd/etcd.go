@@ -40,6 +40,10 @@ const (
 	// after a snapshot (etcd's default, for clusters with followers, is 5000).
 	singleMemberCatchUpEntries = 100
 
+	// singleMemberSnapshotCount is how many raft entries the member applies between two
+	// snapshots; they stay in memory until the next one (etcd's default is 10000).
+	singleMemberSnapshotCount = 5000
+
 	// errBufferSize is the capacity of the channel returned by Server.Err.
 	errBufferSize = 8
 )
@@ -321,6 +325,7 @@ func start(ctx context.Context, c completed, lock *dirLock) (s *Server, keepLock
 	// followers can catch up without a snapshot transfer. A single member has no
 	// followers: keeping etcd's default of 5000 would only hold memory.
 	ec.SnapshotCatchUpEntries = singleMemberCatchUpEntries
+	ec.SnapshotCount = singleMemberSnapshotCount
 	ec.LogLevel = c.level.String()
 	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(newLogger(c.logOutput, c.level, state))
 
