@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -242,6 +243,129 @@ func TestVersions(t *testing.T) {
 			}
 			if c, _, _ := unstructured.NestedString(list.Items[0].Object, "spec", "comment"); c != "nice" {
 				t.Errorf("%s: comment %q", v, c)
+			}
+		}
+	})
+
+	// The Visitor kind carries kubebuilder's validation, default, column and resource
+	// markers, the same in both versions; each shows through client-go and kubectl.
+	visitor := func(v, name string, spec map[string]any) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": webapp + "/" + v, "kind": "Visitor", "metadata": map[string]any{"name": name}, "spec": spec,
+		}}
+	}
+	t.Run("validation markers", func(t *testing.T) {
+		for _, v := range []string{"v1", "v1beta1"} {
+			cases := []struct {
+				name string
+				spec map[string]any
+				want []string
+			}{
+				{"empty-guestbook", map[string]any{"guestbook": ""}, []string{
+					`spec.guestbook: Invalid value: "": spec.guestbook in body should be at least 1 chars long`,
+					`spec.guestbook: Invalid value: "": spec.guestbook in body should match '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$'`,
+				}},
+				{"everything-wrong", map[string]any{
+					"guestbook": "Lobby", "comment": strings.Repeat("x", 281), "rating": int64(6), "partySize": int64(3), "role": "Admin",
+					"email": "nope", "tags": []any{"a", "b", "c", "d"}, "languages": map[string]any{"en": "native", "fr": "good", "de": "some"},
+				}, []string{
+					`spec.guestbook: Invalid value: "Lobby": spec.guestbook in body should match '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$'`,
+					`spec.comment: Too long: may not be more than 280 bytes`,
+					`spec.rating: Invalid value: 6: spec.rating in body should be less than 6`,
+					`spec.partySize: Invalid value: 3: spec.partySize in body should be a multiple of 2`,
+					`spec.role: Unsupported value: "Admin": supported values: "Guest", "Host"`,
+					`spec.email: Invalid value: "nope": spec.email in body must be of type email: "nope"`,
+					`spec.tags: Too many: 4: must have at most 3 items`,
+					`spec.languages: Too many: 3: must have at most 2 items`,
+					`<nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation`,
+				}},
+				{"rating-zero-is-unset", map[string]any{"guestbook": "lobby", "rating": int64(-1)}, []string{
+					`spec.rating: Invalid value: -1: spec.rating in body should be greater than or equal to 1`,
+				}},
+				{"duplicate-tags", map[string]any{"guestbook": "lobby", "tags": []any{"art", "art"}}, []string{
+					`spec.tags[1]: Duplicate value: "art"`,
+				}},
+				{"cel", map[string]any{"guestbook": "spam"}, []string{
+					`spec.guestbook: Invalid value: "string": spam is not a guestbook`,
+				}},
+			}
+			for _, c := range cases {
+				_, err := dyn.Resource(visitors(v)).Namespace(ns).Create(ctx, visitor(v, c.name, c.spec), metav1.CreateOptions{})
+				checkInvalid(t, err, "Visitor", c.name, c.want)
+			}
+		}
+		// kubectl shows the same errors.
+		out, err := kubectl(t, up.kubeconfig, `{"apiVersion":"webapp.example.com/v1","kind":"Visitor","metadata":{"name":"bad","namespace":"guests"},"spec":{"guestbook":"lobby","rating":9,"role":"Admin"}}`,
+			"create", "-f", "-")
+		if err == nil || !strings.Contains(out, `The Visitor "bad" is invalid`) || !strings.Contains(out, "spec.rating: Invalid value: 9: spec.rating in body should be less than 6") ||
+			!strings.Contains(out, `spec.role: Unsupported value: "Admin"`) {
+			t.Errorf("kubectl create of an invalid Visitor: %v\n%s", err, out)
+		}
+	})
+
+	t.Run("defaults and transition rule", func(t *testing.T) {
+		for _, v := range []string{"v1", "v1beta1"} {
+			got, err := dyn.Resource(visitors(v)).Namespace(ns).Create(ctx, visitor(v, "bo-"+v, map[string]any{"guestbook": "lobby", "email": "bo@example.com"}), metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rating, _, _ := unstructured.NestedInt64(got.Object, "spec", "rating")
+			role, _, _ := unstructured.NestedString(got.Object, "spec", "role")
+			if rating != 3 || role != "Guest" {
+				t.Errorf("%s defaults: spec %v; want rating 3, role Guest", v, got.Object["spec"])
+			}
+			_ = unstructured.SetNestedField(got.Object, "bo@example.org", "spec", "email")
+			_, err = dyn.Resource(visitors(v)).Namespace(ns).Update(ctx, got, metav1.UpdateOptions{})
+			checkInvalid(t, err, "Visitor", "bo-"+v, []string{`spec: Invalid value: "object": email is immutable`})
+		}
+		out, err := kubectl(t, up.kubeconfig, "", "get", "visitor", "bo-v1", "-n", ns, "-o", "jsonpath={.spec.rating} {.spec.role}")
+		if err != nil || out != "3 Guest" {
+			t.Errorf("kubectl get -o jsonpath of the defaults: %v %q", err, out)
+		}
+	})
+
+	t.Run("columns, categories and names through kubectl", func(t *testing.T) {
+		out, err := kubectl(t, up.kubeconfig, "", "get", "vis", "-n", ns)
+		if err != nil || !regexp.MustCompile(`(?m)^NAME\s+GUESTBOOK\s+RATING\s+AGE$`).MatchString(out) || !regexp.MustCompile(`(?m)^bo-v1\s+lobby\s+3\s+`).MatchString(out) {
+			t.Errorf("kubectl get vis: %v\n%s", err, out)
+		}
+		out, err = kubectl(t, up.kubeconfig, "", "get", "visitors", "-n", ns, "-o", "wide")
+		if err != nil || !regexp.MustCompile(`(?m)^NAME\s+GUESTBOOK\s+RATING\s+EMAIL\s+AGE$`).MatchString(out) || !strings.Contains(out, "bo@example.com") {
+			t.Errorf("kubectl get visitors -o wide (priority 1 column): %v\n%s", err, out)
+		}
+		// categories=all: kubectl get all includes visitors; the guestbook category too.
+		for _, cat := range []string{"all", "guestbook"} {
+			out, err = kubectl(t, up.kubeconfig, "", "get", cat, "-n", ns)
+			if err != nil || !strings.Contains(out, "visitor.webapp.example.com/bo-v1") {
+				t.Errorf("kubectl get %s: %v\n%s", cat, err, out)
+			}
+		}
+		out, err = kubectl(t, up.kubeconfig, "", "get", "visitors", "-n", ns, "--field-selector", "spec.guestbook=garden", "-o", "name")
+		if err != nil || strings.TrimSpace(out) != "visitor.webapp.example.com/ann-v1beta1" {
+			t.Errorf("kubectl get --field-selector: %v\n%s", err, out)
+		}
+		out, err = kubectl(t, up.kubeconfig, "", "get", "visitors", "-n", ns, "--field-selector", "spec.comment=nice")
+		if err == nil || !strings.Contains(out, `field label not supported: spec.comment`) {
+			t.Errorf("kubectl get --field-selector on a field that is not selectable: %v\n%s", err, out)
+		}
+		out, err = kubectl(t, up.kubeconfig, "", "explain", "visitor.spec.rating")
+		if err != nil || !strings.Contains(out, "Rating is how many stars the visitor gave") {
+			t.Errorf("kubectl explain visitor.spec.rating: %v\n%s", err, out)
+		}
+	})
+
+	t.Run("kubectl scale", func(t *testing.T) {
+		out, err := kubectl(t, up.kubeconfig, "", "scale", "guestbook", "lobby", "-n", ns, "--replicas=5")
+		if err != nil || !strings.Contains(out, "scaled") {
+			t.Fatalf("kubectl scale: %v\n%s", err, out)
+		}
+		for _, v := range []string{"v1", "v1beta1"} {
+			gb, err := dyn.Resource(guestbooks(v)).Namespace(ns).Get(ctx, "lobby", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r, _, _ := unstructured.NestedInt64(gb.Object, "spec", "replicas"); r != 5 {
+				t.Errorf("%s: spec.replicas %d after kubectl scale --replicas=5", v, r)
 			}
 		}
 	})

@@ -29,5 +29,9 @@
 //   - with Scale, "<plural>/scale" serves autoscaling/v1 Scale: GET reads the replicas and
 //     selector, PUT and PATCH set the spec replicas through the main store (so
 //     resourceVersion preconditions, generation, admission, watch and the managed fields
-//     of the replicas behave as for Deployments and custom resources).
+//     of the replicas behave as for Deployments and custom resources);
+//   - a watch from a resourceVersion the watch cache no longer holds (after a restart of
+//     the server, or past the cache's history) is served from etcd, so it resumes without
+//     missing an event instead of answering 410 Gone; only a revision etcd has compacted
+//     gets 410 (see resume.go).
 package registry

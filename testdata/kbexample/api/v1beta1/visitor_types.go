@@ -5,13 +5,57 @@ import (
 )
 
 // VisitorSpec defines the desired state of Visitor
+// +kubebuilder:validation:XValidation:rule="self.guestbook != 'spam'",message="spam is not a guestbook",fieldPath=.guestbook
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.email) || self.email == oldSelf.email",message="email is immutable"
 type VisitorSpec struct {
 	// Guestbook is the name of the guestbook the visitor signed.
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	Guestbook string `json:"guestbook"`
 
 	// Comment is what the visitor wrote.
 	// +optional
+	// +kubebuilder:validation:MaxLength=280
 	Comment string `json:"comment,omitempty"`
+
+	// Rating is how many stars the visitor gave: 1 to 5.
+	// +optional
+	// +kubebuilder:default=3
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=6
+	// +kubebuilder:validation:ExclusiveMaximum=true
+	Rating int32 `json:"rating,omitempty"`
+
+	// PartySize is how many came along, counted in pairs.
+	// +optional
+	// +kubebuilder:validation:MultipleOf=2
+	PartySize int32 `json:"partySize,omitempty"`
+
+	// Role is Guest or Host.
+	// +optional
+	// +kubebuilder:default=Guest
+	// +kubebuilder:validation:Enum=Guest;Host
+	Role string `json:"role,omitempty"`
+
+	// Email is how to reach the visitor; it cannot be changed.
+	// +optional
+	// +kubebuilder:validation:Format=email
+	Email string `json:"email,omitempty"`
+
+	// Tags are the visitor's interests.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=3
+	Tags []string `json:"tags,omitempty"`
+
+	// Languages maps language codes to fluency.
+	// +optional
+	// +kubebuilder:validation:MinProperties=1
+	// +kubebuilder:validation:MaxProperties=2
+	Languages map[string]string `json:"languages,omitempty"`
 }
 
 // VisitorStatus defines the observed state of Visitor
@@ -24,7 +68,10 @@ type VisitorStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:selectablefield:JSONPath=.spec.guestbook
+// +kubebuilder:resource:shortName=vis,categories={all,guestbook},singular=visitor
 // +kubebuilder:printcolumn:name="Guestbook",type=string,JSONPath=`.spec.guestbook`
+// +kubebuilder:printcolumn:name="Rating",type=integer,JSONPath=`.spec.rating`,description="Stars, 1 to 5."
+// +kubebuilder:printcolumn:name="Email",type=string,JSONPath=`.spec.email`,priority=1
 
 // Visitor is the Schema for the visitors API
 type Visitor struct {

@@ -24,7 +24,7 @@ import (
 // and from them (RegisterConversions, zz_generated.conversion.go and your conversion.go).
 func NewScheme() (*runtime.Scheme, error) {
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{apiv1beta1.RegisterConversions} {
+	for _, add := range []func(*runtime.Scheme) error{apiv1.RegisterDefaults, apiv1beta1.RegisterConversions, apiv1beta1.RegisterDefaults} {
 		if err := add(scheme); err != nil {
 			return nil, err
 		}

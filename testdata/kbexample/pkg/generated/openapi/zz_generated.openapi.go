@@ -16,6 +16,7 @@ import (
 	version "k8s.io/apimachinery/pkg/version"
 	common "k8s.io/kube-openapi/pkg/common"
 	spec "k8s.io/kube-openapi/pkg/validation/spec"
+	ptr "k8s.io/utils/ptr"
 )
 
 func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
@@ -364,6 +365,9 @@ func schema_examplecom_kbexample_api_v1_VisitorSpec(ref common.ReferenceCallback
 						SchemaProps: spec.SchemaProps{
 							Description: "Guestbook is the name of the guestbook the visitor signed.",
 							Default:     "",
+							MinLength:   ptr.To[int64](1),
+							MaxLength:   ptr.To[int64](63),
+							Pattern:     "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
 							Type:        []string{"string"},
 							Format:      "",
 						},
@@ -371,12 +375,91 @@ func schema_examplecom_kbexample_api_v1_VisitorSpec(ref common.ReferenceCallback
 					"comment": {
 						SchemaProps: spec.SchemaProps{
 							Description: "Comment is what the visitor wrote.",
+							MaxLength:   ptr.To[int64](280),
 							Type:        []string{"string"},
 							Format:      "",
 						},
 					},
+					"rating": {
+						SchemaProps: spec.SchemaProps{
+							Description:      "Rating is how many stars the visitor gave: 1 to 5.",
+							Default:          3,
+							Minimum:          ptr.To[float64](1),
+							Maximum:          ptr.To[float64](6),
+							ExclusiveMaximum: true,
+							Type:             []string{"integer"},
+							Format:           "int32",
+						},
+					},
+					"partySize": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PartySize is how many came along, counted in pairs.",
+							MultipleOf:  ptr.To[float64](2),
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"role": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Role is Guest or Host.",
+							Default:     "Guest",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"Guest", "Host"},
+						},
+					},
+					"email": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Email is how to reach the visitor; it cannot be changed.",
+							Type:        []string{"string"},
+							Format:      "email",
+						},
+					},
+					"tags": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Tags are the visitor's interests.",
+							MinItems:    ptr.To[int64](1),
+							MaxItems:    ptr.To[int64](3),
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"languages": {
+						SchemaProps: spec.SchemaProps{
+							Description:   "Languages maps language codes to fluency.",
+							MinProperties: ptr.To[int64](1),
+							MaxProperties: ptr.To[int64](2),
+							Type:          []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
 				},
 				Required: []string{"guestbook"},
+			},
+			VendorExtensible: spec.VendorExtensible{
+				Extensions: spec.Extensions{
+					"x-kubernetes-validations": []interface{}{map[string]interface{}{"fieldPath": ".guestbook", "message": "spam is not a guestbook", "rule": "self.guestbook != 'spam'"}, map[string]interface{}{"message": "email is immutable", "rule": "!has(oldSelf.email) || self.email == oldSelf.email"}},
+				},
 			},
 		},
 	}
@@ -650,6 +733,9 @@ func schema_examplecom_kbexample_api_v1beta1_VisitorSpec(ref common.ReferenceCal
 						SchemaProps: spec.SchemaProps{
 							Description: "Guestbook is the name of the guestbook the visitor signed.",
 							Default:     "",
+							MinLength:   ptr.To[int64](1),
+							MaxLength:   ptr.To[int64](63),
+							Pattern:     "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
 							Type:        []string{"string"},
 							Format:      "",
 						},
@@ -657,12 +743,91 @@ func schema_examplecom_kbexample_api_v1beta1_VisitorSpec(ref common.ReferenceCal
 					"comment": {
 						SchemaProps: spec.SchemaProps{
 							Description: "Comment is what the visitor wrote.",
+							MaxLength:   ptr.To[int64](280),
 							Type:        []string{"string"},
 							Format:      "",
 						},
 					},
+					"rating": {
+						SchemaProps: spec.SchemaProps{
+							Description:      "Rating is how many stars the visitor gave: 1 to 5.",
+							Default:          3,
+							Minimum:          ptr.To[float64](1),
+							Maximum:          ptr.To[float64](6),
+							ExclusiveMaximum: true,
+							Type:             []string{"integer"},
+							Format:           "int32",
+						},
+					},
+					"partySize": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PartySize is how many came along, counted in pairs.",
+							MultipleOf:  ptr.To[float64](2),
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"role": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Role is Guest or Host.",
+							Default:     "Guest",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"Guest", "Host"},
+						},
+					},
+					"email": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Email is how to reach the visitor; it cannot be changed.",
+							Type:        []string{"string"},
+							Format:      "email",
+						},
+					},
+					"tags": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Tags are the visitor's interests.",
+							MinItems:    ptr.To[int64](1),
+							MaxItems:    ptr.To[int64](3),
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"languages": {
+						SchemaProps: spec.SchemaProps{
+							Description:   "Languages maps language codes to fluency.",
+							MinProperties: ptr.To[int64](1),
+							MaxProperties: ptr.To[int64](2),
+							Type:          []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
 				},
 				Required: []string{"guestbook"},
+			},
+			VendorExtensible: spec.VendorExtensible{
+				Extensions: spec.Extensions{
+					"x-kubernetes-validations": []interface{}{map[string]interface{}{"fieldPath": ".guestbook", "message": "spam is not a guestbook", "rule": "self.guestbook != 'spam'"}, map[string]interface{}{"message": "email is immutable", "rule": "!has(oldSelf.email) || self.email == oldSelf.email"}},
+				},
 			},
 		},
 	}

@@ -86,10 +86,35 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: comment
       type:
         scalar: string
+    - name: email
+      type:
+        scalar: string
     - name: guestbook
       type:
         scalar: string
       default: ""
+    - name: languages
+      type:
+        map:
+          elementType:
+            scalar: string
+    - name: partySize
+      type:
+        scalar: numeric
+    - name: rating
+      type:
+        scalar: numeric
+      default: 3
+    - name: role
+      type:
+        scalar: string
+      default: Guest
+    - name: tags
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: associative
 - name: com.example.kbexample.api.v1.VisitorStatus
   map:
     fields:
@@ -159,10 +184,35 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: comment
       type:
         scalar: string
+    - name: email
+      type:
+        scalar: string
     - name: guestbook
       type:
         scalar: string
       default: ""
+    - name: languages
+      type:
+        map:
+          elementType:
+            scalar: string
+    - name: partySize
+      type:
+        scalar: numeric
+    - name: rating
+      type:
+        scalar: numeric
+      default: 3
+    - name: role
+      type:
+        scalar: string
+      default: Guest
+    - name: tags
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: associative
 - name: com.example.kbexample.api.v1beta1.VisitorStatus
   map:
     fields:

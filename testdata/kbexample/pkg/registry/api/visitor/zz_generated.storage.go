@@ -15,9 +15,20 @@ import (
 // NewStorage builds the REST storage of visitors.webapp.example.com: the resource and its status subresource, on the etcd storage getter describes.
 func NewStorage(scheme *runtime.Scheme, getter generic.RESTOptionsGetter) (map[string]rest.Storage, error) {
 	return registry.NewStorage(scheme, getter, registry.Resource[*apiv1.Visitor]{
+		Categories: []string{"all", "guestbook"},
 		Columns: []registry.Column{{
 			JSONPath: ".spec.guestbook",
 			Name:     "Guestbook",
+			Type:     "string",
+		}, {
+			Description: "Stars, 1 to 5.",
+			JSONPath:    ".spec.rating",
+			Name:        "Rating",
+			Type:        "integer",
+		}, {
+			JSONPath: ".spec.email",
+			Name:     "Email",
+			Priority: 1,
 			Type:     "string",
 		}},
 		Group:           "webapp.example.com",
@@ -41,7 +52,8 @@ func NewStorage(scheme *runtime.Scheme, getter generic.RESTOptionsGetter) (map[s
 				return obj.Spec.Guestbook
 			},
 		}},
-		Singular: "visitor",
+		ShortNames: []string{"vis"},
+		Singular:   "visitor",
 		SpecEqual: func(a, b *apiv1.Visitor) bool {
 			return equality.Semantic.DeepEqual(a.Spec, b.Spec)
 		},

@@ -11,6 +11,18 @@ type VisitorSpecApplyConfiguration struct {
 	Guestbook *string `json:"guestbook,omitempty"`
 	// Comment is what the visitor wrote.
 	Comment *string `json:"comment,omitempty"`
+	// Rating is how many stars the visitor gave: 1 to 5.
+	Rating *int32 `json:"rating,omitempty"`
+	// PartySize is how many came along, counted in pairs.
+	PartySize *int32 `json:"partySize,omitempty"`
+	// Role is Guest or Host.
+	Role *string `json:"role,omitempty"`
+	// Email is how to reach the visitor; it cannot be changed.
+	Email *string `json:"email,omitempty"`
+	// Tags are the visitor's interests.
+	Tags []string `json:"tags,omitempty"`
+	// Languages maps language codes to fluency.
+	Languages map[string]string `json:"languages,omitempty"`
 }
 
 // VisitorSpecApplyConfiguration constructs a declarative configuration of the VisitorSpec type for use with
@@ -32,5 +44,61 @@ func (b *VisitorSpecApplyConfiguration) WithGuestbook(value string) *VisitorSpec
 // If called multiple times, the Comment field is set to the value of the last call.
 func (b *VisitorSpecApplyConfiguration) WithComment(value string) *VisitorSpecApplyConfiguration {
 	b.Comment = &value
+	return b
+}
+
+// WithRating sets the Rating field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Rating field is set to the value of the last call.
+func (b *VisitorSpecApplyConfiguration) WithRating(value int32) *VisitorSpecApplyConfiguration {
+	b.Rating = &value
+	return b
+}
+
+// WithPartySize sets the PartySize field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the PartySize field is set to the value of the last call.
+func (b *VisitorSpecApplyConfiguration) WithPartySize(value int32) *VisitorSpecApplyConfiguration {
+	b.PartySize = &value
+	return b
+}
+
+// WithRole sets the Role field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Role field is set to the value of the last call.
+func (b *VisitorSpecApplyConfiguration) WithRole(value string) *VisitorSpecApplyConfiguration {
+	b.Role = &value
+	return b
+}
+
+// WithEmail sets the Email field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Email field is set to the value of the last call.
+func (b *VisitorSpecApplyConfiguration) WithEmail(value string) *VisitorSpecApplyConfiguration {
+	b.Email = &value
+	return b
+}
+
+// WithTags adds the given value to the Tags field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Tags field.
+func (b *VisitorSpecApplyConfiguration) WithTags(values ...string) *VisitorSpecApplyConfiguration {
+	for i := range values {
+		b.Tags = append(b.Tags, values[i])
+	}
+	return b
+}
+
+// WithLanguages puts the entries into the Languages field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, the entries provided by each call will be put on the Languages field,
+// overwriting an existing map entries in Languages field with the same key.
+func (b *VisitorSpecApplyConfiguration) WithLanguages(entries map[string]string) *VisitorSpecApplyConfiguration {
+	if b.Languages == nil && len(entries) > 0 {
+		b.Languages = make(map[string]string, len(entries))
+	}
+	for k, v := range entries {
+		b.Languages[k] = v
+	}
 	return b
 }
