@@ -42,13 +42,16 @@ func apiTest(m *model.Model, o Options) *jen.File {
 				client := jen.Id("cs").Dot(groupGo + gengonamer.IC(v.Name)).Call().Dot(plural).Call(nsArg...)
 				runs = append(runs, jen.Id("t").Dot("Run").Call(jen.Lit(k.Name+"."+g.Name+"/"+v.Name), jen.Func().Params(jen.Id("t").Op("*").Qual("testing", "T")).Block(
 					jen.Qual(pkgServertest, "CRUD").Types(jen.Op("*").Qual(v.ImportPath, k.Name), jen.Op("*").Qual(v.ImportPath, k.ListName)).Call(
-						jen.Id("t"), client, jen.Op("&").Qual(v.ImportPath, k.Name).Values()),
+						jen.Id("t"), client, jen.Qual(pkgServertest, "Sample").Call(
+							jen.Id("t"), jen.Lit(samplesDir), jen.Lit(g.Name+"/"+v.Name), jen.Lit(k.Name), jen.Op("&").Qual(v.ImportPath, k.Name).Values())),
 				)))
 			}
 		}
 	}
 	f.Comment("TestAPI starts the server in-process on embedded etcd and checks create, get, list, watch,")
-	f.Comment("update, conflicts and delete of every kind through the generated clientset.")
+	f.Comment("update, conflicts and delete of every kind through the generated clientset, with the")
+	f.Comment("kind's sample from config/samples (any file there with its apiVersion and kind), or its")
+	f.Comment("zero value when there is none.")
 	body := []jen.Code{
 		jen.List(jen.Id("spec"), jen.Err()).Op(":=").Qual(apiserverPkg, "NewSpec").Call(),
 		jen.If(jen.Err().Op("!=").Nil()).Block(jen.Id("t").Dot("Fatal").Call(jen.Err())),
@@ -58,5 +61,8 @@ func apiTest(m *model.Model, o Options) *jen.File {
 	f.Func().Id("TestAPI").Params(jen.Id("t").Op("*").Qual("testing", "T")).Block(append(body, runs...)...)
 	return f
 }
+
+// samplesDir is config/samples, relative to the generated test's package (pkg/apiserver).
+const samplesDir = "../../config/samples"
 
 func apiTestPath() string { return path.Join("pkg/apiserver", "zz_generated.api_test.go") }

@@ -11,7 +11,9 @@ import (
 )
 
 // TestAPI starts the server in-process on embedded etcd and checks create, get, list, watch,
-// update, conflicts and delete of every kind through the generated clientset.
+// update, conflicts and delete of every kind through the generated clientset, with the
+// kind's sample from config/samples (any file there with its apiVersion and kind), or its
+// zero value when there is none.
 func TestAPI(t *testing.T) {
 	spec, err := apiserver.NewSpec()
 	if err != nil {
@@ -20,12 +22,12 @@ func TestAPI(t *testing.T) {
 	srv := servertest.Start(t, spec)
 	cs := versioned.NewForConfigOrDie(srv.Config)
 	t.Run("Boat.marina.example.com/v1alpha1", func(t *testing.T) {
-		servertest.CRUD[*marinav1alpha1.Boat, *marinav1alpha1.BoatList](t, cs.MarinaV1alpha1().Boats("default"), &marinav1alpha1.Boat{})
+		servertest.CRUD[*marinav1alpha1.Boat, *marinav1alpha1.BoatList](t, cs.MarinaV1alpha1().Boats("default"), servertest.Sample(t, "../../config/samples", "marina.example.com/v1alpha1", "Boat", &marinav1alpha1.Boat{}))
 	})
 	t.Run("Dock.marina.example.com/v1alpha1", func(t *testing.T) {
-		servertest.CRUD[*marinav1alpha1.Dock, *marinav1alpha1.DockList](t, cs.MarinaV1alpha1().Docks(), &marinav1alpha1.Dock{})
+		servertest.CRUD[*marinav1alpha1.Dock, *marinav1alpha1.DockList](t, cs.MarinaV1alpha1().Docks(), servertest.Sample(t, "../../config/samples", "marina.example.com/v1alpha1", "Dock", &marinav1alpha1.Dock{}))
 	})
 	t.Run("Fleet.marina.example.com/v1alpha1", func(t *testing.T) {
-		servertest.CRUD[*marinav1alpha1.Fleet, *marinav1alpha1.FleetList](t, cs.MarinaV1alpha1().Fleets("default"), &marinav1alpha1.Fleet{})
+		servertest.CRUD[*marinav1alpha1.Fleet, *marinav1alpha1.FleetList](t, cs.MarinaV1alpha1().Fleets("default"), servertest.Sample(t, "../../config/samples", "marina.example.com/v1alpha1", "Fleet", &marinav1alpha1.Fleet{}))
 	})
 }

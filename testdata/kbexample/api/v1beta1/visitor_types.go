@@ -68,7 +68,7 @@ type VisitorStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:selectablefield:JSONPath=.spec.guestbook
-// +kubebuilder:resource:shortName=vis,categories={all,guestbook},singular=visitor
+// +kubebuilder:resource:shortName=vis,categories={all,webapp},singular=visitor
 // +kubebuilder:printcolumn:name="Guestbook",type=string,JSONPath=`.spec.guestbook`
 // +kubebuilder:printcolumn:name="Rating",type=integer,JSONPath=`.spec.rating`,description="Stars, 1 to 5."
 // +kubebuilder:printcolumn:name="Email",type=string,JSONPath=`.spec.email`,priority=1

@@ -12,7 +12,9 @@ import (
 )
 
 // TestAPI starts the server in-process on embedded etcd and checks create, get, list, watch,
-// update, conflicts and delete of every kind through the generated clientset.
+// update, conflicts and delete of every kind through the generated clientset, with the
+// kind's sample from config/samples (any file there with its apiVersion and kind), or its
+// zero value when there is none.
 func TestAPI(t *testing.T) {
 	spec, err := apiserver.NewSpec()
 	if err != nil {
@@ -21,15 +23,15 @@ func TestAPI(t *testing.T) {
 	srv := servertest.Start(t, spec)
 	cs := versioned.NewForConfigOrDie(srv.Config)
 	t.Run("Guestbook.webapp.example.com/v1", func(t *testing.T) {
-		servertest.CRUD[*apiv1.Guestbook, *apiv1.GuestbookList](t, cs.WebappV1().Guestbooks("default"), &apiv1.Guestbook{})
+		servertest.CRUD[*apiv1.Guestbook, *apiv1.GuestbookList](t, cs.WebappV1().Guestbooks("default"), servertest.Sample(t, "../../config/samples", "webapp.example.com/v1", "Guestbook", &apiv1.Guestbook{}))
 	})
 	t.Run("Visitor.webapp.example.com/v1", func(t *testing.T) {
-		servertest.CRUD[*apiv1.Visitor, *apiv1.VisitorList](t, cs.WebappV1().Visitors("default"), &apiv1.Visitor{})
+		servertest.CRUD[*apiv1.Visitor, *apiv1.VisitorList](t, cs.WebappV1().Visitors("default"), servertest.Sample(t, "../../config/samples", "webapp.example.com/v1", "Visitor", &apiv1.Visitor{}))
 	})
 	t.Run("Guestbook.webapp.example.com/v1beta1", func(t *testing.T) {
-		servertest.CRUD[*apiv1beta1.Guestbook, *apiv1beta1.GuestbookList](t, cs.WebappV1beta1().Guestbooks("default"), &apiv1beta1.Guestbook{})
+		servertest.CRUD[*apiv1beta1.Guestbook, *apiv1beta1.GuestbookList](t, cs.WebappV1beta1().Guestbooks("default"), servertest.Sample(t, "../../config/samples", "webapp.example.com/v1beta1", "Guestbook", &apiv1beta1.Guestbook{}))
 	})
 	t.Run("Visitor.webapp.example.com/v1beta1", func(t *testing.T) {
-		servertest.CRUD[*apiv1beta1.Visitor, *apiv1beta1.VisitorList](t, cs.WebappV1beta1().Visitors("default"), &apiv1beta1.Visitor{})
+		servertest.CRUD[*apiv1beta1.Visitor, *apiv1beta1.VisitorList](t, cs.WebappV1beta1().Visitors("default"), servertest.Sample(t, "../../config/samples", "webapp.example.com/v1beta1", "Visitor", &apiv1beta1.Visitor{}))
 	})
 }

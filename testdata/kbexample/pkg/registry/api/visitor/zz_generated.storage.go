@@ -15,7 +15,7 @@ import (
 // NewStorage builds the REST storage of visitors.webapp.example.com: the resource and its status subresource, on the etcd storage getter describes.
 func NewStorage(scheme *runtime.Scheme, getter generic.RESTOptionsGetter) (map[string]rest.Storage, error) {
 	return registry.NewStorage(scheme, getter, registry.Resource[*apiv1.Visitor]{
-		Categories: []string{"all", "guestbook"},
+		Categories: []string{"all", "webapp"},
 		Columns: []registry.Column{{
 			JSONPath: ".spec.guestbook",
 			Name:     "Guestbook",
