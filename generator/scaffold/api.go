@@ -197,6 +197,18 @@ func CreateAPI(ctx context.Context, o APIOptions) error {
 		return err
 	}
 	files = append(files, file{typesRel, types})
+	// A sample object, as kubebuilder writes one, unless the user has one of that name.
+	sampleRel := path.Join("config/samples", strings.ReplaceAll(o.Group, ".", "_")+"_"+o.Version+"_"+strings.ToLower(o.Kind)+".yaml")
+	if _, err := os.Lstat(filepath.Join(root, filepath.FromSlash(sampleRel))); errors.Is(err, os.ErrNotExist) {
+		sample, err := render("sample.yaml", struct {
+			apiData
+			Path, Name string
+		}{data, sampleRel, strings.ToLower(o.Kind)})
+		if err != nil {
+			return err
+		}
+		files = append(files, file{sampleRel, sample})
+	}
 	if err := writeNew(root, files, o.Log); err != nil {
 		return err
 	}

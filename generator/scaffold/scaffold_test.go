@@ -273,6 +273,16 @@ func TestCreateAPI(t *testing.T) {
 		t.Errorf("Conditions lacks its list markers:\n%s", src)
 	}
 
+	sample := read(t, filepath.Join(dir, "config/samples/ships_v1alpha1_frigate.yaml"))
+	for _, want := range []string{"apiVersion: ships.example.com/v1alpha1\n", "kind: Frigate\n", "name: frigate-sample\n"} {
+		if !strings.Contains(sample, want) {
+			t.Errorf("sample lacks %q:\n%s", want, sample)
+		}
+	}
+	if fleet := read(t, filepath.Join(dir, "config/samples/ships_v1_fleet.yaml")); !strings.Contains(fleet, "replicas: 1") {
+		t.Errorf("the scalable kind's sample has no replicas:\n%s", fleet)
+	}
+
 	harbor := checkGo(t, filepath.Join(pkg, "harbor_types.go"))
 	want = map[string][]string{
 		"Harbor":     {"TypeMeta", "ObjectMeta", "Spec"},
