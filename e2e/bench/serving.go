@@ -52,6 +52,15 @@ type subject struct {
 	store     *cluster.Process
 	storeHost string
 	storeHTTP *http.Client
+	// path are the servers a request goes through, for -profile.
+	path []endpoint
+}
+
+// endpoint is a server's pprof address.
+type endpoint struct {
+	name   string
+	host   string
+	client *http.Client
 }
 
 // measurement is one workload on one subject.
@@ -132,11 +141,14 @@ func serving(root string, cfg servingConfig) (string, error) {
 
 	subjects := []*subject{
 		{name: "generated server, direct", client: directHTTP, base: direct.Host + "/apis/marina.example.com/v1alpha1/namespaces/bench-direct/boats",
-			api: "marina.example.com/v1alpha1", procs: []*cluster.Process{backend.Process}, store: backend.Process, storeHost: direct.Host, storeHTTP: directHTTP},
+			api: "marina.example.com/v1alpha1", procs: []*cluster.Process{backend.Process}, store: backend.Process, storeHost: direct.Host, storeHTTP: directHTTP,
+			path: []endpoint{{"server", direct.Host, directHTTP}}},
 		{name: "generated server, via aggregator", client: adminHTTP, base: cp.Host + "/apis/marina.example.com/v1alpha1/namespaces/bench-aggregated/boats",
-			api: "marina.example.com/v1alpha1", procs: []*cluster.Process{backend.Process, cp.APIServer}, store: backend.Process, storeHost: direct.Host, storeHTTP: directHTTP},
+			api: "marina.example.com/v1alpha1", procs: []*cluster.Process{backend.Process, cp.APIServer}, store: backend.Process, storeHost: direct.Host, storeHTTP: directHTTP,
+			path: []endpoint{{"kube-apiserver", cp.Host, adminHTTP}, {"server", direct.Host, directHTTP}}},
 		{name: "CRD on kube-apiserver", client: adminHTTP, base: cp.Host + "/apis/" + crdGroup + "/v1alpha1/namespaces/bench-crd/boats",
-			api: crdGroup + "/v1alpha1", procs: []*cluster.Process{cp.APIServer}, store: cp.APIServer, storeHost: cp.Host, storeHTTP: adminHTTP},
+			api: crdGroup + "/v1alpha1", procs: []*cluster.Process{cp.APIServer}, store: cp.APIServer, storeHost: cp.Host, storeHTTP: adminHTTP,
+			path: []endpoint{{"kube-apiserver", cp.Host, adminHTTP}}},
 	}
 	for _, ns := range []string{"bench-direct", "bench-aggregated", "bench-crd"} {
 		body := fmt.Sprintf(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":%q}}`, ns)
@@ -147,10 +159,11 @@ func serving(root string, cfg servingConfig) (string, error) {
 
 	small := cfg.objects / 10
 	wCreate, wGet, wWatch, wUpdate := "create", "get", "watch fan-out", "update under contention"
+	wGet1 := "get, 1 client"
 	wSmall := fmt.Sprintf("list %d (JSON)", small)
 	wLarge := fmt.Sprintf("list %d (JSON)", cfg.objects)
 	wSelector := fmt.Sprintf("list %d, label selector (%d match)", cfg.objects, cfg.objects/10)
-	order := []string{wCreate, wGet, wSmall, wLarge, wSelector, wWatch, wUpdate}
+	order := []string{wCreate, wGet, wGet1, wSmall, wLarge, wSelector, wWatch, wUpdate}
 	rows := map[string]*servingRow{}
 	for _, w := range order {
 		rows[w] = &servingRow{workload: w, by: map[string]measurement{}}
@@ -177,13 +190,22 @@ func serving(root string, cfg servingConfig) (string, error) {
 			return "", err
 		}
 		rows[wCreate].by[s.name] = m
+		stop = profile(cfg, s, "get")
 		if m, err = runOps(4*small, cfg.concurrency, s.procs, func(i int) error {
 			_, _, err := do(s.client, http.MethodGet, fmt.Sprintf("%s/boat-%05d", s.base, rand.IntN(small)), "", http.StatusOK)
 			return err
 		}); err != nil {
 			return "", err
 		}
+		stop()
 		rows[wGet].by[s.name] = m
+		if m, err = runOps(small/2, 1, s.procs, func(i int) error {
+			_, _, err := do(s.client, http.MethodGet, fmt.Sprintf("%s/boat-%05d", s.base, rand.IntN(small)), "", http.StatusOK)
+			return err
+		}); err != nil {
+			return "", err
+		}
+		rows[wGet1].by[s.name] = m
 		if m, err = runOps(20, 1, s.procs, func(int) error { return list(s, "", small) }); err != nil {
 			return "", err
 		}
@@ -257,12 +279,13 @@ func serving(root string, cfg servingConfig) (string, error) {
 		met  bool
 	}
 	l10 := rows[wLarge].by
-	cr, gt := rows[wCreate].by, rows[wGet].by
+	cr, gt, gt1 := rows[wCreate].by, rows[wGet].by, rows[wGet1].by
 	targets := []target{
 		{"list cost (server CPU, largest list, JSON), direct <= 0.5x CRD", fmt.Sprintf("%.2f", ratio(l10[direct0].cpu, l10[crd].cpu)), ratio(l10[direct0].cpu, l10[crd].cpu) <= 0.5},
 		{"list cost (server CPU, largest list, JSON), via aggregator <= 0.5x CRD", fmt.Sprintf("%.2f", ratio(l10[agg].cpu, l10[crd].cpu)), ratio(l10[agg].cpu, l10[crd].cpu) <= 0.5},
 		{"list with protobuf <= 0.25x CRD", "not measured: the generated types have no protobuf codec yet", false},
-		{"get p50 via aggregator within +1 ms of CRD", fmt.Sprintf("%+.2f ms", float64(gt[agg].pct(0.5)-gt[crd].pct(0.5))/1e6), gt[agg].pct(0.5)-gt[crd].pct(0.5) <= time.Millisecond},
+		{"get p50 via aggregator within +1 ms of CRD, 1 client", fmt.Sprintf("%+.2f ms", float64(gt1[agg].pct(0.5)-gt1[crd].pct(0.5))/1e6), gt1[agg].pct(0.5)-gt1[crd].pct(0.5) <= time.Millisecond},
+		{fmt.Sprintf("get p50 via aggregator within +1 ms of CRD, %d clients", cfg.concurrency), fmt.Sprintf("%+.2f ms", float64(gt[agg].pct(0.5)-gt[crd].pct(0.5))/1e6), gt[agg].pct(0.5)-gt[crd].pct(0.5) <= time.Millisecond},
 		{"create p50 via aggregator within +1 ms of CRD", fmt.Sprintf("%+.2f ms", float64(cr[agg].pct(0.5)-cr[crd].pct(0.5))/1e6), cr[agg].pct(0.5)-cr[crd].pct(0.5) <= time.Millisecond},
 		{"create rate via aggregator >= 1.0x CRD", fmt.Sprintf("%.2f", cr[agg].rate()/cr[crd].rate()), cr[agg].rate() >= cr[crd].rate()},
 		{"create rate (direct) >= 0.5x etcd put rate", fmt.Sprintf("%.2f", cr[direct0].rate()/etcdPut.rate()), cr[direct0].rate() >= 0.5*etcdPut.rate()},
@@ -675,31 +698,28 @@ func inlineSchema(node any, defs map[string]any, depth int) any {
 	}
 }
 
-// profile starts a CPU profile of the process that stores the subject's objects (pprof
-// over HTTPS, cfg.profileSeconds long) when -profile is set; the returned function waits for
-// it and writes <dir>/<subject>-<workload>.pprof.
+// profile starts CPU profiles of the servers on the subject's path (pprof over HTTPS,
+// cfg.profileSeconds long) when -profile is set; the returned function waits for them and
+// writes <dir>/<subject>-<workload>-<server>.pprof.
 func profile(cfg servingConfig, s *subject, workload string) func() {
 	if cfg.profileDir == "" {
 		return func() {}
 	}
-	done := make(chan struct{})
-	var data []byte
-	var err error
-	go func() {
-		defer close(done)
-		data, _, err = do(s.storeHTTP, http.MethodGet, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", s.storeHost, cfg.profileSeconds), "", http.StatusOK)
-	}()
-	time.Sleep(100 * time.Millisecond)
-	return func() {
-		<-done
-		if err == nil {
-			name := strings.NewReplacer(" ", "-", ",", "").Replace(s.name) + "-" + workload + ".pprof"
-			err = os.WriteFile(filepath.Join(cfg.profileDir, name), data, 0o644)
-		}
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "bench: profile %s %s: %v\n", s.name, workload, err)
-		}
+	var wg sync.WaitGroup
+	for _, e := range s.path {
+		wg.Go(func() {
+			data, _, err := do(e.client, http.MethodGet, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", e.host, cfg.profileSeconds), "", http.StatusOK)
+			if err == nil {
+				name := strings.NewReplacer(" ", "-", ",", "").Replace(s.name) + "-" + workload + "-" + e.name + ".pprof"
+				err = os.WriteFile(filepath.Join(cfg.profileDir, name), data, 0o644)
+			}
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "bench: profile %s %s %s: %v\n", s.name, workload, e.name, err)
+			}
+		})
 	}
+	time.Sleep(100 * time.Millisecond)
+	return wg.Wait
 }
 
 // cpuOf is the CPU time (user and system) the processes have used so far.
