@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"go/types"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -17,25 +16,29 @@ import (
 )
 
 // The run cache lets a generate whose inputs and outputs have not changed since the last
-// successful run stop after the model check, without running the code generators: a no-op
-// regeneration then costs about one package load.
+// successful run stop before loading anything with types: a no-op regeneration costs a go
+// list and a parse of import blocks, less than one package load.
 //
 // A successful run records in <module>/.aagen/generate.json a digest of everything that
 // decides its outputs — this aagen binary (path, size and modification time), the options,
-// and every file it read: the types packages, the module's packages they import, go.mod and
-// go.sum — together with the digest of every file in the directories it writes (generated
-// files, user-owned files and anything else there) and of the user-owned files it created
-// elsewhere. A later run skips the generators only when the same binary with the same options
-// finds exactly those files with exactly those contents, and no new file in those places.
-// Anything else (an edited type, a deleted or hand-edited generated file, a stray file in a
-// generated directory, a changed go.mod) makes a full run, which rewrites the record.
+// and every file it reads: the Go files of the packages the patterns match and of the
+// module's packages they import (load.ListSources), go.mod and go.sum — together with the
+// digest of every file in the directories it writes (generated files, user-owned files and
+// anything else there) and of the user-owned files it created elsewhere, and the warnings
+// it printed. A later run skips everything only when the same binary with the same options
+// finds exactly those files with exactly those contents, and no new file in those places;
+// it prints the recorded warnings again. Anything else (an edited type, a deleted or
+// hand-edited generated file, a stray file in a generated directory, a changed go.mod)
+// makes a full run, which rewrites the record.
 
 const cacheFile = ".aagen/generate.json"
 
 type runRecord struct {
-	Tool    string            `json:"tool"`
-	Options string            `json:"options"`
-	Files   map[string]string `json:"files"`
+	Tool       string            `json:"tool"`
+	Options    string            `json:"options"`
+	ServerName string            `json:"serverName"`
+	Warnings   []string          `json:"warnings,omitempty"`
+	Files      map[string]string `json:"files"`
 }
 
 // cacheKey is what identifies a run apart from the files: the binary and the options.
@@ -54,41 +57,19 @@ func cacheKey(o Options) (tool, options string) {
 	return tool, hex.EncodeToString(sum[:])
 }
 
-// runFiles lists the module-relative files a run depends on and owns: the inputs of the
-// load, go.mod and go.sum, every file under the output directories, and extra.
-func runFiles(loaded *load.Result, outDirs, extra []string) ([]string, error) {
+// runFiles lists the module-relative files a run depends on and owns: every Go file in
+// the source directories, go.mod and go.sum, every file under the output directories, and
+// extra.
+func runFiles(src *load.Sources, outDirs, extra []string) ([]string, error) {
 	set := map[string]bool{"go.mod": true, "go.sum": true}
 	rel := func(p string) (string, bool) {
-		r, err := filepath.Rel(loaded.ModuleDir, p)
+		r, err := filepath.Rel(src.ModuleDir, p)
 		if err != nil || strings.HasPrefix(r, "..") {
 			return "", false
 		}
 		return filepath.ToSlash(r), true
 	}
-	// The types packages and, through their type information, the module's own packages
-	// they use (a shared types package, say): every Go file in their directories.
-	dirs := map[string]bool{}
-	seen := map[*types.Package]bool{}
-	var visit func(*types.Package)
-	visit = func(tp *types.Package) {
-		if tp == nil || seen[tp] {
-			return
-		}
-		seen[tp] = true
-		if p := tp.Path(); p == loaded.ModulePath || strings.HasPrefix(p, loaded.ModulePath+"/") {
-			dirs[filepath.Join(loaded.ModuleDir, filepath.FromSlash(strings.TrimPrefix(strings.TrimPrefix(p, loaded.ModulePath), "/")))] = true
-		}
-		for _, imp := range tp.Imports() {
-			visit(imp)
-		}
-	}
-	for _, p := range loaded.Packages {
-		for _, f := range p.GoFiles {
-			dirs[filepath.Dir(f)] = true
-		}
-		visit(p.Types)
-	}
-	for d := range dirs {
+	for _, d := range src.Dirs {
 		entries, err := os.ReadDir(d)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return nil, err
@@ -102,7 +83,7 @@ func runFiles(loaded *load.Result, outDirs, extra []string) ([]string, error) {
 		}
 	}
 	for _, d := range outDirs {
-		err := filepath.WalkDir(filepath.Join(loaded.ModuleDir, filepath.FromSlash(d)), func(p string, e fs.DirEntry, err error) error {
+		err := filepath.WalkDir(filepath.Join(src.ModuleDir, filepath.FromSlash(d)), func(p string, e fs.DirEntry, err error) error {
 			if err != nil {
 				if errors.Is(err, fs.ErrNotExist) {
 					return nil
@@ -145,23 +126,24 @@ func digestFiles(moduleDir string, files []string) map[string]string {
 	return out
 }
 
-// upToDate tells whether the last successful run recorded exactly what is there now.
-func upToDate(moduleDir string, o Options, files []string) bool {
+// upToDate returns the last successful run's record when it recorded exactly what is
+// there now, or nil.
+func upToDate(moduleDir string, o Options, files []string) *runRecord {
 	data, err := os.ReadFile(filepath.Join(moduleDir, cacheFile))
 	if err != nil {
-		return false
+		return nil
 	}
 	var rec runRecord
 	if err := json.Unmarshal(data, &rec); err != nil {
-		return false
+		return nil
 	}
 	tool, opts := cacheKey(o)
 	if tool == "" || rec.Tool != tool || rec.Options != opts {
-		return false
+		return nil
 	}
 	for _, f := range files {
 		if _, ok := rec.Files[f]; !ok {
-			return false // a file the last run did not see
+			return nil // a file the last run did not see
 		}
 	}
 	recorded := make([]string, 0, len(rec.Files))
@@ -171,20 +153,20 @@ func upToDate(moduleDir string, o Options, files []string) bool {
 	now := digestFiles(moduleDir, recorded)
 	for f, sum := range rec.Files {
 		if now[f] != sum {
-			return false
+			return nil
 		}
 	}
-	return true
+	return &rec
 }
 
 // record writes the run record after a successful run (errors only cost the next run its
 // shortcut, so they are returned for the log, never fatal).
-func record(moduleDir string, o Options, files []string) error {
+func record(moduleDir string, o Options, serverName string, warnings []string, files []string) error {
 	tool, opts := cacheKey(o)
 	if tool == "" {
 		return nil
 	}
-	data, err := json.MarshalIndent(runRecord{Tool: tool, Options: opts, Files: digestFiles(moduleDir, files)}, "", " ")
+	data, err := json.MarshalIndent(runRecord{Tool: tool, Options: opts, ServerName: serverName, Warnings: warnings, Files: digestFiles(moduleDir, files)}, "", " ")
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -59,8 +60,11 @@ type Options struct {
 type Result struct {
 	Model      *model.Model
 	ServerName string
+	// ModuleDir is the module the run generated into.
+	ModuleDir string
 	// Plan is what the run wrote; nil when the run cache found that nothing changed since
-	// the last successful run, so no generator ran.
+	// the last successful run, so nothing was loaded and no generator ran (Model and
+	// Warnings are nil then too: the recorded warnings are printed again).
 	Plan     *output.Plan
 	Warnings []model.Diagnostic
 	// UpToDate is set when the run cache found nothing changed.
@@ -78,16 +82,42 @@ func Generate(ctx context.Context, o Options) (_ *Result, err error) {
 	if o.Dir == "" {
 		o.Dir = "."
 	}
+	if o.GeneratedDir == "" {
+		o.GeneratedDir = "pkg/generated"
+	}
+	o.GeneratedDir = path.Clean(filepath.ToSlash(o.GeneratedDir))
+	deployDir := o.Deploy.Dir
+	if deployDir == "" {
+		deployDir = "config/deploy"
+	}
+	// The directories a run writes besides the types packages (which are among its sources).
+	outDirs := []string{o.GeneratedDir, "pkg/apiserver", "pkg/registry", deployDir}
+	warn := o.Warn
+	if warn == nil {
+		warn = o.Log
+	}
+	if !o.Force {
+		if src, err := load.ListSources(ctx, o.Dir, o.Patterns); err == nil {
+			if files, err := runFiles(src, outDirs, nil); err == nil {
+				if rec := upToDate(src.ModuleDir, o, files); rec != nil {
+					if warn != nil {
+						for _, w := range rec.Warnings {
+							fmt.Fprintf(warn, "aagen: %s\n", w)
+						}
+					}
+					logf("up to date: nothing changed since the last run (--force runs the generators anyway)")
+					return &Result{ServerName: rec.ServerName, ModuleDir: src.ModuleDir, UpToDate: true}, nil
+				}
+			}
+		}
+	}
+
 	logf("loading %s", strings.Join(o.Patterns, " "))
 	loaded, err := load.Packages(ctx, o.Dir, o.Patterns)
 	if err != nil {
 		return nil, err
 	}
 	m, warns, err := model.Build(loaded, markers.Default())
-	warn := o.Warn
-	if warn == nil {
-		warn = o.Log
-	}
 	if warn != nil {
 		for _, w := range warns {
 			fmt.Fprintf(warn, "aagen: %s\n", w.String())
@@ -96,35 +126,18 @@ func Generate(ctx context.Context, o Options) (_ *Result, err error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Model: m, Warnings: warns, ServerName: o.ServerName}
+	res := &Result{Model: m, ModuleDir: m.ModuleDir, Warnings: warns, ServerName: o.ServerName}
 	if res.ServerName == "" {
 		res.ServerName = m.ServerName()
 	}
-	if o.GeneratedDir == "" {
-		o.GeneratedDir = "pkg/generated"
-	}
-	o.GeneratedDir = path.Clean(filepath.ToSlash(o.GeneratedDir))
 	generatedPkg := m.ModulePath + "/" + o.GeneratedDir
 	logf("model: %s (%.1fs)", summary(m), time.Since(start).Seconds())
 
-	deployDir := o.Deploy.Dir
-	if deployDir == "" {
-		deployDir = "config/deploy"
-	}
-	scan := []string{o.GeneratedDir, "pkg/apiserver", "pkg/registry", deployDir}
+	scan := slices.Clone(outDirs)
 	for _, g := range m.Groups {
 		for _, v := range g.Versions {
 			scan = append(scan, m.RelPath(v.Dir))
 		}
-	}
-	runInputs, err := runFiles(loaded, scan, nil)
-	if err != nil {
-		return nil, err
-	}
-	if !o.Force && upToDate(m.ModuleDir, o, runInputs) {
-		res.UpToDate = true
-		logf("up to date: nothing changed since the last run (--force runs the generators anyway)")
-		return res, nil
 	}
 
 	if m.HasScale() {
@@ -219,17 +232,31 @@ func Generate(ctx context.Context, o Options) (_ *Result, err error) {
 			return nil, err
 		}
 	}
-	var owned []string
-	for _, f := range all {
-		owned = append(owned, f.Path)
-	}
-	if files, err := runFiles(loaded, scan, owned); err != nil {
-		logf("not recording the run (the next run will not be skipped): %v", err)
-	} else if err := record(m.ModuleDir, o, files); err != nil {
-		logf("not recording the run (the next run will not be skipped): %v", err)
+	if err := recordRun(ctx, o, outDirs, res, all); err != nil {
+		logf("not recording the run (the next one will not be skipped): %v", err)
 	}
 	logf("done in %.1fs", time.Since(start).Seconds())
 	return res, nil
+}
+
+// recordRun records a successful run for the run cache (see cache.go).
+func recordRun(ctx context.Context, o Options, outDirs []string, res *Result, written []emit.File) error {
+	src, err := load.ListSources(ctx, o.Dir, o.Patterns)
+	if err != nil {
+		return err
+	}
+	var owned, warnings []string
+	for _, f := range written {
+		owned = append(owned, f.Path)
+	}
+	for _, w := range res.Warnings {
+		warnings = append(warnings, w.String())
+	}
+	files, err := runFiles(src, outDirs, owned)
+	if err != nil {
+		return err
+	}
+	return record(src.ModuleDir, o, res.ServerName, warnings, files)
 }
 
 // snapshotFiles reads the module-relative files and returns a function that writes them

@@ -114,7 +114,21 @@ func TestRunCache(t *testing.T) {
 			data, _ := os.ReadFile(filepath.Join(dir, "go.mod"))
 			_ = os.WriteFile(filepath.Join(dir, "go.mod"), append(data, "\n"...), 0o644)
 		}, nil},
+		{"a package the types import", func() {
+			common := filepath.Join(dir, "pkg/common/common.go")
+			_ = os.MkdirAll(filepath.Dir(common), 0o755)
+			_ = os.WriteFile(common, []byte("package common\n\n// Colour is a colour.\ntype Colour string\n"), 0o644)
+			withImport := bytes.Replace(typesData, []byte("import (\n"), []byte("import (\n\t\"example.com/marina/pkg/common\"\n"), 1)
+			withImport = bytes.Replace(withImport, []byte("\tDock string `json:\"dock\"`"), []byte("\tDock string `json:\"dock\"`\n\n\t// Paint is the hull's colour.\n\t// +optional\n\tPaint common.Colour `json:\"paint,omitempty\"`"), 1)
+			_ = os.WriteFile(types, withImport, 0o644)
+			if res, err := cached(); err != nil || res.UpToDate {
+				t.Fatalf("types importing a new package: %v", err)
+			}
+			// Only the imported package changes now.
+			_ = os.WriteFile(common, []byte("package common\n\n// Colour is the colour of a thing.\ntype Colour string\n"), 0o644)
+		}, nil},
 		{"a type changed", func() {
+			_ = os.RemoveAll(filepath.Join(dir, "pkg/common"))
 			_ = os.WriteFile(types, bytes.Replace(typesData, []byte("// Dock is the name of the Dock the boat berths at."), []byte("// Dock names the berth."), 1), 0o644)
 		}, func(t *testing.T, res *generator.Result) {
 			if len(res.Plan.Write) == 0 {

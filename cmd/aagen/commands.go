@@ -154,7 +154,7 @@ func up(ctx context.Context, o generator.Options, stateDir string, serverArgs []
 	if err != nil {
 		return err
 	}
-	root := res.Model.ModuleDir
+	root := res.ModuleDir
 	state := filepath.Join(root, stateDir)
 	bin := filepath.Join(state, "bin", res.ServerName)
 	log := o.Log
