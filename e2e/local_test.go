@@ -649,6 +649,22 @@ func TestLocalServer(t *testing.T) {
 		run(t, dir, aagen(t), "generate", "--verify", "./pkg/apis/...")
 	})
 
+	// What the README has a new user do in a second shell (last: it changes the dock
+	// "north" the subtests above use).
+	t.Run("samples", func(t *testing.T) {
+		out, err := kubectl(t, up.kubeconfig, "", "apply", "-f", filepath.Join(dir, "config/samples"))
+		if err != nil || !strings.Contains(out, "boat.marina.example.com/aurora") || !strings.Contains(out, "dock.marina.example.com/") {
+			t.Errorf("kubectl apply -f config/samples: %v\n%s", err, out)
+		}
+		out, err = kubectl(t, up.kubeconfig, "", "get", "boats", "-A")
+		if err != nil || !strings.Contains(out, "aurora") {
+			t.Errorf("kubectl get boats -A: %v\n%s", err, out)
+		}
+		if out, err := kubectl(t, up.kubeconfig, "", "delete", "-f", filepath.Join(dir, "config/samples")); err != nil {
+			t.Errorf("kubectl delete -f config/samples: %v\n%s", err, out)
+		}
+	})
+
 	// Data survives a restart: stop with Ctrl-C and start again on the same directory.
 	up.stop(t)
 	up2 := startUp(t, dir, 5*time.Minute)

@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -129,6 +131,12 @@ func serving(root string, cfg servingConfig) (string, error) {
 	direct.TLSClientConfig.CAFile = filepath.Join(dir, "config/deploy/certs/ca.crt")
 	direct.TLSClientConfig.ServerName = "marina-apiserver.marina-apiserver.svc"
 	directHTTP, err := rest.HTTPClientFor(direct)
+	if err != nil {
+		return "", err
+	}
+
+	// Startup next to sample-apiserver, both delegating to this kube-apiserver, on this etcd.
+	startRows, err := startupNextToSample(r, cp, etcdURL, serverBin)
 	if err != nil {
 		return "", err
 	}
@@ -265,6 +273,9 @@ func serving(root string, cfg servingConfig) (string, error) {
 	}
 	fmt.Fprintf(&b, "| etcd put (floor for writes) | etcd | %d | %.0f | %s | %s | %s | | | |\n", etcdPut.ops, etcdPut.rate(),
 		ms(etcdPut.pct(0.5)), ms(etcdPut.pct(0.99)), ms(etcdPut.cpu/time.Duration(etcdPut.ops)))
+	fmt.Fprintln(&b, "\n| startup to /readyz, delegating to kube-apiserver, same etcd (median of 3) | generated server | sample-apiserver | ratio |")
+	fmt.Fprintln(&b, "| --- | --- | --- | --- |")
+	fmt.Fprintf(&b, "| process start to /readyz ok | %.2fs | %.2fs | %.2f |\n", startRows[0].Seconds(), startRows[1].Seconds(), float64(startRows[0])/float64(startRows[1]))
 	fmt.Fprintln(&b, "\n| memory of the storing process | generated server | CRD (kube-apiserver) | ratio |")
 	fmt.Fprintln(&b, "| --- | --- | --- | --- |")
 	g, k := mem[subjects[0].name], mem[crd]
@@ -720,6 +731,58 @@ func profile(cfg servingConfig, s *subject, workload string) func() {
 	}
 	time.Sleep(100 * time.Millisecond)
 	return wg.Wait
+}
+
+// startupNextToSample returns the median time from process start to /readyz ok of the
+// generated server and of k8s.io/sample-apiserver, each run three times with the same
+// flags: delegated authentication and authorization to cp, a self-signed serving
+// certificate, etcdURL under a prefix of its own.
+func startupNextToSample(r *cluster.Runner, cp *cluster.ControlPlane, etcdURL, serverBin string) ([2]time.Duration, error) {
+	sample := cluster.SampleAPIServerBinary(r)
+	var out [2]time.Duration
+	for i, bin := range []string{serverBin, sample} {
+		var runs []time.Duration
+		for n := range 3 {
+			port := cluster.FreePort(r)
+			args := []string{
+				"--secure-port=" + strconv.Itoa(port), "--bind-address=127.0.0.1", "--cert-dir=" + r.TempDir(),
+				"--etcd-servers=" + etcdURL, fmt.Sprintf("--etcd-prefix=/startup/%d/%d", i, n),
+				"--kubeconfig=" + cp.Kubeconfig, "--authentication-kubeconfig=" + cp.Kubeconfig, "--authorization-kubeconfig=" + cp.Kubeconfig,
+			}
+			d, err := startupOnce(bin, port, args)
+			if err != nil {
+				return out, fmt.Errorf("%s: %w", filepath.Base(bin), err)
+			}
+			runs = append(runs, d)
+		}
+		slices.Sort(runs)
+		out[i] = runs[1]
+	}
+	return out, nil
+}
+
+func startupOnce(bin string, port int, args []string) (time.Duration, error) {
+	cmd := exec.Command(bin, args...)
+	var logs cluster.Buffer
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	// Self-signed serving certificates: readiness only, nothing is sent.
+	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return 0, err
+	}
+	defer func() { _ = cmd.Process.Signal(os.Interrupt); _ = cmd.Wait() }()
+	for time.Since(start) < time.Minute {
+		resp, err := client.Get(fmt.Sprintf("https://127.0.0.1:%d/readyz", port))
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return time.Since(start), nil
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return 0, fmt.Errorf("not ready after a minute:\n%s", cluster.Tail(logs.String(), 3000))
 }
 
 // cpuOf is the CPU time (user and system) the processes have used so far.

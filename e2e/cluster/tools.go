@@ -70,6 +70,13 @@ func EtcdBinary(t T) string {
 	return ToolBinary(t, "etcd", ".", "etcd", EtcdVersion)
 }
 
+// SampleAPIServerBinary builds k8s.io/sample-apiserver (at the k8s.io/* version aagen
+// pins) from e2e/tools/sample-apiserver into .cache/bin once and reuses it.
+func SampleAPIServerBinary(t T) string {
+	t.Helper()
+	return ToolBinary(t, "sample-apiserver", "k8s.io/sample-apiserver", "sample-apiserver", "v0.37.2")
+}
+
 var toolBuild sync.Mutex
 
 // ToolBinary builds pkg in the Go module e2e/tools/<module> (a module of its own, so the
