@@ -348,6 +348,19 @@ func hooks(k *model.Kind) *jen.File {
 	f.Line()
 	f.Comment("PrepareForUpdate may change an object before an update is validated and stored.")
 	f.Func().Params(jen.Id("Hooks")).Id("PrepareForUpdate").Params(jen.Id("ctx").Qual("context", "Context"), jen.List(jen.Id("obj"), jen.Id("old")).Add(ptr.Clone())).Block()
+	f.Line()
+	f.Comment("Canonicalize normalises a valid object just before it is stored (sorting a list whose")
+	f.Comment("order does not matter, say), on create and on update.")
+	f.Func().Params(jen.Id("Hooks")).Id("Canonicalize").Params(jen.Id("obj").Add(ptr.Clone())).Block()
+	f.Line()
+	f.Comment("WarningsOnCreate returns warnings for a valid new object (a deprecated field in use, say);")
+	f.Comment("kubectl and client-go show them to the user. They never reject the request.")
+	f.Func().Params(jen.Id("Hooks")).Id("WarningsOnCreate").Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("obj").Add(ptr.Clone())).
+		Index().String().Block(jen.Return(jen.Nil()))
+	f.Line()
+	f.Comment("WarningsOnUpdate returns warnings for a valid update.")
+	f.Func().Params(jen.Id("Hooks")).Id("WarningsOnUpdate").Params(jen.Id("ctx").Qual("context", "Context"), jen.List(jen.Id("obj"), jen.Id("old")).Add(ptr.Clone())).
+		Index().String().Block(jen.Return(jen.Nil()))
 	return f
 }
 

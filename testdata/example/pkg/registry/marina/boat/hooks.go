@@ -36,3 +36,18 @@ func (Hooks) PrepareForCreate(ctx context.Context, obj *marinav1alpha1.Boat) {}
 
 // PrepareForUpdate may change an object before an update is validated and stored.
 func (Hooks) PrepareForUpdate(ctx context.Context, obj, old *marinav1alpha1.Boat) {}
+
+// Canonicalize normalises a valid object just before it is stored (sorting a list whose
+// order does not matter, say), on create and on update.
+func (Hooks) Canonicalize(obj *marinav1alpha1.Boat) {}
+
+// WarningsOnCreate returns warnings for a valid new object (a deprecated field in use, say);
+// kubectl and client-go show them to the user. They never reject the request.
+func (Hooks) WarningsOnCreate(ctx context.Context, obj *marinav1alpha1.Boat) []string {
+	return nil
+}
+
+// WarningsOnUpdate returns warnings for a valid update.
+func (Hooks) WarningsOnUpdate(ctx context.Context, obj, old *marinav1alpha1.Boat) []string {
+	return nil
+}
