@@ -29,7 +29,9 @@ func (widgetHooks) ValidateUpdate(ctx context.Context, w, old *widget) field.Err
 	return nil
 }
 
-func (widgetHooks) PrepareForCreate(ctx context.Context, w *widget) { w.Spec.Tags = append(w.Spec.Tags, "new") }
+func (widgetHooks) PrepareForCreate(ctx context.Context, w *widget) {
+	w.Spec.Tags = append(w.Spec.Tags, "new")
+}
 
 func (widgetHooks) PrepareForUpdate(ctx context.Context, w, old *widget) {
 	w.Spec.Tags = append(w.Spec.Tags, "updated")
