@@ -210,6 +210,11 @@ func (r *Registry) parseOne(text string, pos token.Position, target Target) (Mar
 	}
 	if def == nil {
 		if !r.owns(head) {
+			// Markers of other tools pass through, but one a letter or two away from a
+			// marker aagen reads (+optinal, +defualt=3) is almost certainly a typo.
+			if near := r.nearMiss(head); near != "" {
+				return m, &Diagnostic{Pos: pos, Warning: true, Msg: fmt.Sprintf("unknown marker %q is ignored; did you mean +%s?", "+"+head, near)}, false
+			}
 			return m, nil, false
 		}
 		msg := fmt.Sprintf("unknown marker %q", "+"+head)
@@ -363,6 +368,25 @@ func (r *Registry) nearest(name string) string {
 	}
 	sort.Strings(names)
 	return nearestOf(name, names)
+}
+
+// nearMiss returns the known marker name outside aagen's own prefixes (+optional,
+// +required, +default, ...) that name is a likely typo of: one or two edits away, for names
+// of five letters or more, or "".
+func (r *Registry) nearMiss(name string) string {
+	if len(name) < 5 {
+		return ""
+	}
+	best, bestD := "", 3
+	for n := range r.defs {
+		if r.owns(n) || strings.EqualFold(n, name) {
+			continue
+		}
+		if d := distance(strings.ToLower(name), strings.ToLower(n)); d > 0 && d < bestD || d == bestD && n < best {
+			best, bestD = n, d
+		}
+	}
+	return best
 }
 
 // nearestOf returns the candidate closest to s by edit distance, if close enough to be a typo.

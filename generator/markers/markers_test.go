@@ -126,3 +126,15 @@ func FuzzParseText(f *testing.F) {
 		}
 	})
 }
+
+// TestForeignNearMissWarns checks that a typo of a marker aagen reads outside its own
+// prefixes is reported (as a warning: other tools' markers pass through).
+func TestForeignNearMissWarns(t *testing.T) {
+	r := Default()
+	for text, want := range map[string]string{"optinal": "+optional", "requried": "+required", "defualt=3": "+default"} {
+		_, d, known := r.ParseText(text, OnField)
+		if known || d == nil || !d.Warning || !strings.Contains(d.Msg, "did you mean "+want+"?") {
+			t.Errorf("%s: want a warning naming %s, got %+v known=%v", text, want, d, known)
+		}
+	}
+}
