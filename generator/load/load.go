@@ -35,11 +35,7 @@ type Result struct {
 // Packages loads the packages matching patterns, relative to dir, which must be inside a
 // Go module. Load errors (syntax, types, missing imports) come back with file:line.
 func Packages(ctx context.Context, dir string, patterns []string) (*Result, error) {
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return nil, err
-	}
-	modDir, modPath, err := FindModule(abs)
+	abs, modDir, modPath, err := moduleOf(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -107,6 +103,15 @@ func conversionRef(msg string) bool {
 		}
 	}
 	return false
+}
+
+// moduleOf returns dir as an absolute path and the directory and path of its module.
+func moduleOf(dir string) (abs, modDir, modPath string, err error) {
+	if abs, err = filepath.Abs(dir); err != nil {
+		return "", "", "", err
+	}
+	modDir, modPath, err = FindModule(abs)
+	return abs, modDir, modPath, err
 }
 
 // FindModule returns the directory and path of the module containing dir.
@@ -191,11 +196,7 @@ type Sources struct {
 // follows their imports within the module by reading import declarations only. It costs
 // a go list call and a parse of import blocks: much less than a load with types.
 func ListSources(ctx context.Context, dir string, patterns []string) (*Sources, error) {
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return nil, err
-	}
-	modDir, modPath, err := FindModule(abs)
+	abs, modDir, modPath, err := moduleOf(dir)
 	if err != nil {
 		return nil, err
 	}

@@ -173,21 +173,21 @@ func (w *schemaWidgetTyped) DeepCopyObject() runtime.Object {
 // `kubectl get` asks for.
 func BenchmarkTable(b *testing.B) {
 	typed, untyped := widgets(b, 500)
-	ours, err := NewTableConvertor([]Column{
+	columns := []Column{
 		{Name: "Color", Type: "string", JSONPath: ".spec.color"},
 		{Name: "Size", Type: "integer", JSONPath: ".spec.size"},
 		{Name: "Shiny", Type: "boolean", JSONPath: ".spec.shiny", Priority: 1},
 		{Name: "Replicas", Type: "integer", JSONPath: ".status.replicas"},
-	})
+	}
+	ours, err := NewTableConvertor(columns)
 	if err != nil {
 		b.Fatal(err)
 	}
-	peer, err := tableconvertor.New([]apiextensionsv1.CustomResourceColumnDefinition{
-		{Name: "Color", Type: "string", JSONPath: ".spec.color"},
-		{Name: "Size", Type: "integer", JSONPath: ".spec.size"},
-		{Name: "Shiny", Type: "boolean", JSONPath: ".spec.shiny", Priority: 1},
-		{Name: "Replicas", Type: "integer", JSONPath: ".status.replicas"},
-	})
+	var crdColumns []apiextensionsv1.CustomResourceColumnDefinition
+	for _, c := range columns {
+		crdColumns = append(crdColumns, apiextensionsv1.CustomResourceColumnDefinition{Name: c.Name, Type: c.Type, JSONPath: c.JSONPath, Priority: c.Priority})
+	}
+	peer, err := tableconvertor.New(crdColumns)
 	if err != nil {
 		b.Fatal(err)
 	}
