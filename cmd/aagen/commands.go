@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"syscall"
 	"time"
@@ -176,10 +177,11 @@ func up(ctx context.Context, o generator.Options, stateDir string, serverArgs []
 	}, serverArgs...)
 	srv := exec.Command(bin, args...)
 	srv.Dir, srv.Stdout, srv.Stderr = root, stdout, stderr
-	// The server gets a process group of its own: Ctrl-C on a terminal signals the whole
-	// foreground group, and a server that got it twice (from the terminal and from us)
-	// would exit at once instead of stopping etcd cleanly. We forward one SIGTERM.
-	srv.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// A process group of its own (see serverProcAttr); we forward one SIGTERM. The parent
+	// death signal follows the thread that started the server: keep it until we return.
+	srv.SysProcAttr = serverProcAttr()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	if err := srv.Start(); err != nil {
 		return err
 	}
