@@ -327,7 +327,18 @@ func conversions(m *model.Model, files []codegen.File) ([]emit.File, []model.Dia
 					msg += " (" + strings.Join(mc.Fields, "; ") + ")"
 				}
 				msg += "; the server does not build until it is written by hand"
-				warns = append(warns, model.Diagnostic{Pos: v.Pos, Warning: true, Msg: msg, Fix: fix})
+				pos, fix := v.Pos, fix
+				if mc.Stub.IsValid() {
+					// The stub is there but unfinished: point at its TODO line.
+					pos = mc.Stub
+					msg = fmt.Sprintf("%s: %s is still the stub aagen created", v.GroupVersion(), mc.Name)
+					if len(mc.Fields) > 0 {
+						msg += " (" + strings.Join(mc.Fields, "; ") + ")"
+					}
+					msg += "; the server does not build until it is written"
+					fix = "convert the fields named above the line, then delete the " + emit.ConversionTODO + " line"
+				}
+				warns = append(warns, model.Diagnostic{Pos: pos, Warning: true, Msg: msg, Fix: fix})
 			}
 		}
 	}

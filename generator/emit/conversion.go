@@ -39,6 +39,9 @@ type MissingConversion struct {
 	In, Out string
 	// Fields are conversion-gen's WARNING lines: the fields left to convert by hand.
 	Fields []string
+	// Stub is where a hand-written stub of the function still holds its ConversionTODO
+	// line; zero when there is no such stub.
+	Stub token.Position
 }
 
 // MissingConversions returns the conversion functions that the zz_generated.conversion.go
@@ -55,7 +58,7 @@ func MissingConversions(v *model.Version, generated []byte) ([]MissingConversion
 			defined[fd.Name.Name] = fd
 		}
 	}
-	own, err := handWrittenFuncs(v.Dir)
+	own, stubs, err := handWrittenFuncs(v.Dir)
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +70,7 @@ func MissingConversions(v *model.Version, generated []byte) ([]MissingConversion
 			return true
 		}
 		seen[id.Name] = true
-		mc := MissingConversion{Name: id.Name}
+		mc := MissingConversion{Name: id.Name, Stub: stubs[id.Name]}
 		if auto := defined["auto"+id.Name]; auto != nil {
 			params := auto.Type.Params.List
 			if len(params) >= 2 {
@@ -92,12 +95,13 @@ func MissingConversions(v *model.Version, generated []byte) ([]MissingConversion
 }
 
 // handWrittenFuncs are the top-level functions declared in the Go files of dir that are not
-// generated (no zz_generated. prefix, no tests).
-func handWrittenFuncs(dir string) (map[string]bool, error) {
-	out := map[string]bool{}
+// generated (no zz_generated. prefix, no tests), split into those written and the stubs that
+// still hold a ConversionTODO line (with its position).
+func handWrittenFuncs(dir string) (written map[string]bool, stubs map[string]token.Position, err error) {
+	written, stubs = map[string]bool{}, map[string]token.Position{}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	fset := token.NewFileSet()
 	for _, e := range entries {
@@ -110,12 +114,25 @@ func handWrittenFuncs(dir string) (map[string]bool, error) {
 			continue // the load step reports files that do not parse
 		}
 		for _, d := range f.Decls {
-			if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv == nil {
-				out[fd.Name.Name] = true
+			fd, ok := d.(*ast.FuncDecl)
+			if !ok || fd.Recv != nil {
+				continue
+			}
+			var todo token.Pos
+			ast.Inspect(fd, func(n ast.Node) bool {
+				if id, ok := n.(*ast.Ident); ok && id.Name == ConversionTODO && !todo.IsValid() {
+					todo = id.Pos()
+				}
+				return !todo.IsValid()
+			})
+			if todo.IsValid() {
+				stubs[fd.Name.Name] = fset.Position(todo)
+			} else {
+				written[fd.Name.Name] = true
 			}
 		}
 	}
-	return out, nil
+	return written, stubs, nil
 }
 
 func exprString(fset *token.FileSet, e ast.Expr) string {
@@ -150,7 +167,11 @@ func ConversionFile(m *model.Model, v *model.Version, missing []MissingConversio
 		}
 		fmt.Fprintf(&b, "\n// %s is written by hand: conversion-gen cannot convert every field.\n", mc.Name)
 		fmt.Fprintf(&b, "func %s(in %s, out %s, s conversion.Scope) error {\n", mc.Name, in, out)
-		fmt.Fprintf(&b, "\tif err := auto%s(in, out, s); err != nil {\n\t\treturn err\n\t}\n", mc.Name)
+		if mc.In != "" {
+			fmt.Fprintf(&b, "\tif err := auto%s(in, out, s); err != nil {\n\t\treturn err\n\t}\n", mc.Name)
+		} else {
+			fmt.Fprintf(&b, "\t// conversion-gen wrote no auto%s for these types: convert every field here.\n", mc.Name)
+		}
 		for _, fl := range mc.Fields {
 			fmt.Fprintf(&b, "\t// %s\n", fl)
 		}
