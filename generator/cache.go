@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/aagen-dev/aagen/generator/emit"
 	"github.com/aagen-dev/aagen/generator/load"
 )
 
@@ -41,20 +42,27 @@ type runRecord struct {
 	Files      map[string]string `json:"files"`
 }
 
-// cacheKey is what identifies a run apart from the files: the binary and the options.
+// cacheKey is what identifies a run apart from the files: the binary and the options that
+// decide the outputs. An empty tool means the run cannot be identified and is not cached.
 func cacheKey(o Options) (tool, options string) {
-	if exe, err := os.Executable(); err == nil {
-		if st, err := os.Stat(exe); err == nil {
-			tool = fmt.Sprintf("%s %d %d", exe, st.Size(), st.ModTime().UnixNano())
-		}
-	}
-	opts, _ := json.Marshal(struct {
+	opts, err := json.Marshal(struct {
 		ServerName, GeneratedDir string
 		Runtime                  RuntimeRef
-		Deploy                   any
+		Deploy                   emit.DeployOptions
 	}{o.ServerName, o.GeneratedDir, o.Runtime, o.Deploy})
+	if err != nil {
+		return "", ""
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return "", ""
+	}
+	st, err := os.Stat(exe)
+	if err != nil {
+		return "", ""
+	}
 	sum := sha256.Sum256(opts)
-	return tool, hex.EncodeToString(sum[:])
+	return fmt.Sprintf("%s %d %d", exe, st.Size(), st.ModTime().UnixNano()), hex.EncodeToString(sum[:])
 }
 
 // runFiles lists the module-relative files a run depends on and owns: every Go file in
@@ -112,23 +120,24 @@ func runFiles(src *load.Sources, outDirs, extra []string) ([]string, error) {
 	return out, nil
 }
 
-func digestFiles(moduleDir string, files []string) map[string]string {
-	out := make(map[string]string, len(files))
-	for _, f := range files {
-		data, err := os.ReadFile(filepath.Join(moduleDir, filepath.FromSlash(f)))
-		if err != nil {
-			out[f] = "missing"
-			continue
-		}
-		sum := sha256.Sum256(data)
-		out[f] = hex.EncodeToString(sum[:])
+// digest is the SHA-256 of the module-relative file f, or "missing".
+func digest(moduleDir, f string) string {
+	data, err := os.ReadFile(filepath.Join(moduleDir, filepath.FromSlash(f)))
+	if err != nil {
+		return "missing"
 	}
-	return out
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
 }
 
 // upToDate returns the last successful run's record when it recorded exactly what is
 // there now, or nil.
-func upToDate(moduleDir string, o Options, files []string) *runRecord {
+func upToDate(src *load.Sources, o Options, outDirs []string) *runRecord {
+	moduleDir := src.ModuleDir
+	files, err := runFiles(src, outDirs, nil)
+	if err != nil {
+		return nil
+	}
 	data, err := os.ReadFile(filepath.Join(moduleDir, cacheFile))
 	if err != nil {
 		return nil
@@ -146,13 +155,8 @@ func upToDate(moduleDir string, o Options, files []string) *runRecord {
 			return nil // a file the last run did not see
 		}
 	}
-	recorded := make([]string, 0, len(rec.Files))
-	for f := range rec.Files {
-		recorded = append(recorded, f)
-	}
-	now := digestFiles(moduleDir, recorded)
 	for f, sum := range rec.Files {
-		if now[f] != sum {
+		if digest(moduleDir, f) != sum {
 			return nil
 		}
 	}
@@ -166,7 +170,11 @@ func record(moduleDir string, o Options, serverName string, warnings []string, f
 	if tool == "" {
 		return nil
 	}
-	data, err := json.MarshalIndent(runRecord{Tool: tool, Options: opts, ServerName: serverName, Warnings: warnings, Files: digestFiles(moduleDir, files)}, "", " ")
+	digests := make(map[string]string, len(files))
+	for _, f := range files {
+		digests[f] = digest(moduleDir, f)
+	}
+	data, err := json.MarshalIndent(runRecord{Tool: tool, Options: opts, ServerName: serverName, Warnings: warnings, Files: digests}, "", " ")
 	if err != nil {
 		return err
 	}

@@ -90,25 +90,29 @@ func Generate(ctx context.Context, o Options) (_ *Result, err error) {
 	if deployDir == "" {
 		deployDir = "config/deploy"
 	}
+	if o.Deploy.GoVersion == "" {
+		o.Deploy.GoVersion = goMinor()
+	}
 	// The directories a run writes besides the types packages (which are among its sources).
 	outDirs := []string{o.GeneratedDir, "pkg/apiserver", "pkg/registry", deployDir}
 	warn := o.Warn
 	if warn == nil {
 		warn = o.Log
 	}
-	if !o.Force {
-		if src, err := load.ListSources(ctx, o.Dir, o.Patterns); err == nil {
-			if files, err := runFiles(src, outDirs, nil); err == nil {
-				if rec := upToDate(src.ModuleDir, o, files); rec != nil {
-					if warn != nil {
-						for _, w := range rec.Warnings {
-							fmt.Fprintf(warn, "aagen: %s\n", w)
-						}
-					}
-					logf("up to date: nothing changed since the last run (--force runs the generators anyway)")
-					return &Result{ServerName: rec.ServerName, ModuleDir: src.ModuleDir, UpToDate: true}, nil
-				}
+	report := func(warnings ...string) {
+		if warn != nil {
+			for _, w := range warnings {
+				fmt.Fprintf(warn, "aagen: %s\n", w)
 			}
+		}
+	}
+	// The sources, listed without type-checking, serve the run cache's check and record.
+	src, srcErr := load.ListSources(ctx, o.Dir, o.Patterns)
+	if !o.Force && srcErr == nil {
+		if rec := upToDate(src, o, outDirs); rec != nil {
+			report(rec.Warnings...)
+			logf("up to date: nothing changed since the last run (--force runs the generators anyway)")
+			return &Result{ServerName: rec.ServerName, ModuleDir: src.ModuleDir, UpToDate: true}, nil
 		}
 	}
 
@@ -118,11 +122,7 @@ func Generate(ctx context.Context, o Options) (_ *Result, err error) {
 		return nil, err
 	}
 	m, warns, err := model.Build(loaded, markers.Default())
-	if warn != nil {
-		for _, w := range warns {
-			fmt.Fprintf(warn, "aagen: %s\n", w.String())
-		}
-	}
+	report(diagnostics(warns)...)
 	if err != nil {
 		return nil, err
 	}
@@ -182,14 +182,7 @@ func Generate(ctx context.Context, o Options) (_ *Result, err error) {
 	}
 	all = append(all, conv...)
 	res.Warnings = append(res.Warnings, convWarns...)
-	if warn != nil {
-		for _, w := range convWarns {
-			fmt.Fprintf(warn, "aagen: %s\n", w.String())
-		}
-	}
-	if o.Deploy.GoVersion == "" {
-		o.Deploy.GoVersion = goMinor()
-	}
+	report(diagnostics(convWarns)...)
 	deploy, err := emit.Deploy(m, emit.Options{ServerName: res.ServerName, GeneratedPkg: generatedPkg}, o.Deploy)
 	if err != nil {
 		return nil, err
@@ -232,7 +225,9 @@ func Generate(ctx context.Context, o Options) (_ *Result, err error) {
 			return nil, err
 		}
 	}
-	if err := recordRun(ctx, o, outDirs, res, all); err != nil {
+	if srcErr != nil {
+		logf("not recording the run (the next one will not be skipped): %v", srcErr)
+	} else if err := recordRun(src, o, outDirs, res, all); err != nil {
 		logf("not recording the run (the next one will not be skipped): %v", err)
 	}
 	logf("done in %.1fs", time.Since(start).Seconds())
@@ -240,23 +235,25 @@ func Generate(ctx context.Context, o Options) (_ *Result, err error) {
 }
 
 // recordRun records a successful run for the run cache (see cache.go).
-func recordRun(ctx context.Context, o Options, outDirs []string, res *Result, written []emit.File) error {
-	src, err := load.ListSources(ctx, o.Dir, o.Patterns)
-	if err != nil {
-		return err
-	}
-	var owned, warnings []string
+func recordRun(src *load.Sources, o Options, outDirs []string, res *Result, written []emit.File) error {
+	var owned []string
 	for _, f := range written {
 		owned = append(owned, f.Path)
-	}
-	for _, w := range res.Warnings {
-		warnings = append(warnings, w.String())
 	}
 	files, err := runFiles(src, outDirs, owned)
 	if err != nil {
 		return err
 	}
-	return record(src.ModuleDir, o, res.ServerName, warnings, files)
+	return record(src.ModuleDir, o, res.ServerName, diagnostics(res.Warnings), files)
+}
+
+// diagnostics renders each diagnostic as a line with its position.
+func diagnostics(ds []model.Diagnostic) []string {
+	out := make([]string, len(ds))
+	for i, d := range ds {
+		out[i] = d.String()
+	}
+	return out
 }
 
 // snapshotFiles reads the module-relative files and returns a function that writes them

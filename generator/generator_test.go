@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/aagen-dev/aagen/generator"
+	"github.com/aagen-dev/aagen/generator/emit"
 )
 
 const example = "../testdata/example"
@@ -110,6 +111,14 @@ func TestRunCache(t *testing.T) {
 				t.Errorf("hooks.go was not created again: %v", err)
 			}
 		}},
+		{"an option changed", func() {
+			res, err := generator.Generate(context.Background(), generator.Options{
+				Dir: dir, Patterns: []string{"./pkg/apis/..."}, Runtime: generator.RuntimeRef{Skip: true}, Deploy: emit.DeployOptions{Image: "registry.example.com/marina:v2"},
+			})
+			if err != nil || res.UpToDate {
+				t.Fatalf("another --image: want a full run, got %v (up to date %v)", err, res != nil && res.UpToDate)
+			}
+		}, nil},
 		{"go.mod changed", func() {
 			data, _ := os.ReadFile(filepath.Join(dir, "go.mod"))
 			_ = os.WriteFile(filepath.Join(dir, "go.mod"), append(data, "\n"...), 0o644)

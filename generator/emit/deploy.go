@@ -31,7 +31,7 @@ type DeployOptions struct {
 	// GoVersion is the Go version of the Dockerfile's build stage.
 	GoVersion string
 	// Now is the time certificates are issued at (tests); default time.Now.
-	Now func() time.Time
+	Now func() time.Time `json:"-"`
 }
 
 // DefaultEtcdImage is the etcd image of the StatefulSet.
