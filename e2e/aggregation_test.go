@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -33,11 +32,7 @@ func TestAggregation(t *testing.T) {
 	defer cancel()
 
 	// The example, generated and built like a user would.
-	dir := t.TempDir()
-	copyTree(t, filepath.Join(repoRoot(t), "testdata/example"), dir, nil)
-	run(t, dir, aagen(t), "generate", "./pkg/apis/...")
-	serverBin := filepath.Join(dir, "marina-apiserver")
-	run(t, dir, "go", "build", "-o", serverBin, "./cmd/marina-apiserver")
+	dir, serverBin := buildExample(t)
 
 	// etcd and the control plane.
 	e, err := etcd.Start(ctx, etcd.Config{Dir: t.TempDir(), UnsafeNoFsync: true})

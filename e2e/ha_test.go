@@ -210,11 +210,7 @@ func retriable(err error) bool {
 func TestHA(t *testing.T) {
 	skipShort(t)
 	etcdBin := cluster.EtcdBinary(t)
-	dir := t.TempDir()
-	copyTree(t, filepath.Join(repoRoot(t), "testdata/example"), dir, nil)
-	run(t, dir, aagen(t), "generate", "./pkg/apis/...")
-	bin := filepath.Join(dir, "server")
-	run(t, dir, "go", "build", "-o", bin, "./cmd/marina-apiserver")
+	_, bin := buildExample(t)
 
 	members := startEtcdCluster(t, etcdBin)
 	var etcdServers []string

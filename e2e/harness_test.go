@@ -90,6 +90,18 @@ func copyTree(t testing.TB, src, dst string, keep func(rel string) bool) {
 	}
 }
 
+// buildExample copies the example to a temporary directory, generates it with aagen and
+// builds its server there, as a user would; it returns the directory and the binary.
+func buildExample(t *testing.T) (dir, bin string) {
+	t.Helper()
+	dir = t.TempDir()
+	copyTree(t, filepath.Join(repoRoot(t), "testdata/example"), dir, nil)
+	run(t, dir, aagen(t), "generate", "./pkg/apis/...")
+	bin = filepath.Join(dir, "marina-apiserver")
+	run(t, dir, "go", "build", "-o", bin, "./cmd/marina-apiserver")
+	return dir, bin
+}
+
 // run runs a command and returns its combined output, failing the test on error.
 func run(t testing.TB, dir string, name string, args ...string) string {
 	t.Helper()

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -90,11 +89,7 @@ func liveHeap(t *testing.T, cfg *rest.Config) float64 {
 // what is left of the burst after that is a leak.
 func TestLoad(t *testing.T) {
 	skipShort(t)
-	dir := t.TempDir()
-	copyTree(t, filepath.Join(repoRoot(t), "testdata/example"), dir, nil)
-	run(t, dir, aagen(t), "generate", "./pkg/apis/...")
-	bin := filepath.Join(dir, "server")
-	run(t, dir, "go", "build", "-o", bin, "./cmd/marina-apiserver")
+	_, bin := buildExample(t)
 	// Compact etcd often, so that history does not hide a leak.
 	cmd, dyn, cfg := startBinary(t, bin, t.TempDir(), "--etcd-compaction-interval=5s")
 	defer func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() }()
@@ -109,7 +104,7 @@ func TestLoad(t *testing.T) {
 	_ = bc.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
 	baseline := liveHeap(t, cfg)
 
-	loadRound(t, ctx, bc, 0)
+	loadRound(t, ctx, bc)
 	if err := bc.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +137,7 @@ func TestLoad(t *testing.T) {
 }
 
 // loadRound runs writers and watchers for a bounded time and checks the outcome.
-func loadRound(t *testing.T, ctx context.Context, bc dynamic.ResourceInterface, round int) {
+func loadRound(t *testing.T, ctx context.Context, bc dynamic.ResourceInterface) {
 	// Watchers keep their own view of the namespace.
 	const watchers, writers = 8, 16
 	list, err := bc.List(ctx, metav1.ListOptions{})
@@ -242,8 +237,8 @@ func loadRound(t *testing.T, ctx context.Context, bc dynamic.ResourceInterface, 
 		}
 	}
 
-	t.Logf("round %d: %d operations by %d writers with %d watchers in 20s: %d 5xx, %d other errors; %d objects at the end",
-		round, ops.Load(), writers, watchers, serverErrors.Load(), otherErrors.Load(), len(want))
+	t.Logf("%d operations by %d writers with %d watchers in 20s: %d 5xx, %d other errors; %d objects at the end",
+		ops.Load(), writers, watchers, serverErrors.Load(), otherErrors.Load(), len(want))
 }
 
 // writeSmallEvents writes n watch events (n/2 creates and n/2 deletes of tiny objects) with

@@ -239,7 +239,7 @@ func TestVersions(t *testing.T) {
 				t.Fatalf("%s: %v", v, err)
 			}
 			if len(list.Items) != 1 || list.Items[0].GetName() != "ann-v1beta1" {
-				t.Errorf("%s field selector: %v", v, list.Items)
+				t.Fatalf("%s field selector: %v", v, list.Items)
 			}
 			if c, _, _ := unstructured.NestedString(list.Items[0].Object, "spec", "comment"); c != "nice" {
 				t.Errorf("%s: comment %q", v, c)

@@ -31,15 +31,25 @@ var ownFiles = map[string]bool{"test/clients_test.go": true, "config/samples/boa
 // typesOnly copies the example's hand-written files (types, go.mod) to a temp module.
 func typesOnly(t *testing.T) string {
 	t.Helper()
+	return copyFiles(t, example, handWritten)
+}
+
+// copyFiles copies files of the project in src, except those in skip, to a temp module
+// whose go.mod reaches the runtime in this checkout.
+func copyFiles(t *testing.T, src string, files map[string]bool, skip ...string) string {
+	t.Helper()
 	dst := t.TempDir()
-	for f := range handWritten {
-		data, err := os.ReadFile(filepath.Join(example, f))
+	root, _ := filepath.Abs("..")
+	for f := range files {
+		if slices.Contains(skip, f) {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(src, f))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if f == "go.mod" {
-			// The example reaches the runtime through a relative replace; point it at this checkout.
-			root, _ := filepath.Abs("..")
+			// The examples reach the runtime through a relative replace.
 			data = bytes.ReplaceAll(data, []byte("=> ../.."), []byte("=> "+root))
 		}
 		p := filepath.Join(dst, f)
@@ -51,6 +61,34 @@ func typesOnly(t *testing.T) string {
 		}
 	}
 	return dst
+}
+
+// compareGolden compares the generated tree in dir with the golden project, leaving out
+// the files ignore names; regenerate is the command that updates the golden copy.
+func compareGolden(t *testing.T, dir, golden string, ignore func(string) bool, regenerate string) {
+	t.Helper()
+	got, want := snapshot(t, dir), snapshot(t, golden)
+	for _, tree := range []map[string][]byte{got, want} {
+		for p := range tree {
+			if ignore(p) {
+				delete(tree, p)
+			}
+		}
+	}
+	for p, w := range want {
+		g, ok := got[p]
+		switch {
+		case !ok:
+			t.Errorf("%s: in the golden tree but not generated", p)
+		case !bytes.Equal(g, w):
+			t.Errorf("%s differs from the golden tree; run: %s", p, regenerate)
+		}
+	}
+	for p := range got {
+		if _, ok := want[p]; !ok {
+			t.Errorf("%s: generated but not in the golden tree", p)
+		}
+	}
 }
 
 // generate runs the whole pipeline (Force: the run cache is tested on its own, in
@@ -223,28 +261,8 @@ func TestGolden(t *testing.T) {
 	if _, err := generate(t, dir, false); err != nil {
 		t.Fatal(err)
 	}
-	got, want := snapshot(t, dir), snapshot(t, example)
-	for _, tree := range []map[string][]byte{got, want} {
-		for p := range tree {
-			if handWritten[p] || ownFiles[p] {
-				delete(tree, p)
-			}
-		}
-	}
-	for p, w := range want {
-		g, ok := got[p]
-		switch {
-		case !ok:
-			t.Errorf("%s: in the golden tree but not generated", p)
-		case !bytes.Equal(g, w):
-			t.Errorf("%s differs from the golden tree; run: go run ./cmd/aagen generate -C testdata/example ./pkg/apis/...", p)
-		}
-	}
-	for p := range got {
-		if _, ok := want[p]; !ok {
-			t.Errorf("%s: generated but not in the golden tree", p)
-		}
-	}
+	compareGolden(t, dir, example, func(p string) bool { return handWritten[p] || ownFiles[p] },
+		"go run ./cmd/aagen generate -C testdata/example ./pkg/apis/...")
 }
 
 // TestIdempotent checks that a second run changes nothing and --verify agrees.

@@ -33,37 +33,7 @@ var kbHandWritten = map[string]bool{
 // kbTypesOnly copies kbexample's hand-written files, except those in skip, to a temp module.
 func kbTypesOnly(t *testing.T, skip ...string) string {
 	t.Helper()
-	dst := t.TempDir()
-	root, _ := filepath.Abs("..")
-	for f := range kbHandWritten {
-		if contains(skip, f) {
-			continue
-		}
-		data, err := os.ReadFile(filepath.Join(kbexample, f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if f == "go.mod" {
-			data = bytes.ReplaceAll(data, []byte("=> ../.."), []byte("=> "+root))
-		}
-		p := filepath.Join(dst, f)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dst
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
+	return copyFiles(t, kbexample, kbHandWritten, skip...)
 }
 
 func generateKB(t *testing.T, dir string, verify bool) (*generator.Result, error) {
@@ -88,28 +58,8 @@ func TestGoldenKB(t *testing.T) {
 			t.Errorf("the hand-written conversions are not found: %s", w)
 		}
 	}
-	got, want := snapshot(t, dir), snapshot(t, kbexample)
-	for _, tree := range []map[string][]byte{got, want} {
-		for p := range tree {
-			if kbHandWritten[p] {
-				delete(tree, p)
-			}
-		}
-	}
-	for p, w := range want {
-		g, ok := got[p]
-		switch {
-		case !ok:
-			t.Errorf("%s: in the golden tree but not generated", p)
-		case !bytes.Equal(g, w):
-			t.Errorf("%s differs from the golden tree; run: go run ./cmd/aagen generate -C testdata/kbexample ./api/...", p)
-		}
-	}
-	for p := range got {
-		if _, ok := want[p]; !ok {
-			t.Errorf("%s: generated but not in the golden tree", p)
-		}
-	}
+	compareGolden(t, dir, kbexample, func(p string) bool { return kbHandWritten[p] },
+		"go run ./cmd/aagen generate -C testdata/kbexample ./api/...")
 	if _, err := generateKB(t, dir, true); err != nil {
 		t.Errorf("verify after generate: %v", err)
 	}

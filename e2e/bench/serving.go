@@ -198,19 +198,17 @@ func serving(root string, cfg servingConfig) (string, error) {
 			return "", err
 		}
 		rows[wCreate].by[s.name] = m
-		stop = profile(cfg, s, "get")
-		if m, err = runOps(4*small, cfg.concurrency, s.procs, func(i int) error {
+		get := func(int) error {
 			_, _, err := do(s.client, http.MethodGet, fmt.Sprintf("%s/boat-%05d", s.base, rand.IntN(small)), "", http.StatusOK)
 			return err
-		}); err != nil {
+		}
+		stop = profile(cfg, s, "get")
+		if m, err = runOps(4*small, cfg.concurrency, s.procs, get); err != nil {
 			return "", err
 		}
 		stop()
 		rows[wGet].by[s.name] = m
-		if m, err = runOps(small/2, 1, s.procs, func(i int) error {
-			_, _, err := do(s.client, http.MethodGet, fmt.Sprintf("%s/boat-%05d", s.base, rand.IntN(small)), "", http.StatusOK)
-			return err
-		}); err != nil {
+		if m, err = runOps(small/2, 1, s.procs, get); err != nil {
 			return "", err
 		}
 		rows[wGet1].by[s.name] = m
@@ -539,8 +537,6 @@ func watchFanOut(s *subject, cfg servingConfig) (measurement, error) {
 // one of four objects, retrying on 409; it measures the successful updates.
 func contention(s *subject, cfg servingConfig) (measurement, error) {
 	const perClient, objects = 20, 4
-	conflicts := 0
-	var mu sync.Mutex
 	m, err := runOps(cfg.concurrency*perClient, cfg.concurrency, s.procs, func(i int) error {
 		url := fmt.Sprintf("%s/boat-%05d", s.base, i%objects)
 		for {
@@ -556,10 +552,7 @@ func contention(s *subject, cfg servingConfig) (measurement, error) {
 			body, _ := json.Marshal(o)
 			_, _, err = do(s.client, http.MethodPut, url, string(body), http.StatusOK)
 			if se, ok := err.(*statusError); ok && se.code == http.StatusConflict {
-				mu.Lock()
-				conflicts++
-				mu.Unlock()
-				continue
+				continue // someone else updated it first: read it again
 			}
 			return err
 		}
@@ -689,14 +682,12 @@ func inlineSchema(node any, defs map[string]any, depth int) any {
 		if d, ok := out["default"].(map[string]any); ok && len(d) == 0 {
 			delete(out, "default")
 		}
-		for _, k := range []string{"properties"} {
-			if ps, ok := out[k].(map[string]any); ok {
-				res := map[string]any{}
-				for name, p := range ps {
-					res[name] = inlineSchema(p, defs, depth+1)
-				}
-				out[k] = res
+		if ps, ok := out["properties"].(map[string]any); ok {
+			res := map[string]any{}
+			for name, p := range ps {
+				res[name] = inlineSchema(p, defs, depth+1)
 			}
+			out["properties"] = res
 		}
 		for _, k := range []string{"items", "additionalProperties"} {
 			if v, ok := out[k].(map[string]any); ok {

@@ -67,7 +67,10 @@ func (s *resumingStorage) Watch(ctx context.Context, key string, opts storage.Li
 		return w, err
 	}
 	// The watch cache answers a resourceVersion it no longer holds with a watch whose
-	// first event, ready at once, is the 410 error.
+	// first event, ready at once, is the 410 error. An event that is ready at once but is
+	// not that error is handed back in front of the rest (prepend): a goroutine and a
+	// channel hop more for that watch, accepted for the rare watch whose events are
+	// already queued when Watch returns.
 	select {
 	case ev, ok := <-w.ResultChan():
 		if !ok {

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
-	"sync"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metatable "k8s.io/apimachinery/pkg/api/meta/table"
@@ -36,13 +36,17 @@ type tableConvertor struct {
 	// its managed fields is the largest part of most objects). Nil when a column's path
 	// does not start with a field name; the whole object is converted then.
 	roots []string
-	// fields caches the index of each root field per Go type (fieldKey -> []int).
-	fields sync.Map
+	// index is where the roots are in the Go type of the objects (one per resource).
+	index atomic.Pointer[rootIndex]
 }
 
-type fieldKey struct {
-	t    reflect.Type
-	name string
+// rootIndex locates the roots in one Go struct type.
+type rootIndex struct {
+	t reflect.Type
+	// fields are the field indexes of the roots (nil for a root the type does not have).
+	fields [][]int
+	// whole is set when a root is not a struct: the whole object is converted then.
+	whole bool
 }
 
 // NewTableConvertor returns the table convertor for columns: NAME, then the columns in
@@ -181,13 +185,16 @@ func (c *tableConvertor) content(obj runtime.Object) (map[string]any, error) {
 		return runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	}
 	v = v.Elem()
+	ix := c.rootIndex(v.Type())
+	if ix.whole {
+		return runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	}
 	out := make(map[string]any, len(c.roots))
-	for _, root := range c.roots {
-		index := c.fieldIndex(v.Type(), root)
-		if index == nil {
+	for i, root := range c.roots {
+		if ix.fields[i] == nil {
 			continue // no such field: its cells are empty, as for a missing key
 		}
-		f, err := v.FieldByIndexErr(index)
+		f, err := v.FieldByIndexErr(ix.fields[i])
 		if err != nil {
 			continue // behind a nil embedded pointer
 		}
@@ -196,9 +203,6 @@ func (c *tableConvertor) content(obj runtime.Object) (map[string]any, error) {
 				continue
 			}
 			f = f.Elem()
-		}
-		if f.Kind() != reflect.Struct {
-			return runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 		}
 		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(f.Addr().Interface())
 		if err != nil {
@@ -209,16 +213,28 @@ func (c *tableConvertor) content(obj runtime.Object) (map[string]any, error) {
 	return out, nil
 }
 
-// fieldIndex finds the field whose JSON name is name in t, through inline embedded
-// structs (as encoding/json does), or returns nil.
-func (c *tableConvertor) fieldIndex(t reflect.Type, name string) []int {
-	key := fieldKey{t, name}
-	if idx, ok := c.fields.Load(key); ok {
-		return idx.([]int)
+// rootIndex returns where the roots are in t, computed on first use.
+func (c *tableConvertor) rootIndex(t reflect.Type) *rootIndex {
+	if ix := c.index.Load(); ix != nil && ix.t == t {
+		return ix
 	}
-	idx := findJSONField(t, name)
-	c.fields.Store(key, idx)
-	return idx
+	ix := &rootIndex{t: t, fields: make([][]int, len(c.roots))}
+	for i, root := range c.roots {
+		idx := findJSONField(t, root)
+		if idx == nil {
+			continue
+		}
+		ft := t.FieldByIndex(idx).Type
+		if ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		if ft.Kind() != reflect.Struct {
+			ix.whole = true
+		}
+		ix.fields[i] = idx
+	}
+	c.index.Store(ix)
+	return ix
 }
 
 func findJSONField(t reflect.Type, name string) []int {
