@@ -52,7 +52,8 @@ func (w *warnings) take() []string {
 // TestVersions serves testdata/kbexample, a kubebuilder-style API whose Guestbook kind is
 // served in v1 (stored) and v1beta1 (deprecated, with spec.motd renamed spec.message in v1
 // and converted by hand in api/v1beta1/conversion.go) and whose Visitor kind has the same
-// fields in both versions. Objects written in one version must read back in the other.
+// fields in both versions but not the same markers on two of them (each version validates
+// and defaults with its own). Objects written in one version must read back in the other.
 func TestVersions(t *testing.T) {
 	skipShort(t)
 	dir := t.TempDir()
@@ -368,6 +369,10 @@ func TestVersions(t *testing.T) {
 				t.Errorf("%s: spec.replicas %d after kubectl scale --replicas=5", v, r)
 			}
 		}
+	})
+
+	t.Run("each version validates and defaults with its own schema, like a CRD", func(t *testing.T) {
+		testVersionSchemasLikeCRD(t, ctx, cfg)
 	})
 
 	t.Run("kubectl", func(t *testing.T) {

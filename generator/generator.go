@@ -23,6 +23,7 @@ import (
 
 	"github.com/aagen-dev/aagen/generator/codegen"
 	"github.com/aagen-dev/aagen/generator/emit"
+	"github.com/aagen-dev/aagen/generator/layout"
 	"github.com/aagen-dev/aagen/generator/load"
 	"github.com/aagen-dev/aagen/generator/markers"
 	"github.com/aagen-dev/aagen/generator/model"
@@ -83,18 +84,18 @@ func Generate(ctx context.Context, o Options) (_ *Result, err error) {
 		o.Dir = "."
 	}
 	if o.GeneratedDir == "" {
-		o.GeneratedDir = "pkg/generated"
+		o.GeneratedDir = layout.GeneratedDir
 	}
 	o.GeneratedDir = path.Clean(filepath.ToSlash(o.GeneratedDir))
 	deployDir := o.Deploy.Dir
 	if deployDir == "" {
-		deployDir = "config/deploy"
+		deployDir = layout.DeployDir
 	}
 	if o.Deploy.GoVersion == "" {
 		o.Deploy.GoVersion = goMinor()
 	}
 	// The directories a run writes besides the types packages (which are among its sources).
-	outDirs := []string{o.GeneratedDir, "pkg/apiserver", "pkg/registry", deployDir}
+	outDirs := []string{o.GeneratedDir, layout.APIServerDir, layout.RegistryDir, deployDir}
 	warn := o.Warn
 	if warn == nil {
 		warn = o.Log

@@ -18,6 +18,7 @@ import (
 
 	"github.com/aagen-dev/aagen/generator"
 	"github.com/aagen-dev/aagen/generator/emit"
+	"github.com/aagen-dev/aagen/generator/layout"
 )
 
 func newRootCommand() *cobra.Command {
@@ -53,11 +54,11 @@ func (f *generateFlags) add(cmd *cobra.Command, withVerify bool) {
 	fs := cmd.Flags()
 	fs.StringVarP(&f.dir, "dir", "C", ".", "directory to run in; it must be inside the module that holds the types")
 	fs.StringVar(&f.name, "name", "", "server name (default <module base>-apiserver); the command is cmd/<name>")
-	fs.StringVar(&f.generatedDir, "generated-dir", "pkg/generated", "module-relative directory for clientset, listers, informers, apply configurations and OpenAPI")
+	fs.StringVar(&f.generatedDir, "generated-dir", layout.GeneratedDir, "module-relative directory for clientset, listers, informers, apply configurations and OpenAPI")
 	fs.StringVar(&f.replace, "aagen-replace", "", "aagen checkout the module's go.mod replaces the runtime with (default: the checkout this aagen was built from)")
 	fs.StringVar(&f.version, "aagen-version", "", "require this published aagen version instead of a replace")
 	fs.BoolVar(&f.noGoMod, "no-go-mod", false, "leave go.mod alone (no runtime requirement, no go mod tidy)")
-	fs.StringVar(&f.deploy.Dir, "deploy-dir", "config/deploy", "module-relative directory for the deploy manifests")
+	fs.StringVar(&f.deploy.Dir, "deploy-dir", layout.DeployDir, "module-relative directory for the deploy manifests")
 	fs.StringVar(&f.deploy.Namespace, "namespace", "", "namespace the server is deployed to (default: the server name)")
 	fs.StringVar(&f.deploy.Image, "image", "", "container image of the server (default <name>:latest)")
 	fs.StringSliceVar(&f.deploy.EtcdServers, "etcd-servers", nil, "use this external etcd cluster instead of deploying a 3-member etcd StatefulSet")

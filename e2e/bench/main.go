@@ -84,6 +84,11 @@ func run() error {
 			return err
 		}
 	}
+	if *profileDir != "" {
+		if err := os.MkdirAll(*profileDir, 0o755); err != nil {
+			return fmt.Errorf("-profile: %w", err)
+		}
+	}
 	if *doServing {
 		table, err := serving(root, servingConfig{objects: *objects, concurrency: *concurrency, watchers: *watchers, updates: *updates, profileDir: *profileDir, profileSeconds: *profileSecs})
 		if err != nil {

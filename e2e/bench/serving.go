@@ -589,29 +589,9 @@ func installCRD(ctx context.Context, admin *rest.Config, direct *http.Client, di
 	if err != nil {
 		return err
 	}
-	var doc struct {
-		Components struct {
-			Schemas map[string]any `json:"schemas"`
-		} `json:"components"`
-	}
-	if err := json.Unmarshal(data, &doc); err != nil {
+	schemaProps, err := cluster.CRDSchema(data, ".v1alpha1.Boat")
+	if err != nil {
 		return err
-	}
-	var root any
-	for name, s := range doc.Components.Schemas {
-		if strings.HasSuffix(name, ".v1alpha1.Boat") {
-			root = s
-		}
-	}
-	if root == nil {
-		return fmt.Errorf("no Boat schema in the generated server's OpenAPI v3")
-	}
-	props := inlineSchema(root, doc.Components.Schemas, 0).(map[string]any)
-	props["properties"].(map[string]any)["metadata"] = map[string]any{"type": "object"}
-	raw, _ := json.Marshal(props)
-	var schemaProps apiextensionsv1.JSONSchemaProps
-	if err := json.Unmarshal(raw, &schemaProps); err != nil {
-		return fmt.Errorf("the Boat schema as a CRD schema: %w", err)
 	}
 	crd := &apiextensionsv1.CustomResourceDefinition{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition"},
@@ -621,7 +601,7 @@ func installCRD(ctx context.Context, admin *rest.Config, direct *http.Client, di
 			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "boats", Singular: "boat", Kind: "Boat", ListKind: "BoatList", ShortNames: []string{"cbt"}},
 			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
 				Name: "v1alpha1", Served: true, Storage: true,
-				Schema:           &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &schemaProps},
+				Schema:           &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: schemaProps},
 				SelectableFields: []apiextensionsv1.SelectableField{{JSONPath: ".spec.dock"}},
 				AdditionalPrinterColumns: []apiextensionsv1.CustomResourceColumnDefinition{
 					{Name: "Dock", Type: "string", JSONPath: ".spec.dock"},
@@ -647,57 +627,6 @@ func installCRD(ctx context.Context, admin *rest.Config, direct *http.Client, di
 		_, err := boats.List(ctx, metav1.ListOptions{})
 		return err == nil, nil
 	})
-}
-
-// inlineSchema resolves the $refs of an OpenAPI v3 schema (CRD schemas cannot have any)
-// and drops what a CRD schema may not carry.
-func inlineSchema(node any, defs map[string]any, depth int) any {
-	if depth > 32 {
-		return map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}
-	}
-	switch n := node.(type) {
-	case map[string]any:
-		out := map[string]any{}
-		for k, v := range n {
-			out[k] = v
-		}
-		if all, ok := out["allOf"].([]any); ok && len(all) == 1 {
-			delete(out, "allOf")
-			for k, v := range all[0].(map[string]any) {
-				out[k] = v
-			}
-		}
-		if ref, ok := out["$ref"].(string); ok {
-			delete(out, "$ref")
-			target := inlineSchema(defs[strings.TrimPrefix(ref, "#/components/schemas/")], defs, depth+1).(map[string]any)
-			for k, v := range target {
-				if _, set := out[k]; !set {
-					out[k] = v
-				}
-			}
-		}
-		delete(out, "x-kubernetes-group-version-kind")
-		// openapi-gen gives every struct-valued field "default: {}", which a CRD rejects
-		// when the struct has required fields; the schema means no default there.
-		if d, ok := out["default"].(map[string]any); ok && len(d) == 0 {
-			delete(out, "default")
-		}
-		if ps, ok := out["properties"].(map[string]any); ok {
-			res := map[string]any{}
-			for name, p := range ps {
-				res[name] = inlineSchema(p, defs, depth+1)
-			}
-			out["properties"] = res
-		}
-		for _, k := range []string{"items", "additionalProperties"} {
-			if v, ok := out[k].(map[string]any); ok {
-				out[k] = inlineSchema(v, defs, depth+1)
-			}
-		}
-		return out
-	default:
-		return node
-	}
 }
 
 // profile starts CPU profiles of the servers on the subject's path (pprof over HTTPS,

@@ -8,6 +8,7 @@ import (
 	gengonamer "k8s.io/gengo/v2/namer"
 	gengotypes "k8s.io/gengo/v2/types"
 
+	"github.com/aagen-dev/aagen/generator/layout"
 	"github.com/aagen-dev/aagen/generator/model"
 )
 
@@ -18,7 +19,7 @@ const pkgServertest = "github.com/aagen-dev/aagen/runtime/servertest"
 func apiTest(m *model.Model, o Options) *jen.File {
 	f := jen.NewFile("apiserver_test")
 	f.HeaderComment("// " + GeneratedHeader)
-	apiserverPkg := m.ModulePath + "/pkg/apiserver"
+	apiserverPkg := path.Join(m.ModulePath, layout.APIServerDir)
 	clientsetPkg := o.GeneratedPkg + "/clientset/versioned"
 	f.ImportName(apiserverPkg, "apiserver")
 	f.ImportName(clientsetPkg, "versioned")

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/aagen-dev/aagen/generator/deploycerts"
+	"github.com/aagen-dev/aagen/generator/layout"
 	"github.com/aagen-dev/aagen/generator/model"
 	"github.com/aagen-dev/aagen/templates"
 )
@@ -67,7 +68,7 @@ type deployAPIService struct {
 // certificates (created once and kept).
 func Deploy(m *model.Model, o Options, d DeployOptions) ([]File, error) {
 	if d.Dir == "" {
-		d.Dir = "config/deploy"
+		d.Dir = layout.DeployDir
 	}
 	if d.Namespace == "" {
 		d.Namespace = o.ServerName
@@ -111,7 +112,6 @@ func Deploy(m *model.Model, o Options, d DeployOptions) ([]File, error) {
 	}
 	for _, g := range m.Groups {
 		dg := deployGroup{Name: g.Name}
-		seen := map[string]bool{}
 		i := 0
 		for _, v := range g.Versions {
 			if !v.Served() {
@@ -119,21 +119,18 @@ func Deploy(m *model.Model, o Options, d DeployOptions) ([]File, error) {
 			}
 			data.APIServices = append(data.APIServices, deployAPIService{Group: g.Name, Version: v.Name, Priority: versionPriority(i)})
 			i++
-			for _, k := range v.Kinds {
-				if k.Unserved || seen[k.Plural] {
-					continue
-				}
-				seen[k.Plural] = true
-				dg.Resources = append(dg.Resources, k.Plural)
-				dg.ReadResources = append(dg.ReadResources, k.Plural)
-				if k.HasStatus {
-					dg.ReadResources = append(dg.ReadResources, k.Plural+"/status")
-				}
-				if k.Scale != nil {
-					// Like deployments/scale in the built-in roles: edit scales, view reads.
-					dg.Resources = append(dg.Resources, k.Plural+"/scale")
-					dg.ReadResources = append(dg.ReadResources, k.Plural+"/scale")
-				}
+		}
+		for _, r := range g.Resources {
+			k := r.Storage
+			dg.Resources = append(dg.Resources, k.Plural)
+			dg.ReadResources = append(dg.ReadResources, k.Plural)
+			if k.HasStatus {
+				dg.ReadResources = append(dg.ReadResources, k.Plural+"/status")
+			}
+			if k.Scale != nil {
+				// Like deployments/scale in the built-in roles: edit scales, view reads.
+				dg.Resources = append(dg.Resources, k.Plural+"/scale")
+				dg.ReadResources = append(dg.ReadResources, k.Plural+"/scale")
 			}
 		}
 		data.Groups = append(data.Groups, dg)

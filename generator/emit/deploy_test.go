@@ -17,6 +17,11 @@ func deployModel(t *testing.T) *model.Model {
 	v1.Kinds = []*model.Kind{{Version: v1, Name: "Widget", Plural: "widgets", HasStatus: true, NamespaceScoped: true}}
 	v1beta1.Kinds = []*model.Kind{{Version: v1beta1, Name: "Gadget", Plural: "gadgets"}}
 	g.Versions = []*model.Version{v1, v1beta1}
+	for _, k := range []*model.Kind{v1beta1.Kinds[0], v1.Kinds[0]} { // by kind name, as model.Build orders them
+		k.Storage = true
+		k.Resource = &model.Resource{Group: g, Kind: k.Name, Versions: []*model.Kind{k}, Storage: k}
+		g.Resources = append(g.Resources, k.Resource)
+	}
 	return &model.Model{ModuleDir: t.TempDir(), ModulePath: "example.com/shop", Groups: []*model.Group{g}}
 }
 
@@ -63,7 +68,7 @@ func TestDeployDefault(t *testing.T) {
 		t.Errorf("deployment:\n%s", dep)
 	}
 	rbac := got["config/deploy/zz_generated.rbac.yaml"]
-	for _, want := range []string{"resources: [widgets, gadgets]", "resources: [widgets, widgets/status, gadgets]", "aggregate-to-view", "extension-apiserver-authentication-reader", "system:auth-delegator"} {
+	for _, want := range []string{"resources: [gadgets, widgets]", "resources: [gadgets, widgets, widgets/status]", "aggregate-to-view", "extension-apiserver-authentication-reader", "system:auth-delegator"} {
 		if !strings.Contains(rbac, want) {
 			t.Errorf("rbac lacks %q", want)
 		}

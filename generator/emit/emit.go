@@ -11,7 +11,9 @@ import (
 	"strings"
 
 	"github.com/dave/jennifer/jen"
+	"golang.org/x/tools/imports"
 
+	"github.com/aagen-dev/aagen/generator/layout"
 	"github.com/aagen-dev/aagen/generator/model"
 )
 
@@ -72,7 +74,12 @@ func Go(m *model.Model, o Options) ([]File, error) {
 		if err := f.Render(&buf); err != nil {
 			return fmt.Errorf("rendering %s: %w", p, err)
 		}
-		files = append(files, File{Path: p, Content: buf.Bytes(), Owner: owner})
+		// Imports grouped as goimports writes them: the standard library, then the rest.
+		src, err := imports.Process(p, buf.Bytes(), &imports.Options{FormatOnly: true, Comments: true, TabIndent: true, TabWidth: 8})
+		if err != nil {
+			return fmt.Errorf("formatting %s: %w", p, err)
+		}
+		files = append(files, File{Path: p, Content: src, Owner: owner})
 		return nil
 	}
 	for _, g := range m.Groups {
@@ -81,20 +88,18 @@ func Go(m *model.Model, o Options) ([]File, error) {
 				return nil, err
 			}
 		}
-		// One storage per kind, in its storage version, serving every version of the kind.
-		for _, k := range g.StorageKinds() {
-			{
-				dir := path.Join("pkg/registry", g.PackageName, RegistryPackage(k))
-				if err := add(path.Join(dir, "zz_generated.storage.go"), Generated, storage(k, o)); err != nil {
-					return nil, err
-				}
-				if err := add(path.Join(dir, "hooks.go"), UserOwned, hooks(k)); err != nil {
-					return nil, err
-				}
+		// One storage per resource, holding its storage version, serving every version.
+		for _, r := range g.Resources {
+			dir := path.Join(layout.RegistryDir, g.PackageName, RegistryPackage(r.Storage))
+			if err := add(path.Join(dir, "zz_generated.storage.go"), Generated, storage(r, o)); err != nil {
+				return nil, err
+			}
+			if err := add(path.Join(dir, "hooks.go"), UserOwned, hooks(r.Storage)); err != nil {
+				return nil, err
 			}
 		}
 	}
-	if err := add("pkg/apiserver/zz_generated.apiserver.go", Generated, apiserver(m, o)); err != nil {
+	if err := add(path.Join(layout.APIServerDir, "zz_generated.apiserver.go"), Generated, apiserver(m, o)); err != nil {
 		return nil, err
 	}
 	if err := add(apiTestPath(), Generated, apiTest(m, o)); err != nil {
@@ -117,7 +122,7 @@ func RegistryPackage(k *model.Kind) string {
 
 // RegistryImportPath is the import path of a kind's storage package.
 func RegistryImportPath(m *model.Model, k *model.Kind) string {
-	return path.Join(m.ModulePath, "pkg/registry", k.Version.Group.PackageName, RegistryPackage(k))
+	return path.Join(m.ModulePath, layout.RegistryDir, k.Version.Group.PackageName, RegistryPackage(k))
 }
 
 // typesAlias is the import alias of a types package: <group><version>.
@@ -178,39 +183,49 @@ func register(v *model.Version) *jen.File {
 	return f
 }
 
-func storage(k *model.Kind, o Options) *jen.File {
+func storage(r *model.Resource, o Options) *jen.File {
+	k := r.Storage
 	v := k.Version
 	f := newGenerated(RegistryPackage(k), false)
-	alias := typesAlias(v)
-	f.ImportAlias(v.ImportPath, alias)
+	f.ImportAlias(v.ImportPath, typesAlias(v))
 	f.ImportName(pkgRegistry, "registry")
 	f.ImportName(pkgRuntime, "runtime")
 	f.ImportName(pkgGeneric, "generic")
 	f.ImportName(pkgRest, "rest")
 	f.ImportName(pkgEquality, "equality")
+	f.ImportName(o.GeneratedPkg+"/openapi", "openapi")
 	ptr := jen.Op("*").Qual(v.ImportPath, k.Name)
-	fields := jen.Dict{
-		jen.Id("Group"):           jen.Lit(v.Group.Name),
-		jen.Id("Versions"):        jen.Index().String().Values(lits(k.ServedVersions())...),
-		jen.Id("Kind"):            jen.Lit(k.Name),
-		jen.Id("Plural"):          jen.Lit(k.Plural),
-		jen.Id("Singular"):        jen.Lit(k.Singular),
-		jen.Id("NamespaceScoped"): jen.Lit(k.NamespaceScoped),
-		jen.Id("New"):             jen.Func().Params().Add(ptr.Clone()).Block(jen.Return(jen.Op("&").Qual(v.ImportPath, k.Name).Values())),
-		jen.Id("NewList"):         jen.Func().Params().Qual(pkgRuntime, "Object").Block(jen.Return(jen.Op("&").Qual(v.ImportPath, k.ListName).Values())),
-		jen.Id("Hooks"):           jen.Id("Hooks").Values(),
-		// Every write is validated against the kind's OpenAPI schema, like a CRD's.
-		jen.Id("Schema"): jen.Op("&").Qual(pkgRegistry, "Schema").Values(jen.Dict{
-			jen.Id("Definitions"): jen.Qual(o.GeneratedPkg+"/openapi", "GetOpenAPIDefinitions"),
-			jen.Id("Name"):        jen.Qual(v.ImportPath, k.Name).Values().Dot("OpenAPIModelName").Call(),
-		}),
+	// Every write is validated against the kind's OpenAPI schema in the version of the
+	// request, like a CRD's.
+	var versions []jen.Code
+	for _, kv := range r.Served() {
+		f.ImportAlias(kv.Version.ImportPath, typesAlias(kv.Version))
+		versions = append(versions, structLit(
+			field("Name", jen.Lit(kv.Version.Name)),
+			field("Schema", jen.Op("&").Qual(pkgRegistry, "Schema").Add(structLit(
+				field("Definitions", jen.Qual(o.GeneratedPkg+"/openapi", "GetOpenAPIDefinitions")),
+				field("Name", jen.Qual(kv.Version.ImportPath, k.Name).Values().Dot("OpenAPIModelName").Call()),
+			))),
+		))
+	}
+	fields := []jen.Code{
+		field("Group", jen.Lit(v.Group.Name)),
+		field("Kind", jen.Lit(k.Name)),
+		field("Versions", jen.Index().Qual(pkgRegistry, "Version").Values(versions...)),
+		field("Plural", jen.Lit(k.Plural)),
+		field("Singular", jen.Lit(k.Singular)),
 	}
 	if len(k.ShortNames) > 0 {
-		fields[jen.Id("ShortNames")] = jen.Index().String().Values(lits(k.ShortNames)...)
+		fields = append(fields, field("ShortNames", jen.Index().String().Values(lits(k.ShortNames)...)))
 	}
 	if len(k.Categories) > 0 {
-		fields[jen.Id("Categories")] = jen.Index().String().Values(lits(k.Categories)...)
+		fields = append(fields, field("Categories", jen.Index().String().Values(lits(k.Categories)...)))
 	}
+	fields = append(fields,
+		field("NamespaceScoped", jen.Lit(k.NamespaceScoped)),
+		field("New", jen.Func().Params().Add(ptr.Clone()).Block(jen.Return(jen.Op("&").Qual(v.ImportPath, k.Name).Values()))),
+		field("NewList", jen.Func().Params().Qual(pkgRuntime, "Object").Block(jen.Return(jen.Op("&").Qual(v.ImportPath, k.ListName).Values()))),
+	)
 	if len(k.SpecFields) > 0 {
 		var args []jen.Code
 		for _, fld := range k.SpecFields {
@@ -229,46 +244,47 @@ func storage(k *model.Kind, o Options) *jen.File {
 				eq = jen.Add(eq).Op("&&").Add(p)
 			}
 		}
-		fields[jen.Id("SpecEqual")] = jen.Func().Params(jen.List(jen.Id("a"), jen.Id("b")).Add(ptr.Clone())).Bool().Block(jen.Return(eq))
+		fields = append(fields, field("SpecEqual", jen.Func().Params(jen.List(jen.Id("a"), jen.Id("b")).Add(ptr.Clone())).Bool().Block(jen.Return(eq))))
 	}
 	if k.HasStatus {
 		var copySpec []jen.Code
 		for _, fld := range k.SpecFields {
 			copySpec = append(copySpec, jen.Id("dst").Dot(fld).Op("=").Id("src").Dot(fld))
 		}
-		fields[jen.Id("Status")] = jen.Op("&").Qual(pkgRegistry, "StatusFuncs").Types(ptr.Clone()).Values(jen.Dict{
-			jen.Id("CopyStatus"): jen.Func().Params(jen.List(jen.Id("dst"), jen.Id("src")).Add(ptr.Clone())).Block(
-				jen.Id("dst").Dot("Status").Op("=").Id("src").Dot("Status")),
-			jen.Id("CopySpec"): jen.Func().Params(jen.List(jen.Id("dst"), jen.Id("src")).Add(ptr.Clone())).Block(copySpec...),
-		})
+		fields = append(fields, field("Status", jen.Op("&").Qual(pkgRegistry, "StatusFuncs").Types(ptr.Clone()).Add(structLit(
+			field("CopyStatus", jen.Func().Params(jen.List(jen.Id("dst"), jen.Id("src")).Add(ptr.Clone())).Block(
+				jen.Id("dst").Dot("Status").Op("=").Id("src").Dot("Status"))),
+			field("CopySpec", jen.Func().Params(jen.List(jen.Id("dst"), jen.Id("src")).Add(ptr.Clone())).Block(copySpec...)),
+		))))
 	}
 	if len(k.PrintColumns) > 0 {
 		var cols []jen.Code
 		for _, c := range k.PrintColumns {
-			d := jen.Dict{jen.Id("Name"): jen.Lit(c.Name), jen.Id("Type"): jen.Lit(c.Type), jen.Id("JSONPath"): jen.Lit(c.JSONPath)}
+			d := []jen.Code{field("Name", jen.Lit(c.Name)), field("Type", jen.Lit(c.Type))}
 			if c.Format != "" {
-				d[jen.Id("Format")] = jen.Lit(c.Format)
+				d = append(d, field("Format", jen.Lit(c.Format)))
 			}
 			if c.Description != "" {
-				d[jen.Id("Description")] = jen.Lit(c.Description)
+				d = append(d, field("Description", jen.Lit(c.Description)))
 			}
 			if c.Priority != 0 {
-				d[jen.Id("Priority")] = jen.Lit(int(c.Priority))
+				d = append(d, field("Priority", jen.Lit(int(c.Priority))))
 			}
-			cols = append(cols, jen.Values(d))
+			d = append(d, field("JSONPath", jen.Lit(c.JSONPath)))
+			cols = append(cols, structLit(d...))
 		}
-		fields[jen.Id("Columns")] = jen.Index().Qual(pkgRegistry, "Column").Values(cols...)
+		fields = append(fields, field("Columns", jen.Index().Qual(pkgRegistry, "Column").Values(cols...)))
 	}
 	if len(k.SelectableFields) > 0 {
 		var sel []jen.Code
 		for _, fp := range k.SelectableFields {
-			sel = append(sel, jen.Values(jen.Dict{
-				jen.Id("Name"): jen.Lit(fp.Label()),
-				jen.Id("Value"): jen.Func().Params(jen.Id("obj").Add(ptr.Clone())).String().Block(
-					readField(fp, jen.Lit(""), func(v *jen.Statement) jen.Code { return selectorValue(fp, v) })...),
-			}))
+			sel = append(sel, structLit(
+				field("Name", jen.Lit(fp.Label())),
+				field("Value", jen.Func().Params(jen.Id("obj").Add(ptr.Clone())).String().Block(
+					readField(fp, jen.Lit(""), func(v *jen.Statement) jen.Code { return selectorValue(fp, v) })...)),
+			))
 		}
-		fields[jen.Id("SelectableFields")] = jen.Index().Qual(pkgRegistry, "SelectableField").Types(ptr.Clone()).Values(sel...)
+		fields = append(fields, field("SelectableFields", jen.Index().Qual(pkgRegistry, "SelectableField").Types(ptr.Clone()).Values(sel...)))
 	}
 	var subresources []string
 	if k.HasStatus {
@@ -277,23 +293,24 @@ func storage(k *model.Kind, o Options) *jen.File {
 	if sc := k.Scale; sc != nil {
 		subresources = append(subresources, "scale")
 		spec, status := sc.SpecReplicas, sc.StatusReplicas
-		d := jen.Dict{
-			jen.Id("SpecReplicasPath"): jen.Lit(spec.JSONPath),
-			jen.Id("SpecReplicas"): jen.Func().Params(jen.Id("obj").Add(ptr.Clone())).Params(jen.Int32(), jen.Bool()).Block(
+		d := []jen.Code{
+			field("SpecReplicasPath", jen.Lit(spec.JSONPath)),
+			field("SpecReplicas", jen.Func().Params(jen.Id("obj").Add(ptr.Clone())).Params(jen.Int32(), jen.Bool()).Block(
 				readField(spec, jen.List(jen.Lit(0), jen.False()), func(v *jen.Statement) jen.Code {
 					return jen.List(convert(spec, "int32", v), jen.True())
-				})...),
-			jen.Id("SetSpecReplicas"): jen.Func().Params(jen.Id("obj").Add(ptr.Clone()), jen.Id("replicas").Int32()).Block(
-				writeField(spec, jen.Id("replicas"))...),
-			jen.Id("StatusReplicas"): jen.Func().Params(jen.Id("obj").Add(ptr.Clone())).Int32().Block(
-				readField(status, jen.Lit(0), func(v *jen.Statement) jen.Code { return convert(status, "int32", v) })...),
+				})...)),
+			field("SetSpecReplicas", jen.Func().Params(jen.Id("obj").Add(ptr.Clone()), jen.Id("replicas").Int32()).Block(
+				writeField(spec, jen.Id("replicas"))...)),
+			field("StatusReplicas", jen.Func().Params(jen.Id("obj").Add(ptr.Clone())).Int32().Block(
+				readField(status, jen.Lit(0), func(v *jen.Statement) jen.Code { return convert(status, "int32", v) })...)),
 		}
 		if sel := sc.Selector; sel != nil {
-			d[jen.Id("Selector")] = jen.Func().Params(jen.Id("obj").Add(ptr.Clone())).String().Block(
-				readField(*sel, jen.Lit(""), func(v *jen.Statement) jen.Code { return convert(*sel, "string", v) })...)
+			d = append(d, field("Selector", jen.Func().Params(jen.Id("obj").Add(ptr.Clone())).String().Block(
+				readField(*sel, jen.Lit(""), func(v *jen.Statement) jen.Code { return convert(*sel, "string", v) })...)))
 		}
-		fields[jen.Id("Scale")] = jen.Op("&").Qual(pkgRegistry, "ScaleFuncs").Types(ptr.Clone()).Values(d)
+		fields = append(fields, field("Scale", jen.Op("&").Qual(pkgRegistry, "ScaleFuncs").Types(ptr.Clone()).Add(structLit(d...))))
 	}
+	fields = append(fields, field("Hooks", jen.Id("Hooks").Values()))
 	what := ""
 	switch len(subresources) {
 	case 1:
@@ -308,7 +325,7 @@ func storage(k *model.Kind, o Options) *jen.File {
 		jen.Id("getter").Qual(pkgGeneric, "RESTOptionsGetter"),
 	).Params(jen.Map(jen.String()).Qual(pkgRest, "Storage"), jen.Error()).Block(
 		jen.Return(jen.Qual(pkgRegistry, "NewStorage").Call(jen.Id("scheme"), jen.Id("getter"),
-			jen.Qual(pkgRegistry, "Resource").Types(ptr.Clone()).Values(fields))),
+			jen.Qual(pkgRegistry, "Resource").Types(ptr.Clone()).Add(structLit(fields...)))),
 	)
 	return f
 }
@@ -378,7 +395,6 @@ func apiserver(m *model.Model, o Options) *jen.File {
 	var adds, internal, storageVersions, groups []jen.Code
 	multi := false
 	for _, g := range m.Groups {
-		var versions []jen.Code
 		for _, v := range g.Versions {
 			f.ImportAlias(v.ImportPath, typesAlias(v))
 			if v.OwnRegistration {
@@ -402,56 +418,46 @@ func apiserver(m *model.Model, o Options) *jen.File {
 				// objects read from storage.
 				adds = append(adds, jen.Qual(v.ImportPath, "RegisterDefaults"))
 			}
-			var storages []jen.Code
-			for _, k := range v.Kinds {
-				if k.Unserved {
-					continue
-				}
-				f.ImportAlias(RegistryImportPath(m, k), g.PackageName+RegistryPackage(k))
-				storages = append(storages, jen.Qual(RegistryImportPath(m, k), "NewStorage"))
-			}
 			multi = multi || v.ConvertTo != nil
-			if len(storages) > 0 {
-				d := jen.Dict{
-					jen.Id("Name"):      jen.Lit(v.Name),
-					jen.Id("Resources"): jen.Index().Qual(pkgServer, "StorageFunc").Values(storages...),
-				}
-				deprecated := jen.Dict{}
-				for _, k := range v.Kinds {
-					if k.Deprecated && !k.Unserved {
-						deprecated[jen.Lit(k.Plural)] = jen.Lit(k.DeprecationWarning)
-					}
-				}
-				if len(deprecated) > 0 {
-					d[jen.Id("Deprecated")] = jen.Map(jen.String()).String().Values(deprecated)
-				}
-				versions = append(versions, jen.Values(d))
-			}
 		}
+		var resources []jen.Code
 		objs := []jen.Code{jen.Qual(pkgSchema, "GroupVersion").Values(jen.Dict{
 			jen.Id("Group"): jen.Lit(g.Name), jen.Id("Version"): jen.Qual(pkgRuntime, "APIVersionInternal")})}
-		seenStorage := map[*model.Version]bool{}
-		for _, k := range g.StorageKinds() {
-			v := k.Version
-			objs = append(objs, jen.Op("&").Qual(v.ImportPath, k.Name).Values(), jen.Op("&").Qual(v.ImportPath, k.ListName).Values())
-			seenStorage[v] = true
+		storageVersion := map[*model.Version]bool{}
+		for _, r := range g.Resources {
+			k := r.Storage
+			objs = append(objs, jen.Op("&").Qual(k.Version.ImportPath, k.Name).Values(), jen.Op("&").Qual(k.Version.ImportPath, k.ListName).Values())
+			storageVersion[k.Version] = true
+			var versions []jen.Code
+			for _, kv := range r.Served() {
+				fields := []jen.Code{field("Name", jen.Lit(kv.Version.Name))}
+				if kv.Deprecated {
+					fields = append(fields, field("DeprecationWarning", jen.Lit(kv.DeprecationWarning)))
+				}
+				versions = append(versions, structLit(fields...))
+			}
+			storagePkg := RegistryImportPath(m, k)
+			f.ImportAlias(storagePkg, g.PackageName+RegistryPackage(k))
+			resources = append(resources, structLit(
+				field("Plural", jen.Lit(k.Plural)),
+				field("Versions", jen.Index().Qual(pkgServer, "ResourceVersion").Values(versions...)),
+				field("NewStorage", jen.Qual(storagePkg, "NewStorage")),
+			))
 		}
 		internal = append(internal, jen.Id("scheme").Dot("AddKnownTypes").Call(objs...))
-		for _, v := range g.Versions {
-			if seenStorage[v] {
-				storageVersions = append(storageVersions, jen.Qual(v.ImportPath, "SchemeGroupVersion"))
-			}
-		}
 		var prio []jen.Code
 		for _, v := range g.Versions {
+			if storageVersion[v] {
+				storageVersions = append(storageVersions, jen.Qual(v.ImportPath, "SchemeGroupVersion"))
+			}
 			prio = append(prio, jen.Qual(v.ImportPath, "SchemeGroupVersion"))
 		}
 		internal = append(internal, jen.If(jen.Err().Op(":=").Id("scheme").Dot("SetVersionPriority").Call(prio...), jen.Err().Op("!=").Nil()).Block(
 			jen.Return(jen.Nil(), jen.Err())))
-		groups = append(groups, jen.Values(jen.Dict{
-			jen.Id("Name"):     jen.Lit(g.Name),
-			jen.Id("Versions"): jen.Index().Qual(pkgServer, "Version").Values(versions...),
-		}))
+		groups = append(groups, structLit(
+			field("Name", jen.Lit(g.Name)),
+			field("Resources", jen.Index().Qual(pkgServer, "Resource").Values(resources...)),
+		))
 	}
 
 	if multi {
@@ -499,15 +505,15 @@ func apiserver(m *model.Model, o Options) *jen.File {
 	f.Func().Id("NewSpec").Params().Params(jen.Qual(pkgServer, "Spec"), jen.Error()).Block(
 		jen.List(jen.Id("scheme"), jen.Err()).Op(":=").Id("NewScheme").Call(),
 		jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Qual(pkgServer, "Spec").Values(), jen.Err())),
-		jen.Return(jen.Qual(pkgServer, "Spec").Values(jen.Dict{
-			jen.Id("Name"):               jen.Lit(o.ServerName),
-			jen.Id("Title"):              jen.Lit(o.ServerName),
-			jen.Id("Version"):            jen.Lit("v0.0.0"),
-			jen.Id("Scheme"):             jen.Id("scheme"),
-			jen.Id("StorageVersions"):    jen.Index().Qual(pkgSchema, "GroupVersion").Values(storageVersions...),
-			jen.Id("OpenAPIDefinitions"): jen.Qual(openapiPkg, "GetOpenAPIDefinitions"),
-			jen.Id("Groups"):             jen.Index().Qual(pkgServer, "Group").Values(groups...),
-		}), jen.Nil()),
+		jen.Return(jen.Qual(pkgServer, "Spec").Add(structLit(
+			field("Name", jen.Lit(o.ServerName)),
+			field("Title", jen.Lit(o.ServerName)),
+			field("Version", jen.Lit("v0.0.0")),
+			field("Scheme", jen.Id("scheme")),
+			field("StorageVersions", jen.Index().Qual(pkgSchema, "GroupVersion").Values(storageVersions...)),
+			field("OpenAPIDefinitions", jen.Qual(openapiPkg, "GetOpenAPIDefinitions")),
+			field("Groups", jen.Index().Qual(pkgServer, "Group").Values(groups...)),
+		)), jen.Nil()),
 	)
 	f.Line()
 	f.Comment("NewCommand returns the server's command line; running it serves the API until ctx ends.")
@@ -524,7 +530,7 @@ func mainFile(m *model.Model, o Options) *jen.File {
 	f := jen.NewFile("main")
 	f.HeaderComment("// This file is yours: aagen created it once and never overwrites it.")
 	f.PackageComment("Command " + o.ServerName + " serves the API as a Kubernetes aggregated API server; see --help.")
-	apiserverPkg := m.ModulePath + "/pkg/apiserver"
+	apiserverPkg := path.Join(m.ModulePath, layout.APIServerDir)
 	f.ImportName(apiserverPkg, "apiserver")
 	f.ImportName(pkgGenericAS, "server")
 	f.ImportName(pkgCli, "cli")
@@ -538,6 +544,18 @@ func mainFile(m *model.Model, o Options) *jen.File {
 		jen.Qual("os", "Exit").Call(jen.Qual(pkgCli, "Run").Call(jen.Id("cmd"))),
 	)
 	return f
+}
+
+// field is one field of a struct literal written with structLit.
+func field(name string, value jen.Code) jen.Code { return jen.Id(name).Op(":").Add(value) }
+
+// structLit is a composite literal with one field a line, in the order given (jen.Dict
+// sorts its keys; generated literals follow the order of the type's declaration instead).
+func structLit(fields ...jen.Code) jen.Code {
+	if len(fields) == 1 {
+		return jen.Values(fields...)
+	}
+	return jen.Custom(jen.Options{Open: "{", Close: "}", Separator: ",", Multi: true}, fields...)
 }
 
 func lits(ss []string) []jen.Code {

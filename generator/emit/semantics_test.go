@@ -112,7 +112,7 @@ func TestStorageFieldPaths(t *testing.T) {
 		t.Fatalf("kind %+v", k)
 	}
 	var buf bytes.Buffer
-	if err := storage(k, Options{GeneratedPkg: m.ModulePath + "/pkg/generated"}).Render(&buf); err != nil {
+	if err := storage(k.Resource, Options{GeneratedPkg: m.ModulePath + "/pkg/generated"}).Render(&buf); err != nil {
 		t.Fatal(err)
 	}
 	src := buf.String()

@@ -430,6 +430,11 @@ func (b *builder) checkVersions(g *Group) {
 	hubs := map[*Version]map[*Version][]string{} // version -> storage versions -> kinds
 	for _, name := range names {
 		ks := byName[name] // preferred version first
+		r := &Resource{Group: g, Kind: name, Versions: ks}
+		for _, k := range ks {
+			k.Resource = r
+		}
+		g.Resources = append(g.Resources, r)
 		var vs []string
 		for _, k := range ks {
 			vs = append(vs, k.Version.Name)
@@ -458,7 +463,8 @@ func (b *builder) checkVersions(g *Group) {
 				"kind %s of group %s is marked +kubebuilder:storageversion in %s; exactly one version is stored", name, g.Name, strings.Join(where, " and "))
 			continue
 		}
-		hub := ks[0].StorageKind()
+		hub := marked0(ks)
+		r.Storage = hub
 		served := false
 		for _, k := range ks {
 			served = served || !k.Unserved
@@ -502,6 +508,17 @@ func (b *builder) checkVersions(g *Group) {
 				"the kinds of %s are stored in different versions (%s); aagen converts each version package to one storage version", v.GroupVersion(), strings.Join(parts, "; "))
 		}
 	}
+}
+
+// marked0 returns the kind marked as the storage version (checkVersions has made sure
+// there is exactly one).
+func marked0(ks []*Kind) *Kind {
+	for _, k := range ks {
+		if k.Storage {
+			return k
+		}
+	}
+	return ks[0]
 }
 
 func scopeName(k *Kind) string {

@@ -29,8 +29,36 @@ type Group struct {
 	Name string
 	// PackageName is the short name used for Go packages and directories, e.g. "shop".
 	PackageName string
-	// Versions are served versions, preferred first (Kubernetes version priority).
+	// Versions are the group's types packages, preferred first (Kubernetes version priority).
 	Versions []*Version
+	// Resources are the group's kinds, each across all the versions that define it, by kind name.
+	Resources []*Resource
+}
+
+// Resource is one kind of a group across every version that defines it: what the server
+// serves as one REST resource, backed by one storage that holds the kind's storage version.
+// Names, scope and subresources are the same in every version (the model checks it);
+// validation, defaults, columns and deprecation belong to each version (Kind).
+type Resource struct {
+	Group *Group `json:"-"`
+	// Kind is the kind name, e.g. "Widget".
+	Kind string
+	// Versions are the kind in each version of the group that defines it, preferred first.
+	Versions []*Kind
+	// Storage is the kind in its storage version: its Go type is what the storage holds
+	// and what the other versions convert to and from.
+	Storage *Kind
+}
+
+// Served returns the kind in each version it is served in, preferred first.
+func (r *Resource) Served() []*Kind {
+	var out []*Kind
+	for _, k := range r.Versions {
+		if !k.Unserved {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // Version is one group-version types package.
@@ -59,6 +87,8 @@ type Version struct {
 // Kind is one served kind.
 type Kind struct {
 	Version *Version `json:"-"`
+	// Resource is the kind across all its versions.
+	Resource *Resource `json:"-"`
 	// Name is the kind and Go type name, e.g. "Widget"; ListName its list type.
 	Name, ListName string
 	// Plural and Singular are the lower-case resource names.
@@ -165,40 +195,6 @@ func (m *Model) HasScale() bool {
 	return false
 }
 
-// Versions returns the kind in every version of its group that defines it, preferred first.
-func (k *Kind) Versions() []*Kind {
-	var out []*Kind
-	for _, v := range k.Version.Group.Versions {
-		for _, o := range v.Kinds {
-			if o.Name == k.Name {
-				out = append(out, o)
-			}
-		}
-	}
-	return out
-}
-
-// StorageKind returns the kind in its storage version.
-func (k *Kind) StorageKind() *Kind {
-	for _, o := range k.Versions() {
-		if o.Storage {
-			return o
-		}
-	}
-	return k
-}
-
-// ServedVersions are the names of the versions the kind is served in, preferred first.
-func (k *Kind) ServedVersions() []string {
-	var out []string
-	for _, o := range k.Versions() {
-		if !o.Unserved {
-			out = append(out, o.Version.Name)
-		}
-	}
-	return out
-}
-
 // Served reports whether the version serves at least one kind.
 func (v *Version) Served() bool {
 	for _, k := range v.Kinds {
@@ -207,20 +203,6 @@ func (v *Version) Served() bool {
 		}
 	}
 	return false
-}
-
-// StorageKinds returns each kind of the group once, in its storage version, by name.
-func (g *Group) StorageKinds() []*Kind {
-	var out []*Kind
-	for _, v := range g.Versions {
-		for _, k := range v.Kinds {
-			if k.Storage {
-				out = append(out, k)
-			}
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
 }
 
 // GroupVersion returns "group/version".

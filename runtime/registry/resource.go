@@ -22,8 +22,10 @@ type Object interface {
 type Resource[T Object] struct {
 	// Group is the API group, e.g. "shop.example.com".
 	Group string
-	// Versions are the served versions of the kind, preferred first.
-	Versions []string
+	// Versions are the served versions of the kind, preferred first, each with its own
+	// schema. T is the kind's storage version; objects in the other versions convert to and
+	// from it through the scheme.
+	Versions []Version
 	// Kind is the Go and API kind name, e.g. "Widget".
 	Kind string
 	// Plural and Singular are the lower-case resource names, e.g. "widgets" and "widget".
@@ -58,10 +60,26 @@ type Resource[T Object] struct {
 
 	// Hooks is the user-owned value whose optional methods add behaviour; may be nil.
 	Hooks any
-	// Schema names the kind's OpenAPI definition. When set, every create and update is
-	// validated against it like a custom resource against its CRD's schema (see Schema);
-	// nil means no schema validation.
+}
+
+// Version is one served version of a kind.
+type Version struct {
+	// Name is the version, e.g. "v1".
+	Name string
+	// Schema names the kind's OpenAPI definition in this version. When set, every create
+	// and update made through this version is validated against it, with this version's
+	// field paths, like a custom resource against its CRD's schema for that version (see
+	// Schema); nil means no schema validation.
 	Schema *Schema
+}
+
+// versionNames returns the names of the served versions, preferred first.
+func (r *Resource[T]) versionNames() []string {
+	out := make([]string, len(r.Versions))
+	for i, v := range r.Versions {
+		out[i] = v.Name
+	}
+	return out
 }
 
 // StatusFuncs move the status and the rest of the desired state between two objects of

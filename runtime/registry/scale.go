@@ -52,7 +52,7 @@ func newScaleREST[T Object](store *genericregistry.Store, res *Resource[T]) (*Sc
 	}
 	mappings := managedfields.ResourcePathMappings{}
 	for _, v := range res.Versions {
-		mappings[schema.GroupVersion{Group: res.Group, Version: v}.String()] = p
+		mappings[schema.GroupVersion{Group: res.Group, Version: v.Name}.String()] = p
 	}
 	return &ScaleREST[T]{store: store, res: res, mappings: mappings}, nil
 }
@@ -136,10 +136,10 @@ func (r *ScaleREST[T]) Update(ctx context.Context, name string, objInfo rest.Upd
 // parentVersion is the version of the request, which server-side apply records on the
 // managed fields of the replicas.
 func (r *ScaleREST[T]) parentVersion(ctx context.Context) schema.GroupVersion {
-	if info, ok := genericapirequest.RequestInfoFrom(ctx); ok && info.APIGroup == r.res.Group && contains(r.res.Versions, info.APIVersion) {
+	if info, ok := genericapirequest.RequestInfoFrom(ctx); ok && info.APIGroup == r.res.Group && contains(r.res.versionNames(), info.APIVersion) {
 		return schema.GroupVersion{Group: r.res.Group, Version: info.APIVersion}
 	}
-	return schema.GroupVersion{Group: r.res.Group, Version: r.res.Versions[0]}
+	return schema.GroupVersion{Group: r.res.Group, Version: r.res.Versions[0].Name}
 }
 
 // scaleOf returns the Scale of obj and whether its spec replicas are set.

@@ -70,7 +70,7 @@ func int32p(n int32) *int32 { return &n }
 
 func widgetResource() *Resource[*widget] {
 	return &Resource[*widget]{
-		Group: "shop.example.com", Versions: []string{"v1"}, Kind: "Widget", Plural: "widgets", Singular: "widget", NamespaceScoped: true,
+		Group: "shop.example.com", Versions: []Version{{Name: "v1"}}, Kind: "Widget", Plural: "widgets", Singular: "widget", NamespaceScoped: true,
 		New: func() *widget { return &widget{} }, NewList: func() runtime.Object { return &widgetList{} },
 		SelectableFields: []SelectableField[*widget]{{Name: "spec.color", Value: func(w *widget) string { return w.Spec.Color }}},
 		Scale: &ScaleFuncs[*widget]{

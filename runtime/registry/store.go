@@ -25,11 +25,9 @@ func NewStorage[T Object](scheme *runtime.Scheme, getter generic.RESTOptionsGett
 		return nil, err
 	}
 	r := &res
-	var schema *schemaValidator
-	if r.Schema != nil {
-		if schema, err = newSchemaValidator(r.Schema); err != nil {
-			return nil, fmt.Errorf("registry.Resource %s: %w", r.Kind, err)
-		}
+	schema, err := newVersionedSchemas(scheme, r)
+	if err != nil {
+		return nil, fmt.Errorf("registry.Resource %s: %w", r.Kind, err)
 	}
 	main := newStrategy(scheme, r, h, schema)
 	table := rest.NewDefaultTableConvertor(r.GroupResource())

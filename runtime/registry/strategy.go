@@ -22,11 +22,11 @@ type strategy[T Object] struct {
 	names.NameGenerator
 	res   *Resource[T]
 	hooks hooks[T]
-	// schema validates against the kind's OpenAPI schema; nil without Resource.Schema.
-	schema *schemaValidator
+	// schema validates against the OpenAPI schema of the version of each request.
+	schema *versionedSchemas
 }
 
-func newStrategy[T Object](typer runtime.ObjectTyper, res *Resource[T], h hooks[T], schema *schemaValidator) *strategy[T] {
+func newStrategy[T Object](typer runtime.ObjectTyper, res *Resource[T], h hooks[T], schema *versionedSchemas) *strategy[T] {
 	return &strategy[T]{ObjectTyper: typer, NameGenerator: names.SimpleNameGenerator, res: res, hooks: h, schema: schema}
 }
 
@@ -67,9 +67,7 @@ func (s *strategy[T]) Validate(ctx context.Context, obj runtime.Object) field.Er
 	o := obj.(T)
 	errs := apimachineryvalidation.ValidateObjectMetaAccessor(objectMeta(o), s.res.NamespaceScoped,
 		apimachineryvalidation.NameIsDNSSubdomain, field.NewPath("metadata"))
-	if s.schema != nil {
-		errs = append(errs, s.schema.validate(ctx, o, nil)...)
-	}
+	errs = append(errs, s.schema.validate(ctx, o, nil)...)
 	if s.hooks.validate != nil {
 		errs = append(errs, s.hooks.validate.Validate(ctx, o)...)
 	}
@@ -79,9 +77,7 @@ func (s *strategy[T]) Validate(ctx context.Context, obj runtime.Object) field.Er
 func (s *strategy[T]) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
 	o, prev := obj.(T), old.(T)
 	errs := apimachineryvalidation.ValidateObjectMetaAccessorUpdate(objectMeta(o), objectMeta(prev), field.NewPath("metadata"))
-	if s.schema != nil {
-		errs = append(errs, s.schema.validate(ctx, o, prev)...)
-	}
+	errs = append(errs, s.schema.validate(ctx, o, prev)...)
 	if s.hooks.validate != nil {
 		errs = append(errs, s.hooks.validate.Validate(ctx, o)...)
 	}
@@ -144,7 +140,7 @@ func (s statusStrategy[T]) WarningsOnUpdate(ctx context.Context, obj, old runtim
 func resetFields[T Object](res *Resource[T], paths ...fieldpath.Path) map[fieldpath.APIVersion]*fieldpath.Set {
 	out := make(map[fieldpath.APIVersion]*fieldpath.Set, len(res.Versions))
 	for _, v := range res.Versions {
-		out[fieldpath.APIVersion(res.Group+"/"+v)] = fieldpath.NewSet(paths...)
+		out[fieldpath.APIVersion(res.Group+"/"+v.Name)] = fieldpath.NewSet(paths...)
 	}
 	return out
 }

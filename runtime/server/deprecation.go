@@ -12,9 +12,11 @@ import (
 func (s *Spec) deprecations() map[schema.GroupVersionResource]string {
 	out := map[schema.GroupVersionResource]string{}
 	for _, g := range s.Groups {
-		for _, v := range g.Versions {
-			for res, msg := range v.Deprecated {
-				out[schema.GroupVersionResource{Group: g.Name, Version: v.Name, Resource: res}] = msg
+		for _, r := range g.Resources {
+			for _, v := range r.Versions {
+				if v.DeprecationWarning != "" {
+					out[schema.GroupVersionResource{Group: g.Name, Version: v.Name, Resource: r.Plural}] = v.DeprecationWarning
+				}
 			}
 		}
 	}

@@ -6,16 +6,17 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
-	"reflect"
 	"strconv"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apiserver/pkg/apis/apiserver"
 	"k8s.io/apiserver/pkg/authentication/authenticatorfactory"
 	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
+	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
@@ -109,32 +110,9 @@ func New(spec Spec, o *Options) (*genericapiserver.GenericAPIServer, genericapis
 	if err != nil {
 		return nil, nil, err
 	}
-	built := map[uintptr]map[string]rest.Storage{} // by StorageFunc: one storage per kind
 	for _, g := range spec.Groups {
-		info := genericapiserver.NewDefaultAPIGroupInfo(g.Name, spec.Scheme, metav1.ParameterCodec, codecs)
-		for _, v := range g.Versions {
-			storage := map[string]rest.Storage{}
-			for _, build := range v.Resources {
-				key := reflect.ValueOf(build).Pointer()
-				m, ok := built[key]
-				if !ok {
-					var err error
-					if m, err = build(spec.Scheme, cfg.RESTOptionsGetter); err != nil {
-						return nil, nil, fmt.Errorf("building storage for %s/%s: %w", g.Name, v.Name, err)
-					}
-					built[key] = m
-				}
-				for k, s := range m {
-					storage[k] = s
-					if err := registerFieldLabels(spec.Scheme, schema.GroupVersion{Group: g.Name, Version: v.Name}, s); err != nil {
-						return nil, nil, fmt.Errorf("%s/%s %s: %w", g.Name, v.Name, k, err)
-					}
-				}
-			}
-			info.VersionedResourcesStorageMap[v.Name] = storage
-		}
-		if err := srv.InstallAPIGroup(&info); err != nil {
-			return nil, nil, fmt.Errorf("installing API group %s: %w", g.Name, err)
+		if err := installGroup(srv, spec, g, codecs, cfg.RESTOptionsGetter); err != nil {
+			return nil, nil, err
 		}
 	}
 	var announce genericapiserver.PostStartHookFunc
@@ -142,6 +120,42 @@ func New(spec Spec, o *Options) (*genericapiserver.GenericAPIServer, genericapis
 		announce = o.announce(local)
 	}
 	return srv, announce, nil
+}
+
+// installGroup builds the storage of each resource of g once and installs it under every
+// version the resource is served in.
+func installGroup(srv *genericapiserver.GenericAPIServer, spec Spec, g Group, codecs serializer.CodecFactory, getter generic.RESTOptionsGetter) error {
+	info := genericapiserver.NewDefaultAPIGroupInfo(g.Name, spec.Scheme, metav1.ParameterCodec, codecs)
+	for _, r := range g.Resources {
+		storage, err := r.NewStorage(spec.Scheme, getter)
+		if err != nil {
+			return fmt.Errorf("building storage for %s.%s: %w", r.Plural, g.Name, err)
+		}
+		for _, v := range r.Versions {
+			gv := schema.GroupVersion{Group: g.Name, Version: v.Name}
+			if info.VersionedResourcesStorageMap[v.Name] == nil {
+				info.VersionedResourcesStorageMap[v.Name] = map[string]rest.Storage{}
+			}
+			for path, s := range storage {
+				info.VersionedResourcesStorageMap[v.Name][path] = s
+				if err := registerFieldLabels(spec.Scheme, gv, s); err != nil {
+					return fmt.Errorf("%s %s: %w", gv, path, err)
+				}
+			}
+		}
+	}
+	// Only the versions that serve something are installed (and so discoverable).
+	var served []schema.GroupVersion
+	for _, gv := range info.PrioritizedVersions {
+		if _, ok := info.VersionedResourcesStorageMap[gv.Version]; ok {
+			served = append(served, gv)
+		}
+	}
+	info.PrioritizedVersions = served
+	if err := srv.InstallAPIGroup(&info); err != nil {
+		return fmt.Errorf("installing API group %s: %w", g.Name, err)
+	}
+	return nil
 }
 
 // prepareLocal defaults serving to loopback, creates the local credentials and turns off

@@ -40,23 +40,31 @@ type Spec struct {
 
 // Group is one served API group.
 type Group struct {
-	// Name is the group name, e.g. "shop.example.com".
+	// Name is the group name, e.g. "shop.example.com". The order of its versions is the
+	// scheme's version priority.
 	Name string
-	// Versions are the served versions, preferred first.
-	Versions []Version
+	// Resources are the group's resources, each with the versions it is served in.
+	Resources []Resource
 }
 
-// Version is one served version of a group and the storage of its resources.
-type Version struct {
+// Resource is one kind of a group across every version it is served in: one storage,
+// holding the kind's internal (storage) version, serves all of them.
+type Resource struct {
+	// Plural is the resource name, e.g. "widgets".
+	Plural string
+	// Versions are the versions the resource is served in, preferred first.
+	Versions []ResourceVersion
+	// NewStorage builds the storage of the resource and its subresources, once.
+	NewStorage StorageFunc
+}
+
+// ResourceVersion is one served version of a resource.
+type ResourceVersion struct {
+	// Name is the version, e.g. "v1".
 	Name string
-	// Resources build the storage of the kinds served in this version. A StorageFunc listed
-	// under several versions (a kind served in several versions) is called once: the same
-	// storage, which holds the kind's internal version, serves all of them.
-	Resources []StorageFunc
-	// Deprecated maps the resources (plural names) that are deprecated in this version to
-	// the warning every request to them gets (a Warning header, as for a CRD's deprecated
-	// version).
-	Deprecated map[string]string
+	// DeprecationWarning, when set, marks the resource deprecated in this version: every
+	// request to it gets the warning (a Warning header, as for a CRD's deprecated version).
+	DeprecationWarning string
 }
 
 func (s *Spec) validate() error {
@@ -71,8 +79,16 @@ func (s *Spec) validate() error {
 		return fmt.Errorf("server.Spec %s: no API groups to serve", s.Name)
 	}
 	for _, g := range s.Groups {
-		if len(g.Versions) == 0 {
-			return fmt.Errorf("server.Spec %s: group %s has no versions", s.Name, g.Name)
+		if len(g.Resources) == 0 {
+			return fmt.Errorf("server.Spec %s: group %s has no resources", s.Name, g.Name)
+		}
+		for _, r := range g.Resources {
+			switch {
+			case r.Plural == "" || r.NewStorage == nil:
+				return fmt.Errorf("server.Spec %s: a resource of group %s lacks its Plural or NewStorage", s.Name, g.Name)
+			case len(r.Versions) == 0:
+				return fmt.Errorf("server.Spec %s: resource %s.%s is served in no version", s.Name, r.Plural, g.Name)
+			}
 		}
 	}
 	return nil

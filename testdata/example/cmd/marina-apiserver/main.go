@@ -4,11 +4,12 @@
 package main
 
 import (
-	"example.com/marina/pkg/apiserver"
 	"fmt"
+	"os"
+
+	"example.com/marina/pkg/apiserver"
 	"k8s.io/apiserver/pkg/server"
 	"k8s.io/component-base/cli"
-	"os"
 )
 
 func main() {

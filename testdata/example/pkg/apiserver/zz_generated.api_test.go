@@ -3,11 +3,12 @@
 package apiserver_test
 
 import (
+	"testing"
+
 	marinav1alpha1 "example.com/marina/pkg/apis/marina/v1alpha1"
 	"example.com/marina/pkg/apiserver"
 	"example.com/marina/pkg/generated/clientset/versioned"
 	"github.com/aagen-dev/aagen/runtime/servertest"
-	"testing"
 )
 
 // TestAPI starts the server in-process on embedded etcd and checks create, get, list, watch,

@@ -5,6 +5,8 @@ package apiserver
 
 import (
 	"context"
+	"io"
+
 	marinav1alpha1 "example.com/marina/pkg/apis/marina/v1alpha1"
 	"example.com/marina/pkg/generated/openapi"
 	marinaboat "example.com/marina/pkg/registry/marina/boat"
@@ -12,7 +14,6 @@ import (
 	marinafleet "example.com/marina/pkg/registry/marina/fleet"
 	"github.com/aagen-dev/aagen/runtime/server"
 	"github.com/spf13/cobra"
-	"io"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -59,19 +60,28 @@ func NewSpec() (server.Spec, error) {
 		return server.Spec{}, err
 	}
 	return server.Spec{
-		Groups: []server.Group{{
-			Name: "marina.example.com",
-			Versions: []server.Version{{
-				Name:      "v1alpha1",
-				Resources: []server.StorageFunc{marinaboat.NewStorage, marinadock.NewStorage, marinafleet.NewStorage},
-			}},
-		}},
 		Name:               "marina-apiserver",
-		OpenAPIDefinitions: openapi.GetOpenAPIDefinitions,
-		Scheme:             scheme,
-		StorageVersions:    []schema.GroupVersion{marinav1alpha1.SchemeGroupVersion},
 		Title:              "marina-apiserver",
 		Version:            "v0.0.0",
+		Scheme:             scheme,
+		StorageVersions:    []schema.GroupVersion{marinav1alpha1.SchemeGroupVersion},
+		OpenAPIDefinitions: openapi.GetOpenAPIDefinitions,
+		Groups: []server.Group{{
+			Name: "marina.example.com",
+			Resources: []server.Resource{{
+				Plural:     "boats",
+				Versions:   []server.ResourceVersion{{Name: "v1alpha1"}},
+				NewStorage: marinaboat.NewStorage,
+			}, {
+				Plural:     "docks",
+				Versions:   []server.ResourceVersion{{Name: "v1alpha1"}},
+				NewStorage: marinadock.NewStorage,
+			}, {
+				Plural:     "fleets",
+				Versions:   []server.ResourceVersion{{Name: "v1alpha1"}},
+				NewStorage: marinafleet.NewStorage,
+			}},
+		}},
 	}, nil
 }
 

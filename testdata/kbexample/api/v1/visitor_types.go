@@ -56,6 +56,16 @@ type VisitorSpec struct {
 	// +kubebuilder:validation:MinProperties=1
 	// +kubebuilder:validation:MaxProperties=2
 	Languages map[string]string `json:"languages,omitempty"`
+
+	// Nickname is what the visitor likes to be called, in lower case (v1 has no length
+	// limit; v1beta1 allows 8 bytes).
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == self.lowerAscii()",message="nickname must be lower case"
+	Nickname string `json:"nickname,omitempty"`
+
+	// Badge is printed on the visitor's badge (defaulted in v1beta1 only).
+	// +optional
+	Badge string `json:"badge,omitempty"`
 }
 
 // VisitorStatus defines the observed state of Visitor

@@ -56,6 +56,16 @@ type VisitorSpec struct {
 	// +kubebuilder:validation:MinProperties=1
 	// +kubebuilder:validation:MaxProperties=2
 	Languages map[string]string `json:"languages,omitempty"`
+
+	// Nickname is what the visitor likes to be called; v1beta1 allows at most 8 bytes.
+	// +optional
+	// +kubebuilder:validation:MaxLength=8
+	Nickname string `json:"nickname,omitempty"`
+
+	// Badge is printed on the visitor's badge; v1beta1 defaults it to "visitor".
+	// +optional
+	// +kubebuilder:default=visitor
+	Badge string `json:"badge,omitempty"`
 }
 
 // VisitorStatus defines the observed state of Visitor

@@ -25,6 +25,9 @@ func SetObjectDefaults_Visitor(in *Visitor) {
 	if in.Spec.Role == "" {
 		in.Spec.Role = "Guest"
 	}
+	if in.Spec.Badge == "" {
+		in.Spec.Badge = "visitor"
+	}
 }
 
 func SetObjectDefaults_VisitorList(in *VisitorList) {

@@ -4,11 +4,12 @@
 package main
 
 import (
-	"example.com/kbexample/pkg/apiserver"
 	"fmt"
+	"os"
+
+	"example.com/kbexample/pkg/apiserver"
 	"k8s.io/apiserver/pkg/server"
 	"k8s.io/component-base/cli"
-	"os"
 )
 
 func main() {

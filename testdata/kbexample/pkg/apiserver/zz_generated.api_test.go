@@ -3,12 +3,13 @@
 package apiserver_test
 
 import (
+	"testing"
+
 	apiv1 "example.com/kbexample/api/v1"
 	apiv1beta1 "example.com/kbexample/api/v1beta1"
 	"example.com/kbexample/pkg/apiserver"
 	"example.com/kbexample/pkg/generated/clientset/versioned"
 	"github.com/aagen-dev/aagen/runtime/servertest"
-	"testing"
 )
 
 // TestAPI starts the server in-process on embedded etcd and checks create, get, list, watch,

@@ -5,6 +5,8 @@ package apiserver
 
 import (
 	"context"
+	"io"
+
 	apiv1 "example.com/kbexample/api/v1"
 	apiv1beta1 "example.com/kbexample/api/v1beta1"
 	"example.com/kbexample/pkg/generated/openapi"
@@ -12,7 +14,6 @@ import (
 	apivisitor "example.com/kbexample/pkg/registry/api/visitor"
 	"github.com/aagen-dev/aagen/runtime/server"
 	"github.com/spf13/cobra"
-	"io"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -64,23 +65,27 @@ func NewSpec() (server.Spec, error) {
 		return server.Spec{}, err
 	}
 	return server.Spec{
-		Groups: []server.Group{{
-			Name: "webapp.example.com",
-			Versions: []server.Version{{
-				Name:      "v1",
-				Resources: []server.StorageFunc{apiguestbook.NewStorage, apivisitor.NewStorage},
-			}, {
-				Deprecated: map[string]string{"guestbooks": "webapp.example.com/v1beta1 Guestbook is deprecated; use webapp.example.com/v1 Guestbook"},
-				Name:       "v1beta1",
-				Resources:  []server.StorageFunc{apiguestbook.NewStorage, apivisitor.NewStorage},
-			}},
-		}},
 		Name:               "kbexample-apiserver",
-		OpenAPIDefinitions: openapi.GetOpenAPIDefinitions,
-		Scheme:             scheme,
-		StorageVersions:    []schema.GroupVersion{apiv1.SchemeGroupVersion},
 		Title:              "kbexample-apiserver",
 		Version:            "v0.0.0",
+		Scheme:             scheme,
+		StorageVersions:    []schema.GroupVersion{apiv1.SchemeGroupVersion},
+		OpenAPIDefinitions: openapi.GetOpenAPIDefinitions,
+		Groups: []server.Group{{
+			Name: "webapp.example.com",
+			Resources: []server.Resource{{
+				Plural: "guestbooks",
+				Versions: []server.ResourceVersion{{Name: "v1"}, {
+					Name:               "v1beta1",
+					DeprecationWarning: "webapp.example.com/v1beta1 Guestbook is deprecated; use webapp.example.com/v1 Guestbook",
+				}},
+				NewStorage: apiguestbook.NewStorage,
+			}, {
+				Plural:     "visitors",
+				Versions:   []server.ResourceVersion{{Name: "v1"}, {Name: "v1beta1"}},
+				NewStorage: apivisitor.NewStorage,
+			}},
+		}},
 	}, nil
 }
 

@@ -453,6 +453,25 @@ func schema_examplecom_kbexample_api_v1_VisitorSpec(ref common.ReferenceCallback
 							},
 						},
 					},
+					"nickname": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-validations": []interface{}{map[string]interface{}{"message": "nickname must be lower case", "rule": "self == self.lowerAscii()"}},
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Nickname is what the visitor likes to be called, in lower case (v1 has no length limit; v1beta1 allows 8 bytes).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"badge": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Badge is printed on the visitor's badge (defaulted in v1beta1 only).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
 				},
 				Required: []string{"guestbook"},
 			},
@@ -819,6 +838,22 @@ func schema_examplecom_kbexample_api_v1beta1_VisitorSpec(ref common.ReferenceCal
 									},
 								},
 							},
+						},
+					},
+					"nickname": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Nickname is what the visitor likes to be called; v1beta1 allows at most 8 bytes.",
+							MaxLength:   ptr.To[int64](8),
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"badge": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Badge is printed on the visitor's badge; v1beta1 defaults it to \"visitor\".",
+							Default:     "visitor",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 				},

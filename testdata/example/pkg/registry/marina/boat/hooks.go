@@ -4,6 +4,7 @@ package boat
 
 import (
 	"context"
+
 	marinav1alpha1 "example.com/marina/pkg/apis/marina/v1alpha1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )

@@ -4,7 +4,7 @@ package boat
 
 import (
 	marinav1alpha1 "example.com/marina/pkg/apis/marina/v1alpha1"
-	openapi "example.com/marina/pkg/generated/openapi"
+	"example.com/marina/pkg/generated/openapi"
 	"github.com/aagen-dev/aagen/runtime/registry"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -15,29 +15,19 @@ import (
 // NewStorage builds the REST storage of boats.marina.example.com: the resource and its status subresource, on the etcd storage getter describes.
 func NewStorage(scheme *runtime.Scheme, getter generic.RESTOptionsGetter) (map[string]rest.Storage, error) {
 	return registry.NewStorage(scheme, getter, registry.Resource[*marinav1alpha1.Boat]{
-		Categories: []string{"marina"},
-		Columns: []registry.Column{{
-			JSONPath: ".spec.dock",
-			Name:     "Dock",
-			Type:     "string",
-		}, {
-			Description: "Length overall, in metres.",
-			JSONPath:    ".spec.lengthMeters",
-			Name:        "Length",
-			Type:        "integer",
-		}, {
-			JSONPath: ".status.phase",
-			Name:     "Phase",
-			Type:     "string",
-		}, {
-			JSONPath: ".status.berth",
-			Name:     "Berth",
-			Priority: 1,
-			Type:     "integer",
+		Group: "marina.example.com",
+		Kind:  "Boat",
+		Versions: []registry.Version{{
+			Name: "v1alpha1",
+			Schema: &registry.Schema{
+				Definitions: openapi.GetOpenAPIDefinitions,
+				Name:        marinav1alpha1.Boat{}.OpenAPIModelName(),
+			},
 		}},
-		Group:           "marina.example.com",
-		Hooks:           Hooks{},
-		Kind:            "Boat",
+		Plural:          "boats",
+		Singular:        "boat",
+		ShortNames:      []string{"bt"},
+		Categories:      []string{"marina"},
 		NamespaceScoped: true,
 		New: func() *marinav1alpha1.Boat {
 			return &marinav1alpha1.Boat{}
@@ -45,30 +35,42 @@ func NewStorage(scheme *runtime.Scheme, getter generic.RESTOptionsGetter) (map[s
 		NewList: func() runtime.Object {
 			return &marinav1alpha1.BoatList{}
 		},
-		Plural: "boats",
-		Schema: &registry.Schema{
-			Definitions: openapi.GetOpenAPIDefinitions,
-			Name:        marinav1alpha1.Boat{}.OpenAPIModelName(),
+		SpecEqual: func(a, b *marinav1alpha1.Boat) bool {
+			return equality.Semantic.DeepEqual(a.Spec, b.Spec)
 		},
+		Status: &registry.StatusFuncs[*marinav1alpha1.Boat]{
+			CopyStatus: func(dst, src *marinav1alpha1.Boat) {
+				dst.Status = src.Status
+			},
+			CopySpec: func(dst, src *marinav1alpha1.Boat) {
+				dst.Spec = src.Spec
+			},
+		},
+		Columns: []registry.Column{{
+			Name:     "Dock",
+			Type:     "string",
+			JSONPath: ".spec.dock",
+		}, {
+			Name:        "Length",
+			Type:        "integer",
+			Description: "Length overall, in metres.",
+			JSONPath:    ".spec.lengthMeters",
+		}, {
+			Name:     "Phase",
+			Type:     "string",
+			JSONPath: ".status.phase",
+		}, {
+			Name:     "Berth",
+			Type:     "integer",
+			Priority: 1,
+			JSONPath: ".status.berth",
+		}},
 		SelectableFields: []registry.SelectableField[*marinav1alpha1.Boat]{{
 			Name: "spec.dock",
 			Value: func(obj *marinav1alpha1.Boat) string {
 				return obj.Spec.Dock
 			},
 		}},
-		ShortNames: []string{"bt"},
-		Singular:   "boat",
-		SpecEqual: func(a, b *marinav1alpha1.Boat) bool {
-			return equality.Semantic.DeepEqual(a.Spec, b.Spec)
-		},
-		Status: &registry.StatusFuncs[*marinav1alpha1.Boat]{
-			CopySpec: func(dst, src *marinav1alpha1.Boat) {
-				dst.Spec = src.Spec
-			},
-			CopyStatus: func(dst, src *marinav1alpha1.Boat) {
-				dst.Status = src.Status
-			},
-		},
-		Versions: []string{"v1alpha1"},
+		Hooks: Hooks{},
 	})
 }

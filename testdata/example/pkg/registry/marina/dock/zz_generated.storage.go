@@ -4,7 +4,7 @@ package dock
 
 import (
 	marinav1alpha1 "example.com/marina/pkg/apis/marina/v1alpha1"
-	openapi "example.com/marina/pkg/generated/openapi"
+	"example.com/marina/pkg/generated/openapi"
 	"github.com/aagen-dev/aagen/runtime/registry"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -15,15 +15,19 @@ import (
 // NewStorage builds the REST storage of docks.marina.example.com: the resource, on the etcd storage getter describes.
 func NewStorage(scheme *runtime.Scheme, getter generic.RESTOptionsGetter) (map[string]rest.Storage, error) {
 	return registry.NewStorage(scheme, getter, registry.Resource[*marinav1alpha1.Dock]{
-		Categories: []string{"marina"},
-		Columns: []registry.Column{{
-			JSONPath: ".spec.berths",
-			Name:     "Berths",
-			Type:     "integer",
+		Group: "marina.example.com",
+		Kind:  "Dock",
+		Versions: []registry.Version{{
+			Name: "v1alpha1",
+			Schema: &registry.Schema{
+				Definitions: openapi.GetOpenAPIDefinitions,
+				Name:        marinav1alpha1.Dock{}.OpenAPIModelName(),
+			},
 		}},
-		Group:           "marina.example.com",
-		Hooks:           Hooks{},
-		Kind:            "Dock",
+		Plural:          "docks",
+		Singular:        "dock",
+		ShortNames:      []string{"dk"},
+		Categories:      []string{"marina"},
 		NamespaceScoped: false,
 		New: func() *marinav1alpha1.Dock {
 			return &marinav1alpha1.Dock{}
@@ -31,16 +35,14 @@ func NewStorage(scheme *runtime.Scheme, getter generic.RESTOptionsGetter) (map[s
 		NewList: func() runtime.Object {
 			return &marinav1alpha1.DockList{}
 		},
-		Plural: "docks",
-		Schema: &registry.Schema{
-			Definitions: openapi.GetOpenAPIDefinitions,
-			Name:        marinav1alpha1.Dock{}.OpenAPIModelName(),
-		},
-		ShortNames: []string{"dk"},
-		Singular:   "dock",
 		SpecEqual: func(a, b *marinav1alpha1.Dock) bool {
 			return equality.Semantic.DeepEqual(a.Spec, b.Spec)
 		},
-		Versions: []string{"v1alpha1"},
+		Columns: []registry.Column{{
+			Name:     "Berths",
+			Type:     "integer",
+			JSONPath: ".spec.berths",
+		}},
+		Hooks: Hooks{},
 	})
 }

@@ -4,7 +4,7 @@ package fleet
 
 import (
 	marinav1alpha1 "example.com/marina/pkg/apis/marina/v1alpha1"
-	openapi "example.com/marina/pkg/generated/openapi"
+	"example.com/marina/pkg/generated/openapi"
 	"github.com/aagen-dev/aagen/runtime/registry"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -15,19 +15,19 @@ import (
 // NewStorage builds the REST storage of fleets.marina.example.com: the resource and its status and scale subresources, on the etcd storage getter describes.
 func NewStorage(scheme *runtime.Scheme, getter generic.RESTOptionsGetter) (map[string]rest.Storage, error) {
 	return registry.NewStorage(scheme, getter, registry.Resource[*marinav1alpha1.Fleet]{
-		Categories: []string{"marina"},
-		Columns: []registry.Column{{
-			JSONPath: ".spec.replicas",
-			Name:     "Desired",
-			Type:     "integer",
-		}, {
-			JSONPath: ".status.replicas",
-			Name:     "Current",
-			Type:     "integer",
+		Group: "marina.example.com",
+		Kind:  "Fleet",
+		Versions: []registry.Version{{
+			Name: "v1alpha1",
+			Schema: &registry.Schema{
+				Definitions: openapi.GetOpenAPIDefinitions,
+				Name:        marinav1alpha1.Fleet{}.OpenAPIModelName(),
+			},
 		}},
-		Group:           "marina.example.com",
-		Hooks:           Hooks{},
-		Kind:            "Fleet",
+		Plural:          "fleets",
+		Singular:        "fleet",
+		ShortNames:      []string{"fl"},
+		Categories:      []string{"marina"},
 		NamespaceScoped: true,
 		New: func() *marinav1alpha1.Fleet {
 			return &marinav1alpha1.Fleet{}
@@ -35,42 +35,44 @@ func NewStorage(scheme *runtime.Scheme, getter generic.RESTOptionsGetter) (map[s
 		NewList: func() runtime.Object {
 			return &marinav1alpha1.FleetList{}
 		},
-		Plural: "fleets",
+		SpecEqual: func(a, b *marinav1alpha1.Fleet) bool {
+			return equality.Semantic.DeepEqual(a.Spec, b.Spec)
+		},
+		Status: &registry.StatusFuncs[*marinav1alpha1.Fleet]{
+			CopyStatus: func(dst, src *marinav1alpha1.Fleet) {
+				dst.Status = src.Status
+			},
+			CopySpec: func(dst, src *marinav1alpha1.Fleet) {
+				dst.Spec = src.Spec
+			},
+		},
+		Columns: []registry.Column{{
+			Name:     "Desired",
+			Type:     "integer",
+			JSONPath: ".spec.replicas",
+		}, {
+			Name:     "Current",
+			Type:     "integer",
+			JSONPath: ".status.replicas",
+		}},
 		Scale: &registry.ScaleFuncs[*marinav1alpha1.Fleet]{
-			Selector: func(obj *marinav1alpha1.Fleet) string {
-				return obj.Status.Selector
-			},
-			SetSpecReplicas: func(obj *marinav1alpha1.Fleet, replicas int32) {
-				obj.Spec.Replicas = &replicas
-			},
+			SpecReplicasPath: ".spec.replicas",
 			SpecReplicas: func(obj *marinav1alpha1.Fleet) (int32, bool) {
 				if obj.Spec.Replicas == nil {
 					return 0, false
 				}
 				return *obj.Spec.Replicas, true
 			},
-			SpecReplicasPath: ".spec.replicas",
+			SetSpecReplicas: func(obj *marinav1alpha1.Fleet, replicas int32) {
+				obj.Spec.Replicas = &replicas
+			},
 			StatusReplicas: func(obj *marinav1alpha1.Fleet) int32 {
 				return obj.Status.Replicas
 			},
-		},
-		Schema: &registry.Schema{
-			Definitions: openapi.GetOpenAPIDefinitions,
-			Name:        marinav1alpha1.Fleet{}.OpenAPIModelName(),
-		},
-		ShortNames: []string{"fl"},
-		Singular:   "fleet",
-		SpecEqual: func(a, b *marinav1alpha1.Fleet) bool {
-			return equality.Semantic.DeepEqual(a.Spec, b.Spec)
-		},
-		Status: &registry.StatusFuncs[*marinav1alpha1.Fleet]{
-			CopySpec: func(dst, src *marinav1alpha1.Fleet) {
-				dst.Spec = src.Spec
-			},
-			CopyStatus: func(dst, src *marinav1alpha1.Fleet) {
-				dst.Status = src.Status
+			Selector: func(obj *marinav1alpha1.Fleet) string {
+				return obj.Status.Selector
 			},
 		},
-		Versions: []string{"v1alpha1"},
+		Hooks: Hooks{},
 	})
 }

@@ -83,6 +83,9 @@ var schemaYAML = typed.YAMLObject(`types:
 - name: com.example.kbexample.api.v1.VisitorSpec
   map:
     fields:
+    - name: badge
+      type:
+        scalar: string
     - name: comment
       type:
         scalar: string
@@ -98,6 +101,9 @@ var schemaYAML = typed.YAMLObject(`types:
         map:
           elementType:
             scalar: string
+    - name: nickname
+      type:
+        scalar: string
     - name: partySize
       type:
         scalar: numeric
@@ -181,6 +187,10 @@ var schemaYAML = typed.YAMLObject(`types:
 - name: com.example.kbexample.api.v1beta1.VisitorSpec
   map:
     fields:
+    - name: badge
+      type:
+        scalar: string
+      default: visitor
     - name: comment
       type:
         scalar: string
@@ -196,6 +206,9 @@ var schemaYAML = typed.YAMLObject(`types:
         map:
           elementType:
             scalar: string
+    - name: nickname
+      type:
+        scalar: string
     - name: partySize
       type:
         scalar: numeric

@@ -4,6 +4,7 @@ package guestbook
 
 import (
 	"context"
+
 	apiv1 "example.com/kbexample/api/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )

@@ -4,7 +4,8 @@ package guestbook
 
 import (
 	apiv1 "example.com/kbexample/api/v1"
-	openapi "example.com/kbexample/pkg/generated/openapi"
+	apiv1beta1 "example.com/kbexample/api/v1beta1"
+	"example.com/kbexample/pkg/generated/openapi"
 	"github.com/aagen-dev/aagen/runtime/registry"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -15,18 +16,24 @@ import (
 // NewStorage builds the REST storage of guestbooks.webapp.example.com: the resource and its status and scale subresources, on the etcd storage getter describes.
 func NewStorage(scheme *runtime.Scheme, getter generic.RESTOptionsGetter) (map[string]rest.Storage, error) {
 	return registry.NewStorage(scheme, getter, registry.Resource[*apiv1.Guestbook]{
-		Columns: []registry.Column{{
-			JSONPath: ".spec.replicas",
-			Name:     "Replicas",
-			Type:     "integer",
+		Group: "webapp.example.com",
+		Kind:  "Guestbook",
+		Versions: []registry.Version{{
+			Name: "v1",
+			Schema: &registry.Schema{
+				Definitions: openapi.GetOpenAPIDefinitions,
+				Name:        apiv1.Guestbook{}.OpenAPIModelName(),
+			},
 		}, {
-			JSONPath: ".status.ready",
-			Name:     "Ready",
-			Type:     "integer",
+			Name: "v1beta1",
+			Schema: &registry.Schema{
+				Definitions: openapi.GetOpenAPIDefinitions,
+				Name:        apiv1beta1.Guestbook{}.OpenAPIModelName(),
+			},
 		}},
-		Group:           "webapp.example.com",
-		Hooks:           Hooks{},
-		Kind:            "Guestbook",
+		Plural:          "guestbooks",
+		Singular:        "guestbook",
+		ShortNames:      []string{"gb"},
 		NamespaceScoped: true,
 		New: func() *apiv1.Guestbook {
 			return &apiv1.Guestbook{}
@@ -34,39 +41,41 @@ func NewStorage(scheme *runtime.Scheme, getter generic.RESTOptionsGetter) (map[s
 		NewList: func() runtime.Object {
 			return &apiv1.GuestbookList{}
 		},
-		Plural: "guestbooks",
-		Scale: &registry.ScaleFuncs[*apiv1.Guestbook]{
-			SetSpecReplicas: func(obj *apiv1.Guestbook, replicas int32) {
-				obj.Spec.Replicas = &replicas
+		SpecEqual: func(a, b *apiv1.Guestbook) bool {
+			return equality.Semantic.DeepEqual(a.Spec, b.Spec)
+		},
+		Status: &registry.StatusFuncs[*apiv1.Guestbook]{
+			CopyStatus: func(dst, src *apiv1.Guestbook) {
+				dst.Status = src.Status
 			},
+			CopySpec: func(dst, src *apiv1.Guestbook) {
+				dst.Spec = src.Spec
+			},
+		},
+		Columns: []registry.Column{{
+			Name:     "Replicas",
+			Type:     "integer",
+			JSONPath: ".spec.replicas",
+		}, {
+			Name:     "Ready",
+			Type:     "integer",
+			JSONPath: ".status.ready",
+		}},
+		Scale: &registry.ScaleFuncs[*apiv1.Guestbook]{
+			SpecReplicasPath: ".spec.replicas",
 			SpecReplicas: func(obj *apiv1.Guestbook) (int32, bool) {
 				if obj.Spec.Replicas == nil {
 					return 0, false
 				}
 				return *obj.Spec.Replicas, true
 			},
-			SpecReplicasPath: ".spec.replicas",
+			SetSpecReplicas: func(obj *apiv1.Guestbook, replicas int32) {
+				obj.Spec.Replicas = &replicas
+			},
 			StatusReplicas: func(obj *apiv1.Guestbook) int32 {
 				return obj.Status.Ready
 			},
 		},
-		Schema: &registry.Schema{
-			Definitions: openapi.GetOpenAPIDefinitions,
-			Name:        apiv1.Guestbook{}.OpenAPIModelName(),
-		},
-		ShortNames: []string{"gb"},
-		Singular:   "guestbook",
-		SpecEqual: func(a, b *apiv1.Guestbook) bool {
-			return equality.Semantic.DeepEqual(a.Spec, b.Spec)
-		},
-		Status: &registry.StatusFuncs[*apiv1.Guestbook]{
-			CopySpec: func(dst, src *apiv1.Guestbook) {
-				dst.Spec = src.Spec
-			},
-			CopyStatus: func(dst, src *apiv1.Guestbook) {
-				dst.Status = src.Status
-			},
-		},
-		Versions: []string{"v1", "v1beta1"},
+		Hooks: Hooks{},
 	})
 }

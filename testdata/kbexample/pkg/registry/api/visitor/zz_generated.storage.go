@@ -4,7 +4,8 @@ package visitor
 
 import (
 	apiv1 "example.com/kbexample/api/v1"
-	openapi "example.com/kbexample/pkg/generated/openapi"
+	apiv1beta1 "example.com/kbexample/api/v1beta1"
+	"example.com/kbexample/pkg/generated/openapi"
 	"github.com/aagen-dev/aagen/runtime/registry"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -15,25 +16,25 @@ import (
 // NewStorage builds the REST storage of visitors.webapp.example.com: the resource and its status subresource, on the etcd storage getter describes.
 func NewStorage(scheme *runtime.Scheme, getter generic.RESTOptionsGetter) (map[string]rest.Storage, error) {
 	return registry.NewStorage(scheme, getter, registry.Resource[*apiv1.Visitor]{
-		Categories: []string{"all", "webapp"},
-		Columns: []registry.Column{{
-			JSONPath: ".spec.guestbook",
-			Name:     "Guestbook",
-			Type:     "string",
+		Group: "webapp.example.com",
+		Kind:  "Visitor",
+		Versions: []registry.Version{{
+			Name: "v1",
+			Schema: &registry.Schema{
+				Definitions: openapi.GetOpenAPIDefinitions,
+				Name:        apiv1.Visitor{}.OpenAPIModelName(),
+			},
 		}, {
-			Description: "Stars, 1 to 5.",
-			JSONPath:    ".spec.rating",
-			Name:        "Rating",
-			Type:        "integer",
-		}, {
-			JSONPath: ".spec.email",
-			Name:     "Email",
-			Priority: 1,
-			Type:     "string",
+			Name: "v1beta1",
+			Schema: &registry.Schema{
+				Definitions: openapi.GetOpenAPIDefinitions,
+				Name:        apiv1beta1.Visitor{}.OpenAPIModelName(),
+			},
 		}},
-		Group:           "webapp.example.com",
-		Hooks:           Hooks{},
-		Kind:            "Visitor",
+		Plural:          "visitors",
+		Singular:        "visitor",
+		ShortNames:      []string{"vis"},
+		Categories:      []string{"all", "webapp"},
 		NamespaceScoped: true,
 		New: func() *apiv1.Visitor {
 			return &apiv1.Visitor{}
@@ -41,30 +42,38 @@ func NewStorage(scheme *runtime.Scheme, getter generic.RESTOptionsGetter) (map[s
 		NewList: func() runtime.Object {
 			return &apiv1.VisitorList{}
 		},
-		Plural: "visitors",
-		Schema: &registry.Schema{
-			Definitions: openapi.GetOpenAPIDefinitions,
-			Name:        apiv1.Visitor{}.OpenAPIModelName(),
+		SpecEqual: func(a, b *apiv1.Visitor) bool {
+			return equality.Semantic.DeepEqual(a.Spec, b.Spec)
 		},
+		Status: &registry.StatusFuncs[*apiv1.Visitor]{
+			CopyStatus: func(dst, src *apiv1.Visitor) {
+				dst.Status = src.Status
+			},
+			CopySpec: func(dst, src *apiv1.Visitor) {
+				dst.Spec = src.Spec
+			},
+		},
+		Columns: []registry.Column{{
+			Name:     "Guestbook",
+			Type:     "string",
+			JSONPath: ".spec.guestbook",
+		}, {
+			Name:        "Rating",
+			Type:        "integer",
+			Description: "Stars, 1 to 5.",
+			JSONPath:    ".spec.rating",
+		}, {
+			Name:     "Email",
+			Type:     "string",
+			Priority: 1,
+			JSONPath: ".spec.email",
+		}},
 		SelectableFields: []registry.SelectableField[*apiv1.Visitor]{{
 			Name: "spec.guestbook",
 			Value: func(obj *apiv1.Visitor) string {
 				return obj.Spec.Guestbook
 			},
 		}},
-		ShortNames: []string{"vis"},
-		Singular:   "visitor",
-		SpecEqual: func(a, b *apiv1.Visitor) bool {
-			return equality.Semantic.DeepEqual(a.Spec, b.Spec)
-		},
-		Status: &registry.StatusFuncs[*apiv1.Visitor]{
-			CopySpec: func(dst, src *apiv1.Visitor) {
-				dst.Spec = src.Spec
-			},
-			CopyStatus: func(dst, src *apiv1.Visitor) {
-				dst.Status = src.Status
-			},
-		},
-		Versions: []string{"v1", "v1beta1"},
+		Hooks: Hooks{},
 	})
 }

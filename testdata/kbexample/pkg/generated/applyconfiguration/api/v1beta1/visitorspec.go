@@ -23,6 +23,10 @@ type VisitorSpecApplyConfiguration struct {
 	Tags []string `json:"tags,omitempty"`
 	// Languages maps language codes to fluency.
 	Languages map[string]string `json:"languages,omitempty"`
+	// Nickname is what the visitor likes to be called; v1beta1 allows at most 8 bytes.
+	Nickname *string `json:"nickname,omitempty"`
+	// Badge is printed on the visitor's badge; v1beta1 defaults it to "visitor".
+	Badge *string `json:"badge,omitempty"`
 }
 
 // VisitorSpecApplyConfiguration constructs a declarative configuration of the VisitorSpec type for use with
@@ -100,5 +104,21 @@ func (b *VisitorSpecApplyConfiguration) WithLanguages(entries map[string]string)
 	for k, v := range entries {
 		b.Languages[k] = v
 	}
+	return b
+}
+
+// WithNickname sets the Nickname field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Nickname field is set to the value of the last call.
+func (b *VisitorSpecApplyConfiguration) WithNickname(value string) *VisitorSpecApplyConfiguration {
+	b.Nickname = &value
+	return b
+}
+
+// WithBadge sets the Badge field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Badge field is set to the value of the last call.
+func (b *VisitorSpecApplyConfiguration) WithBadge(value string) *VisitorSpecApplyConfiguration {
+	b.Badge = &value
 	return b
 }

@@ -1,0 +1,111 @@
+package cluster
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+)
+
+// CRDSchema returns the schema of a kind, taken from a server's OpenAPI v3 document of one
+// group-version (GET /openapi/v3/apis/<group>/<version>), in the form a
+// CustomResourceDefinition version carries: references inlined, metadata an object, and
+// nothing a CRD schema may not carry. kindSuffix picks the component, e.g. ".v1.Visitor".
+func CRDSchema(openAPIV3 []byte, kindSuffix string) (*apiextensionsv1.JSONSchemaProps, error) {
+	var doc struct {
+		Components struct {
+			Schemas map[string]any `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(openAPIV3, &doc); err != nil {
+		return nil, err
+	}
+	var root any
+	for name, s := range doc.Components.Schemas {
+		if strings.HasSuffix(name, kindSuffix) {
+			root = s
+		}
+	}
+	if root == nil {
+		return nil, fmt.Errorf("no schema named *%s in the OpenAPI v3 document", kindSuffix)
+	}
+	props := inlineSchema(root, doc.Components.Schemas, 0).(map[string]any)
+	props["properties"].(map[string]any)["metadata"] = map[string]any{"type": "object"}
+	raw, err := json.Marshal(props)
+	if err != nil {
+		return nil, err
+	}
+	var out apiextensionsv1.JSONSchemaProps
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return nil, fmt.Errorf("the *%s schema as a CRD schema: %w", kindSuffix, err)
+	}
+	return &out, nil
+}
+
+// inlineSchema resolves the $refs of an OpenAPI v3 schema (CRD schemas cannot have any)
+// and drops what a CRD schema may not carry.
+func inlineSchema(node any, defs map[string]any, depth int) any {
+	if depth > 32 {
+		return map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}
+	}
+	n, ok := node.(map[string]any)
+	if !ok {
+		return node
+	}
+	out := map[string]any{}
+	for k, v := range n {
+		out[k] = v
+	}
+	if all, ok := out["allOf"].([]any); ok && len(all) == 1 {
+		delete(out, "allOf")
+		for k, v := range all[0].(map[string]any) {
+			out[k] = v
+		}
+	}
+	if ref, ok := out["$ref"].(string); ok {
+		delete(out, "$ref")
+		target := inlineSchema(defs[strings.TrimPrefix(ref, "#/components/schemas/")], defs, depth+1).(map[string]any)
+		for k, v := range target {
+			if _, set := out[k]; !set {
+				out[k] = v
+			}
+		}
+	}
+	delete(out, "x-kubernetes-group-version-kind")
+	// openapi-gen gives fields without omitempty their Go zero value as a default
+	// ("default: {}" for a struct, "" for a string), which a CRD rejects when it breaks
+	// the field's own constraints (required members, a minimum length); the schema means
+	// no default there.
+	switch d := out["default"].(type) {
+	case map[string]any:
+		if len(d) == 0 {
+			delete(out, "default")
+		}
+	case string:
+		if d == "" {
+			delete(out, "default")
+		}
+	case float64:
+		if d == 0 {
+			delete(out, "default")
+		}
+	case bool:
+		if !d {
+			delete(out, "default")
+		}
+	}
+	if ps, ok := out["properties"].(map[string]any); ok {
+		res := map[string]any{}
+		for name, p := range ps {
+			res[name] = inlineSchema(p, defs, depth+1)
+		}
+		out["properties"] = res
+	}
+	for _, k := range []string{"items", "additionalProperties"} {
+		if v, ok := out[k].(map[string]any); ok {
+			out[k] = inlineSchema(v, defs, depth+1)
+		}
+	}
+	return out
+}
