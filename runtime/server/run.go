@@ -112,6 +112,7 @@ func New(spec Spec, o *Options) (*genericapiserver.GenericAPIServer, genericapis
 	built := map[uintptr]map[string]rest.Storage{} // by StorageFunc: one storage per kind
 	for _, g := range spec.Groups {
 		info := genericapiserver.NewDefaultAPIGroupInfo(g.Name, spec.Scheme, metav1.ParameterCodec, codecs)
+		info.NegotiatedSerializer = groupSerializer(codecs, spec.Scheme, g.groupVersions())
 		for _, v := range g.Versions {
 			storage := map[string]rest.Storage{}
 			for _, build := range v.Resources {
