@@ -27,7 +27,7 @@
 //
 // Every Server is independent; there is no package-level state, so several
 // servers can run in one process (for example in parallel tests), each with its
-// own directory and ports.
+// own directory and socket.
 //
 // etcd logs through zap. By default those logs are discarded; set
 // Config.LogOutput to see them. Failures that happen after Start has returned

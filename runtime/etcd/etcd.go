@@ -103,10 +103,6 @@ type Server struct {
 // Close is called. Start returns an error, never a half-started server, when
 // the configuration is invalid, the data directory cannot be used, etcd fails
 // while starting, ctx is done, or etcd is not ready within ReadyTimeout.
-//
-// When a port is picked automatically (ClientPort or PeerPort is 0) and
-// another process takes it before etcd binds it, Start picks new ports and
-// tries again, a few times.
 func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if ctx == nil {
 		ctx = context.Background()
