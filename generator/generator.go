@@ -55,6 +55,12 @@ type Options struct {
 	// Force runs every generator even when nothing changed since the last successful run
 	// (see the run cache in cache.go).
 	Force bool
+	// Writer writes the files of the run; its zero value uses the os package. Tests set
+	// its fields to make a rename or a delete fail.
+	Writer output.Writer `json:"-"`
+	// GoModTidy runs `go mod tidy` in the module directory; nil runs the go command. Tests
+	// set it to make tidy fail.
+	GoModTidy func(ctx context.Context, dir string) error `json:"-"`
 }
 
 // Result describes a finished run.
@@ -204,8 +210,33 @@ func Generate(ctx context.Context, o Options) (_ *Result, err error) {
 		return res, nil
 	}
 	forget(m.ModuleDir)
-	if err := output.Apply(m.ModuleDir, plan); err != nil {
+	// The files, the go.mod edit and go mod tidy are one change: should the go.mod edit or
+	// tidy fail, go.mod, go.sum and every file are put back as they were.
+	restoreGoMod := snapshotFiles(m.ModuleDir, "go.mod", "go.sum")
+	change, err := o.Writer.Apply(m.ModuleDir, plan)
+	if err != nil {
 		return nil, fmt.Errorf("writing files: %w", err)
+	}
+	undo := func(cause error) error {
+		restoreGoMod()
+		if uerr := change.Undo(); uerr != nil {
+			return fmt.Errorf("%w; putting the files back failed too: %v", cause, uerr)
+		}
+		return fmt.Errorf("%w; the files, go.mod and go.sum are as they were before the run", cause)
+	}
+	changed, err := o.Runtime.apply(m.ModuleDir)
+	if err != nil {
+		return nil, undo(fmt.Errorf("editing go.mod: %w", err))
+	}
+	if !o.Runtime.Skip && (changed || len(plan.Write) > 0 || len(plan.Delete) > 0) {
+		logf("go mod tidy")
+		tidy := o.GoModTidy
+		if tidy == nil {
+			tidy = goModTidy
+		}
+		if err := tidy(ctx, m.ModuleDir); err != nil {
+			return nil, undo(err)
+		}
 	}
 	if o.Verbose {
 		for _, f := range plan.Write {
@@ -216,16 +247,6 @@ func Generate(ctx context.Context, o Options) (_ *Result, err error) {
 		}
 	}
 	logf("wrote %d, deleted %d, unchanged %d, kept %d user files", len(plan.Write), len(plan.Delete), plan.Unchanged, len(plan.Kept))
-	changed, err := o.Runtime.apply(m.ModuleDir)
-	if err != nil {
-		return nil, err
-	}
-	if !o.Runtime.Skip && (changed || len(plan.Write) > 0 || len(plan.Delete) > 0) {
-		logf("go mod tidy")
-		if err := goModTidy(ctx, m.ModuleDir); err != nil {
-			return nil, err
-		}
-	}
 	if srcErr != nil {
 		logf("not recording the run (the next one will not be skipped): %v", srcErr)
 	} else if err := recordRun(src, o, outDirs, res, all); err != nil {

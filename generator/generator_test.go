@@ -23,6 +23,9 @@ var handWritten = map[string]bool{
 	// Certificates are created once; the example keeps its own so the caBundle is stable.
 	"config/deploy/certs/ca.crt": true, "config/deploy/certs/ca.key": true,
 	"config/deploy/certs/tls.crt": true, "config/deploy/certs/tls.key": true,
+	"config/deploy/certs/etcd-ca.crt": true, "config/deploy/certs/etcd-ca.key": true,
+	"config/deploy/certs/etcd-member.crt": true, "config/deploy/certs/etcd-member.key": true,
+	"config/deploy/certs/etcd-client.crt": true, "config/deploy/certs/etcd-client.key": true,
 }
 
 // ownFiles are the example's hand-written tests and samples, which the golden comparison ignores.

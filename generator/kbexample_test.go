@@ -28,6 +28,9 @@ var kbHandWritten = map[string]bool{
 	"config/samples/webapp_v1_visitor.yaml": true, "config/samples/webapp_v1beta1_visitor.yaml": true,
 	"config/deploy/certs/ca.crt": true, "config/deploy/certs/ca.key": true,
 	"config/deploy/certs/tls.crt": true, "config/deploy/certs/tls.key": true,
+	"config/deploy/certs/etcd-ca.crt": true, "config/deploy/certs/etcd-ca.key": true,
+	"config/deploy/certs/etcd-member.crt": true, "config/deploy/certs/etcd-member.key": true,
+	"config/deploy/certs/etcd-client.crt": true, "config/deploy/certs/etcd-client.key": true,
 }
 
 // kbTypesOnly copies kbexample's hand-written files, except those in skip, to a temp module.

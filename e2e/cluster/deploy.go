@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -89,7 +90,9 @@ func Deploy(t T, ctx context.Context, cp *ControlPlane, dir, serverBin, etcdURL 
 	saKubeconfig := filepath.Join(t.TempDir(), "sa.kubeconfig")
 	WriteKubeconfig(t, saKubeconfig, cp.Host, cp.PKI.Path("ca.crt"), "", "", tok.Status.Token)
 	certs := filepath.Join(dir, "config/deploy/certs")
-	args := ReplaceArgs(DeploymentArgs(t, objs), map[string]string{
+	// etcdURL is a test etcd without the deployed etcd's client certificates: drop the
+	// Deployment's etcd TLS flags, whose files exist only in the pod.
+	args := ReplaceArgs(DropArgs(DeploymentArgs(t, objs), "--etcd-cafile", "--etcd-certfile", "--etcd-keyfile"), map[string]string{
 		"--secure-port":          strconv.Itoa(port),
 		"--tls-cert-file":        filepath.Join(certs, "tls.crt"),
 		"--tls-private-key-file": filepath.Join(certs, "tls.key"),
@@ -223,6 +226,18 @@ func DeploymentArgs(t T, objs []*unstructured.Unstructured) []string {
 	}
 	t.Fatal("the Deployment has no containers")
 	return nil
+}
+
+// DropArgs returns args without the given --flag=value flags.
+func DropArgs(args []string, flags ...string) []string {
+	var out []string
+	for _, a := range args {
+		name, _, _ := strings.Cut(a, "=")
+		if !slices.Contains(flags, name) {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // ReplaceArgs sets --flag=value for each flag in set, keeping the others.

@@ -159,6 +159,16 @@ func checkServing(ca *x509.Certificate, certPEM []byte, dnsNames []string, now t
 	return nil
 }
 
+// parseCert parses a PEM certificate and returns it with its DER bytes.
+func parseCert(certPEM []byte) (*x509.Certificate, []byte, error) {
+	block, _ := pem.Decode(certPEM)
+	if block == nil {
+		return nil, nil, fmt.Errorf("not a PEM certificate")
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	return cert, block.Bytes, err
+}
+
 func parsePair(certPEM, keyPEM []byte) (*x509.Certificate, crypto.Signer, error) {
 	block, _ := pem.Decode(certPEM)
 	if block == nil {

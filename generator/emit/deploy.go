@@ -41,6 +41,13 @@ const DefaultEtcdImage = "registry.k8s.io/etcd:3.6.5-0"
 // ServingPort is the port the server listens on in its pod.
 const ServingPort = 8443
 
+// EtcdClientCertDir is where the server's pod mounts its etcd client certificate, and
+// EtcdMemberCertDir where etcd's pods mount their member certificate.
+const (
+	EtcdClientCertDir = "/var/run/etcd-client-cert"
+	EtcdMemberCertDir = "/var/run/etcd-member-certs"
+)
+
 // GeneratedYAMLHeader marks YAML files aagen owns.
 const GeneratedYAMLHeader = "# " + GeneratedHeader
 
@@ -49,7 +56,8 @@ type deployData struct {
 	Port                                                        int
 	CertManager                                                 bool
 	ServerArgs, DNSNames, Resources                             []string
-	EtcdInitialCluster                                          string
+	EtcdInitialCluster, EtcdService, EtcdMemberSecret           string
+	EtcdClientSecret, EtcdMemberCertDir, EtcdClientCertDir      string
 	Groups                                                      []deployGroup
 	APIServices                                                 []deployAPIService
 }
@@ -86,6 +94,7 @@ func Deploy(m *model.Model, o Options, d DeployOptions) ([]File, error) {
 	data := deployData{
 		Name: name, Namespace: d.Namespace, Image: d.Image, EtcdImage: d.EtcdImage, Dir: d.Dir,
 		GoVersion: d.GoVersion, Port: ServingPort, CertManager: d.CertManager,
+		EtcdMemberCertDir: EtcdMemberCertDir, EtcdClientCertDir: EtcdClientCertDir,
 		DNSNames: []string{
 			name + "." + d.Namespace + ".svc",
 			name + "." + d.Namespace + ".svc.cluster.local",
@@ -94,14 +103,23 @@ func Deploy(m *model.Model, o Options, d DeployOptions) ([]File, error) {
 		},
 	}
 	etcdServers := d.EtcdServers
+	// The members' DNS names, for their certificate.
+	var etcdDNSNames []string
 	if len(etcdServers) == 0 {
+		data.EtcdService = name + "-etcd"
+		data.EtcdMemberSecret = name + "-etcd-member-certs"
+		data.EtcdClientSecret = name + "-etcd-client-cert"
 		var peers []string
 		for i := 0; i < 3; i++ {
 			member := fmt.Sprintf("%s-etcd-%d", name, i)
-			host := fmt.Sprintf("%s.%s-etcd.%s.svc", member, name, d.Namespace)
-			etcdServers = append(etcdServers, "http://"+host+":2379")
-			peers = append(peers, member+"=http://"+host+":2380")
+			host := fmt.Sprintf("%s.%s.%s.svc", member, data.EtcdService, d.Namespace)
+			etcdServers = append(etcdServers, "https://"+host+":2379")
+			peers = append(peers, member+"=https://"+host+":2380")
+			etcdDNSNames = append(etcdDNSNames, host, host+".cluster.local")
 		}
+		etcdDNSNames = append(etcdDNSNames,
+			fmt.Sprintf("*.%s.%s.svc", data.EtcdService, d.Namespace),
+			fmt.Sprintf("*.%s.%s.svc.cluster.local", data.EtcdService, d.Namespace))
 		data.EtcdInitialCluster = strings.Join(peers, ",")
 	}
 	data.ServerArgs = []string{
@@ -109,6 +127,13 @@ func Deploy(m *model.Model, o Options, d DeployOptions) ([]File, error) {
 		"--tls-cert-file=/var/run/serving-cert/tls.crt",
 		"--tls-private-key-file=/var/run/serving-cert/tls.key",
 		"--etcd-servers=" + strings.Join(etcdServers, ","),
+	}
+	if data.EtcdClientSecret != "" {
+		// The server presents its client certificate; etcd refuses clients without one.
+		data.ServerArgs = append(data.ServerArgs,
+			"--etcd-cafile="+EtcdClientCertDir+"/ca.crt",
+			"--etcd-certfile="+EtcdClientCertDir+"/tls.crt",
+			"--etcd-keyfile="+EtcdClientCertDir+"/tls.key")
 	}
 	for _, g := range m.Groups {
 		dg := deployGroup{Name: g.Name}
@@ -146,6 +171,16 @@ func Deploy(m *model.Model, o Options, d DeployOptions) ([]File, error) {
 		for _, f := range mat.Files {
 			files = append(files, File{Path: f.Path, Content: f.Content, Owner: UserOwned})
 		}
+		if data.EtcdMemberSecret != "" {
+			secrets := deploycerts.EtcdSecrets{Member: data.EtcdMemberSecret, Client: data.EtcdClientSecret}
+			etcdMat, err := deploycerts.EnsureEtcd(m.ModuleDir, path.Join(d.Dir, "certs"), secrets, d.Namespace, name, etcdDNSNames, d.Now())
+			if err != nil {
+				return nil, err
+			}
+			for _, f := range etcdMat.Files {
+				files = append(files, File{Path: f.Path, Content: f.Content, Owner: UserOwned})
+			}
+		}
 	}
 
 	manifests := []string{"namespace", "rbac", "apiserver", "apiservices"}
@@ -166,6 +201,9 @@ func Deploy(m *model.Model, o Options, d DeployOptions) ([]File, error) {
 	}
 	if !d.CertManager {
 		data.Resources = append(data.Resources, "certs/serving-cert.yaml")
+		if data.EtcdMemberSecret != "" {
+			data.Resources = append(data.Resources, "certs/"+deploycerts.EtcdSecretsFile)
+		}
 	}
 	kust, err := render("kustomization.yaml.tmpl", data)
 	if err != nil {

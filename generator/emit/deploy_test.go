@@ -63,7 +63,8 @@ func TestDeployDefault(t *testing.T) {
 		t.Error("insecureSkipTLSVerify must never be used")
 	}
 	dep := got["config/deploy/zz_generated.apiserver.yaml"]
-	if !strings.Contains(dep, "--etcd-servers=http://shop-apiserver-etcd-0.shop-apiserver-etcd.shop-apiserver.svc:2379,") ||
+	if !strings.Contains(dep, "--etcd-servers=https://shop-apiserver-etcd-0.shop-apiserver-etcd.shop-apiserver.svc:2379,") ||
+		!strings.Contains(dep, "--etcd-certfile="+EtcdClientCertDir+"/tls.crt") || !strings.Contains(dep, "secretName: shop-apiserver-etcd-client-cert") ||
 		!strings.Contains(dep, "runAsNonRoot: true") || !strings.Contains(dep, "readOnlyRootFilesystem: true") {
 		t.Errorf("deployment:\n%s", dep)
 	}
@@ -78,6 +79,13 @@ func TestDeployDefault(t *testing.T) {
 	}
 	if !strings.Contains(got["config/deploy/kustomization.yaml"], "- certs/serving-cert.yaml") {
 		t.Error("kustomization does not include the serving certificate")
+	}
+	if !strings.Contains(got["config/deploy/kustomization.yaml"], "- certs/etcd-certs.yaml") || got["config/deploy/certs/etcd-ca.crt"] == "" {
+		t.Error("no etcd certificates, or the kustomization does not include them")
+	}
+	if etcd := got["config/deploy/zz_generated.etcd.yaml"]; strings.Contains(etcd, "http://0.0.0.0:2379") || !strings.Contains(etcd, "--client-cert-auth=true") ||
+		!strings.Contains(etcd, "--peer-client-cert-auth=true") || !strings.Contains(etcd, "kind: NetworkPolicy") {
+		t.Errorf("etcd StatefulSet without client and peer mTLS, or without its NetworkPolicy:\n%s", etcd)
 	}
 	if ignore := got[".dockerignore"]; !strings.Contains(ignore, "config/deploy/certs/") || !strings.Contains(ignore, ".aagen/") {
 		t.Errorf(".dockerignore does not keep the keys and local state out of the build context:\n%s", ignore)
@@ -125,5 +133,29 @@ func TestVersionPriority(t *testing.T) {
 			t.Errorf("version %d: priority %d equals the previous one", i, p)
 		}
 		prev = p
+	}
+}
+
+// TestDeployCertManagerEtcd checks that with cert-manager and the etcd StatefulSet,
+// cert-manager issues the etcd certificates from a CA of their own and none are written
+// locally.
+func TestDeployCertManagerEtcd(t *testing.T) {
+	fs, err := Deploy(deployModel(t), Options{ServerName: "shop-apiserver"}, DeployOptions{CertManager: true, Namespace: "shop"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := files(t, fs)
+	if _, ok := got["config/deploy/certs/etcd-ca.crt"]; ok {
+		t.Error("local etcd certificates created with --cert-manager")
+	}
+	certs := got["config/deploy/zz_generated.certificates.yaml"]
+	for _, want := range []string{"secretName: shop-apiserver-etcd-member-certs", "secretName: shop-apiserver-etcd-client-cert",
+		`"*.shop-apiserver-etcd.shop.svc"`, "name: shop-apiserver-etcd-ca", "client auth]"} {
+		if !strings.Contains(certs, want) {
+			t.Errorf("certificates lack %q:\n%s", want, certs)
+		}
+	}
+	if strings.Contains(got["config/deploy/kustomization.yaml"], "etcd-certs.yaml") {
+		t.Error("kustomization lists local etcd certificates with --cert-manager")
 	}
 }

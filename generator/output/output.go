@@ -8,7 +8,9 @@
 //     and is never overwritten (the run fails instead).
 //   - User-owned files (hooks, main.go) are created once and then left alone.
 //   - Every file is first written to a temporary file beside its destination; only when all
-//     of them are written are they renamed into place.
+//     of them are written are they renamed into place. Should a rename or a delete fail
+//     partway, the files already switched are put back, so the tree is as it was; the
+//     returned Change can also undo a finished plan when a later step of the run fails.
 package output
 
 import (
@@ -128,51 +130,186 @@ func IsGenerated(content []byte) bool {
 	return false
 }
 
-// Apply carries out the plan.
+// Writer carries out plans. Its zero value uses the os package; tests set the fields to
+// make a step fail.
+type Writer struct {
+	// Rename moves a staged file into place; nil means os.Rename.
+	Rename func(oldpath, newpath string) error
+	// Remove deletes a stale generated file; nil means os.Remove.
+	Remove func(path string) error
+}
+
+// Apply carries out the plan with the default Writer. On error the tree is as it was.
 func Apply(moduleDir string, p *Plan) error {
+	_, err := Writer{}.Apply(moduleDir, p)
+	return err
+}
+
+// Change is an applied plan that can still be undone, for callers whose later steps (such
+// as editing go.mod and running go mod tidy) belong to the same all-or-nothing run.
+type Change struct {
+	moduleDir string
+	// previous holds, for each path the change wrote or deleted, its content and mode
+	// before the change; a path without an entry did not exist.
+	previous map[string]previousFile
+	// touched are the absolute paths written or deleted, in order.
+	touched []string
+	// made are the directories the change created, in order of creation.
+	made []string
+}
+
+type previousFile struct {
+	content []byte
+	mode    os.FileMode
+}
+
+// Undo puts every file the change wrote or deleted back as it was and removes the
+// directories it created. It works on a best-effort basis and reports the first failure.
+func (c *Change) Undo() error {
+	if c == nil {
+		return nil
+	}
+	var first error
+	for i := len(c.touched) - 1; i >= 0; i-- {
+		abs := c.touched[i]
+		prev, existed := c.previous[abs]
+		var err error
+		if existed {
+			err = restoreFile(abs, prev)
+		} else if rerr := os.Remove(abs); rerr != nil && !os.IsNotExist(rerr) {
+			err = rerr
+		}
+		if err != nil && first == nil {
+			first = fmt.Errorf("restoring %s: %w", abs, err)
+		}
+	}
+	// Innermost first; a directory that is not empty (someone else wrote there) stays.
+	for i := len(c.made) - 1; i >= 0; i-- {
+		_ = os.Remove(c.made[i])
+	}
+	c.touched, c.made = nil, nil
+	return first
+}
+
+// restoreFile writes prev to abs through a temporary file and a rename, so that abs is
+// never half-written.
+func restoreFile(abs string, prev previousFile) error {
+	tmp, err := stage(filepath.Dir(abs), prev.content)
+	if err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp, prev.mode); err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, abs); err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// Apply carries out the plan: it stages every file beside its destination, then moves
+// them into place and deletes the stale ones. Should any step fail, it undoes what it did
+// and the tree is byte for byte as before. On success the returned Change can still undo
+// the whole plan.
+func (w Writer) Apply(moduleDir string, p *Plan) (*Change, error) {
+	rename, remove := w.Rename, w.Remove
+	if rename == nil {
+		rename = os.Rename
+	}
+	if remove == nil {
+		remove = os.Remove
+	}
+	c := &Change{moduleDir: moduleDir, previous: map[string]previousFile{}}
 	// Stage every file next to its destination first: a failure here (a full disk, a
 	// read-only directory) removes what was staged and leaves the tree as it was.
 	staged := make([]string, len(p.Write))
-	var made []string
 	unstage := func() {
 		for _, tmp := range staged {
 			if tmp != "" {
 				_ = os.Remove(tmp)
 			}
 		}
-		for i := len(made) - 1; i >= 0; i-- {
-			removeEmptyDirs(moduleDir, made[i])
+	}
+	fail := func(err error) (*Change, error) {
+		unstage()
+		if uerr := c.Undo(); uerr != nil {
+			return nil, fmt.Errorf("%w; undoing the partial write failed too: %v", err, uerr)
 		}
+		return nil, err
 	}
 	for i, f := range p.Write {
 		abs := filepath.Join(moduleDir, filepath.FromSlash(f.Path))
 		dir := filepath.Dir(abs)
-		if _, err := os.Stat(dir); os.IsNotExist(err) {
-			made = append(made, dir)
-		}
+		c.made = append(c.made, missingDirs(moduleDir, dir)...)
 		tmp, err := stage(dir, f.Content)
 		if err != nil {
-			unstage()
-			return err
+			return fail(err)
 		}
 		staged[i] = tmp
 	}
-	// Then move them into place (a rename within a directory) and delete what is stale.
-	for i, f := range p.Write {
-		if err := os.Rename(staged[i], filepath.Join(moduleDir, filepath.FromSlash(f.Path))); err != nil {
-			unstage()
+	// Keep what every destination and stale file holds now, so that a failure while
+	// switching can put it back.
+	keep := func(abs string) error {
+		data, err := os.ReadFile(abs)
+		if os.IsNotExist(err) {
+			return nil
+		}
+		if err != nil {
 			return err
 		}
+		fi, err := os.Stat(abs)
+		if err != nil {
+			return err
+		}
+		c.previous[abs] = previousFile{content: data, mode: fi.Mode().Perm()}
+		return nil
+	}
+	for _, f := range p.Write {
+		if err := keep(filepath.Join(moduleDir, filepath.FromSlash(f.Path))); err != nil {
+			return fail(err)
+		}
+	}
+	for _, rel := range p.Delete {
+		if err := keep(filepath.Join(moduleDir, filepath.FromSlash(rel))); err != nil {
+			return fail(err)
+		}
+	}
+	// Then move them into place (a rename within a directory) and delete what is stale.
+	for i, f := range p.Write {
+		abs := filepath.Join(moduleDir, filepath.FromSlash(f.Path))
+		if err := rename(staged[i], abs); err != nil {
+			return fail(fmt.Errorf("moving %s into place: %w", f.Path, err))
+		}
 		staged[i] = ""
+		c.touched = append(c.touched, abs)
 	}
 	for _, rel := range p.Delete {
 		abs := filepath.Join(moduleDir, filepath.FromSlash(rel))
-		if err := os.Remove(abs); err != nil && !os.IsNotExist(err) {
-			return err
+		if err := remove(abs); err != nil && !os.IsNotExist(err) {
+			return fail(fmt.Errorf("deleting %s: %w", rel, err))
 		}
-		removeEmptyDirs(moduleDir, filepath.Dir(abs))
+		c.touched = append(c.touched, abs)
 	}
-	return nil
+	for _, rel := range p.Delete {
+		removeEmptyDirs(moduleDir, filepath.Dir(filepath.Join(moduleDir, filepath.FromSlash(rel))))
+	}
+	return c, nil
+}
+
+// missingDirs returns the directories from dir up to (not including) root that do not
+// exist, outermost first.
+func missingDirs(root, dir string) []string {
+	var out []string
+	for dir != root && strings.HasPrefix(dir, root) {
+		if _, err := os.Stat(dir); err == nil || !os.IsNotExist(err) {
+			break
+		}
+		out = append([]string{dir}, out...)
+		dir = filepath.Dir(dir)
+	}
+	return out
 }
 
 // stage writes content to a new temporary file in dir and returns its path.

@@ -13,10 +13,13 @@
 //	defer srv.Close()
 //	storageConfig.Transport.ServerList = []string{srv.ClientURL()}
 //
-// The member listens on plain HTTP on a loopback address by default, so only
-// processes on the same machine can reach it. Its data lives in Config.Dir and
+// The member opens no TCP port. Clients reach it through a unix socket in a
+// fresh directory of mode 0700 (ClientURL returns "unix:///.../client.sock"),
+// so only processes of the user that started it (and root) can read or write
+// its keys; other local users get "permission denied". A single member has no
+// peers, so it has no peer listener either. Its data lives in Config.Dir and
 // survives restarts: starting again on the same directory reopens the existing
-// member with its keys, even when new ports are picked.
+// member with its keys, behind a new socket.
 //
 // A data directory can be used by one Server at a time: Start holds a lock
 // file (.lock) in it until Close, and refuses a directory that is in use
@@ -24,7 +27,7 @@
 //
 // Every Server is independent; there is no package-level state, so several
 // servers can run in one process (for example in parallel tests), each with its
-// own directory and ports.
+// own directory and socket.
 //
 // etcd logs through zap. By default those logs are discarded; set
 // Config.LogOutput to see them. Failures that happen after Start has returned

@@ -5,14 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/url"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
@@ -20,8 +17,6 @@ import (
 )
 
 const (
-	// DefaultHost is the address etcd listens on when Config.Host is empty.
-	DefaultHost = "127.0.0.1"
 	// DefaultLogLevel is the etcd log level used when Config.LogLevel is empty.
 	DefaultLogLevel = "error"
 	// DefaultReadyTimeout bounds how long Start waits for etcd to serve when
@@ -32,9 +27,22 @@ const (
 	// directory's membership; keep it stable.
 	memberName = "aagen"
 
-	// startAttempts is how often Start tries again when a port it picked
-	// itself was taken by someone else before etcd could bind it.
-	startAttempts = 5
+	// socketName is the name of the client socket inside the private
+	// socket directory.
+	socketName = "client.sock"
+
+	// socketDirPattern is the os.MkdirTemp pattern of the private socket
+	// directory.
+	socketDirPattern = "aagen-etcd-"
+
+	// maxSocketPath is the longest path a unix socket may have on Linux
+	// (sizeof(sun_path) minus the terminating NUL).
+	maxSocketPath = 107
+
+	// unusedPeerURL is the peer URL the member advertises. A single member
+	// has no peers, so nothing listens on it and nothing dials it; etcd
+	// only needs it to record the member in its cluster membership.
+	unusedPeerURL = "http://127.0.0.1:2380"
 
 	// singleMemberCatchUpEntries is how many raft entries the member keeps in memory
 	// after a snapshot (etcd's default, for clusters with followers, is 5000).
@@ -54,14 +62,11 @@ type Config struct {
 	// 0700 if missing, and its contents survive restarts: starting again
 	// on the same Dir reopens the same member with the same keys.
 	Dir string
-	// Host is the host name or IP address etcd listens on and advertises,
-	// without scheme or port. Default "127.0.0.1".
-	Host string
-	// ClientPort is the port for client traffic. 0 picks a free port.
-	ClientPort int
-	// PeerPort is the port for (unused, single-member) peer traffic.
-	// 0 picks a free port.
-	PeerPort int
+	// SocketParent is the directory in which Start creates a private
+	// directory (mode 0700) holding etcd's client socket. It must be short
+	// enough for a unix socket path (about 80 bytes). Default: the system's
+	// temporary directory (os.TempDir).
+	SocketParent string
 	// UnsafeNoFsync disables fsync. Data may be lost on a crash; use it in
 	// tests only.
 	UnsafeNoFsync bool
@@ -82,6 +87,7 @@ type Config struct {
 type Server struct {
 	etcd      *embed.Etcd
 	dir       string
+	socketDir string
 	clientURL string
 	log       *logState
 	lock      *dirLock
@@ -97,10 +103,6 @@ type Server struct {
 // Close is called. Start returns an error, never a half-started server, when
 // the configuration is invalid, the data directory cannot be used, etcd fails
 // while starting, ctx is done, or etcd is not ready within ReadyTimeout.
-//
-// When a port is picked automatically (ClientPort or PeerPort is 0) and
-// another process takes it before etcd binds it, Start picks new ports and
-// tries again, a few times.
 func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if ctx == nil {
 		ctx = context.Background()
@@ -122,34 +124,19 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 			lock.release()
 		}
 	}()
-	for attempt := 1; ; attempt++ {
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("etcd: start in %q cancelled: %w", c.dir, err)
-		}
-		var s *Server
-		s, keepLock, err = start(ctx, c, lock)
-		if err == nil {
-			return s, nil
-		}
-		if keepLock || !isAddrInUse(err) {
-			return nil, err
-		}
-		// A port is taken. If it is one the caller chose, trying again
-		// cannot help; if it is one Start picked, someone grabbed it
-		// between picking and binding, so pick again.
-		switch port := inUsePort(err); {
-		case port != 0 && port == cfg.ClientPort:
-			return nil, fmt.Errorf("%w; Config.ClientPort %d is used by another process: choose another port, or set it to 0 to pick a free one", err, port)
-		case port != 0 && port == cfg.PeerPort:
-			return nil, fmt.Errorf("%w; Config.PeerPort %d is used by another process: choose another port, or set it to 0 to pick a free one", err, port)
-		case attempt >= startAttempts:
-			return nil, fmt.Errorf("%w (gave up after %d attempts with freshly picked ports)", err, startAttempts)
-		}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("etcd: start in %q cancelled: %w", c.dir, err)
 	}
+	var s *Server
+	s, keepLock, err = start(ctx, c, lock)
+	return s, err
 }
 
-// ClientURL returns the URL clients use to reach etcd, for example
-// "http://127.0.0.1:41234". Pass it to k8s.io/apiserver as an etcd server.
+// ClientURL returns the URL clients use to reach etcd, a unix socket such as
+// "unix:///tmp/aagen-etcd-123/client.sock". Pass it to k8s.io/apiserver as an
+// etcd server (--etcd-servers accepts it; etcd's client dials unix:// URLs).
+// Only processes running as the user that called Start can open the socket:
+// it lies in a directory with mode 0700.
 func (s *Server) ClientURL() string {
 	if s == nil {
 		return ""
@@ -193,6 +180,7 @@ func (s *Server) Close() error {
 		s.log.closing.Store(true)
 		s.etcd.Close()
 		<-s.forwardDone
+		os.RemoveAll(s.socketDir)
 		s.lock.release()
 	})
 	return nil
@@ -201,9 +189,7 @@ func (s *Server) Close() error {
 // completed is a validated Config with defaults applied.
 type completed struct {
 	dir          string
-	host         string
-	clientPort   int
-	peerPort     int
+	socketParent string
 	noFsync      bool
 	level        zapcore.Level
 	logOutput    io.Writer
@@ -212,8 +198,6 @@ type completed struct {
 
 func (cfg Config) complete() (completed, error) {
 	c := completed{
-		clientPort:   cfg.ClientPort,
-		peerPort:     cfg.PeerPort,
 		noFsync:      cfg.UnsafeNoFsync,
 		logOutput:    cfg.LogOutput,
 		readyTimeout: cfg.ReadyTimeout,
@@ -227,26 +211,16 @@ func (cfg Config) complete() (completed, error) {
 	}
 	c.dir = dir
 
-	c.host = cfg.Host
-	if c.host == "" {
-		c.host = DefaultHost
+	c.socketParent = cfg.SocketParent
+	if c.socketParent == "" {
+		c.socketParent = os.TempDir()
 	}
-	if h := strings.TrimSuffix(strings.TrimPrefix(c.host, "["), "]"); net.ParseIP(h) != nil {
-		c.host = h
-	} else if strings.ContainsAny(c.host, ":/[] \t") {
-		return c, fmt.Errorf("etcd: Config.Host %q is not a host name or IP address: give only the host, without scheme or port (for example %q)", cfg.Host, DefaultHost)
+	if p, err := filepath.Abs(c.socketParent); err == nil {
+		c.socketParent = p
 	}
-
-	for _, p := range []struct {
-		name string
-		port int
-	}{{"ClientPort", cfg.ClientPort}, {"PeerPort", cfg.PeerPort}} {
-		if p.port < 0 || p.port > 65535 {
-			return c, fmt.Errorf("etcd: Config.%s %d is out of range: use 1-65535, or 0 to pick a free port", p.name, p.port)
-		}
-	}
-	if cfg.ClientPort != 0 && cfg.ClientPort == cfg.PeerPort {
-		return c, fmt.Errorf("etcd: Config.ClientPort and Config.PeerPort are both %d: they must differ (or set one to 0 to pick a free port)", cfg.ClientPort)
+	// MkdirTemp adds up to 20 characters to the pattern.
+	if n := len(filepath.Join(c.socketParent, socketDirPattern+"12345678901234567890", socketName)); n > maxSocketPath {
+		return c, fmt.Errorf("etcd: Config.SocketParent %q is too long for a unix socket path (%d bytes, at most %d): set it to a shorter directory, such as /tmp", c.socketParent, n, maxSocketPath)
 	}
 
 	levelName := cfg.LogLevel
@@ -297,17 +271,43 @@ func prepareDir(dir string) error {
 	return nil
 }
 
+// makeSocketDir creates the private directory that holds the client socket.
+// Its mode is 0700, so only the user running this process (and root) can
+// reach the socket: unix sockets need search permission on every directory
+// of their path.
+func makeSocketDir(parent string) (string, error) {
+	dir, err := os.MkdirTemp(parent, socketDirPattern)
+	if err != nil {
+		return "", fmt.Errorf("etcd: cannot create the socket directory in %q: %w; set Config.SocketParent to a writable directory", parent, err)
+	}
+	// MkdirTemp already uses 0700; chmod makes it independent of that detail.
+	if err := os.Chmod(dir, 0o700); err != nil {
+		os.RemoveAll(dir)
+		return "", fmt.Errorf("etcd: cannot restrict the socket directory %q: %w", dir, err)
+	}
+	return dir, nil
+}
+
 // start makes one attempt to start etcd and wait for it to be ready. keepLock
 // reports that the caller must not release lock: on success the Server owns
 // it; after a crash or an abandoned start, etcd may still hold the data
 // directory open.
 func start(ctx context.Context, c completed, lock *dirLock) (s *Server, keepLock bool, err error) {
-	clientPort, peerPort, err := pickPorts(c.host, c.clientPort, c.peerPort)
+	socketDir, err := makeSocketDir(c.socketParent)
 	if err != nil {
 		return nil, false, err
 	}
-	clientURL := url.URL{Scheme: "http", Host: net.JoinHostPort(c.host, strconv.Itoa(clientPort))}
-	peerURL := url.URL{Scheme: "http", Host: net.JoinHostPort(c.host, strconv.Itoa(peerPort))}
+	keepSocketDir := false
+	defer func() {
+		if !keepSocketDir {
+			os.RemoveAll(socketDir)
+		}
+	}()
+	clientURL := url.URL{Scheme: "unix", Path: filepath.Join(socketDir, socketName)}
+	peerURL, err := url.Parse(unusedPeerURL)
+	if err != nil {
+		return nil, false, fmt.Errorf("etcd: internal error: peer URL %q: %w", unusedPeerURL, err)
+	}
 
 	state := &logState{}
 	ec := embed.NewConfig()
@@ -315,8 +315,14 @@ func start(ctx context.Context, c completed, lock *dirLock) (s *Server, keepLock
 	ec.Dir = c.dir
 	ec.ListenClientUrls = []url.URL{clientURL}
 	ec.AdvertiseClientUrls = []url.URL{clientURL}
-	ec.ListenPeerUrls = []url.URL{peerURL}
-	ec.AdvertisePeerUrls = []url.URL{peerURL}
+	// No peer listener: a single member has no peers, and an open peer
+	// port would let anyone who can reach it talk raft to the member.
+	ec.ListenPeerUrls = nil
+	ec.AdvertisePeerUrls = []url.URL{*peerURL}
+	// No separate HTTP or metrics listeners either: the socket is the only
+	// way in.
+	ec.ListenClientHttpUrls = nil
+	ec.ListenMetricsUrls = nil
 	// Only used when the member is new; a member already in Dir keeps its
 	// stored cluster membership.
 	ec.InitialCluster = ec.InitialClusterFromName(ec.Name)
@@ -344,6 +350,9 @@ func start(ctx context.Context, c completed, lock *dirLock) (s *Server, keepLock
 		started <- result{e, err}
 	}()
 	abandon := func(why error) (*Server, bool, error) {
+		// etcd may still create and serve the socket; the goroutine
+		// below removes the directory once etcd is closed.
+		keepSocketDir = true
 		go func() {
 			r := <-started
 			if r.e != nil {
@@ -351,6 +360,7 @@ func start(ctx context.Context, c completed, lock *dirLock) (s *Server, keepLock
 				r.e.Close()
 			}
 			if !isCrash(r.err) {
+				os.RemoveAll(socketDir)
 				lock.release()
 			}
 		}()
@@ -360,7 +370,10 @@ func start(ctx context.Context, c completed, lock *dirLock) (s *Server, keepLock
 	select {
 	case r := <-started:
 		if r.err != nil {
-			return nil, isCrash(r.err), fmt.Errorf("etcd: cannot start in %q (client %s, peer %s): %w", c.dir, clientURL.String(), peerURL.String(), r.err)
+			// After a crash etcd's listener may stay open until the
+			// process exits; keep its directory with it.
+			keepSocketDir = isCrash(r.err)
+			return nil, isCrash(r.err), fmt.Errorf("etcd: cannot start in %q (client %s): %w", c.dir, clientURL.String(), r.err)
 		}
 		e = r.e
 	case <-ctx.Done():
@@ -389,9 +402,17 @@ func start(ctx context.Context, c completed, lock *dirLock) (s *Server, keepLock
 		return fail(fmt.Errorf("etcd: not ready after %s in %q; set Config.LogOutput and Config.LogLevel \"info\" to see why, or raise Config.ReadyTimeout", c.readyTimeout, c.dir))
 	}
 
+	// The directory already keeps others out; a private socket mode is a
+	// second wall should the directory's mode ever be widened.
+	if err := os.Chmod(clientURL.Path, 0o600); err != nil {
+		return fail(fmt.Errorf("etcd: cannot restrict the client socket %q: %w", clientURL.Path, err))
+	}
+
+	keepSocketDir = true
 	s = &Server{
 		etcd:        e,
 		dir:         c.dir,
+		socketDir:   socketDir,
 		clientURL:   clientURL.String(),
 		log:         state,
 		lock:        lock,
@@ -473,39 +494,4 @@ func (s *Server) report(err error) {
 	case s.errc <- err:
 	default:
 	}
-}
-
-// pickPorts returns the configured ports, replacing zeros with ports that were
-// free on host a moment ago. Both listeners are held open together so the two
-// picked ports differ.
-func pickPorts(host string, clientPort, peerPort int) (int, int, error) {
-	ports := []int{clientPort, peerPort}
-	for i := range ports {
-		if ports[i] != 0 {
-			continue
-		}
-		l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-		if err != nil {
-			return 0, 0, fmt.Errorf("etcd: cannot find a free port on %q: %w; check Config.Host", host, err)
-		}
-		defer l.Close()
-		ports[i] = l.Addr().(*net.TCPAddr).Port
-	}
-	return ports[0], ports[1], nil
-}
-
-// inUsePort returns the port of the address a failed listen tried to bind,
-// or 0 if err does not say.
-func inUsePort(err error) int {
-	var op *net.OpError
-	if errors.As(err, &op) {
-		if a, ok := op.Addr.(*net.TCPAddr); ok {
-			return a.Port
-		}
-	}
-	return 0
-}
-
-func isAddrInUse(err error) bool {
-	return errors.Is(err, syscall.EADDRINUSE) || strings.Contains(err.Error(), "address already in use")
 }

@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -77,9 +75,10 @@ func TestStartPutGetRestart(t *testing.T) {
 	cfg := testConfig(t, dir)
 
 	s := mustStart(t, cfg)
-	if !strings.HasPrefix(s.ClientURL(), "http://127.0.0.1:") {
-		t.Errorf("ClientURL() = %q, want http://127.0.0.1:<port>", s.ClientURL())
+	if !strings.HasPrefix(s.ClientURL(), "unix:///") || !strings.HasSuffix(s.ClientURL(), "/client.sock") {
+		t.Errorf("ClientURL() = %q, want unix:///<dir>/client.sock", s.ClientURL())
 	}
+	socketDir := filepath.Dir(strings.TrimPrefix(s.ClientURL(), "unix://"))
 	fi, err := os.Stat(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -103,8 +102,11 @@ func TestStartPutGetRestart(t *testing.T) {
 	if _, ok := <-s.Err(); ok {
 		t.Errorf("Err() channel still open after Close, or Close reported an error")
 	}
+	if _, err := os.Stat(socketDir); !os.IsNotExist(err) {
+		t.Errorf("socket directory %s still there after Close (stat: %v)", socketDir, err)
+	}
 
-	// Restart on the same directory. New ports are picked; the data must
+	// Restart on the same directory. A new socket is made; the data must
 	// still be there.
 	s2 := mustStart(t, cfg)
 	t.Logf("first run %s, second run %s", firstURL, s2.ClientURL())
@@ -204,10 +206,8 @@ func TestStartInvalidConfig(t *testing.T) {
 		cfg  Config
 		want string
 	}{
-		{"host with port", Config{Dir: dir, Host: "127.0.0.1:2379"}, "Config.Host"},
-		{"host with scheme", Config{Dir: dir, Host: "http://localhost"}, "Config.Host"},
-		{"negative port", Config{Dir: dir, ClientPort: -1}, "Config.ClientPort -1 is out of range"},
-		{"same ports", Config{Dir: dir, ClientPort: 30000, PeerPort: 30000}, "must differ"},
+		{"socket parent too long", Config{Dir: dir, SocketParent: "/" + strings.Repeat("x", 100)}, "Config.SocketParent"},
+		{"socket parent missing", Config{Dir: dir, SocketParent: filepath.Join(dir, "missing")}, "Config.SocketParent"},
 		{"bad log level", Config{Dir: dir, LogLevel: "loud"}, `Config.LogLevel "loud"`},
 		{"negative timeout", Config{Dir: dir, ReadyTimeout: -time.Second}, "Config.ReadyTimeout"},
 	}
@@ -222,27 +222,6 @@ func TestStartInvalidConfig(t *testing.T) {
 				t.Errorf("error = %q, want it to contain %q", err, tt.want)
 			}
 		})
-	}
-}
-
-func TestStartPortInUse(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	port := l.Addr().(*net.TCPAddr).Port
-	cfg := testConfig(t, t.TempDir())
-	cfg.ClientPort = port
-	s, err := Start(context.Background(), cfg)
-	if err == nil {
-		s.Close()
-		t.Fatal("Start succeeded on a port in use")
-	}
-	for _, want := range []string{strconv.Itoa(port), "address already in use", "Config.ClientPort"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error = %q, want it to contain %q", err, want)
-		}
 	}
 }
 

@@ -126,6 +126,7 @@ func New(spec Spec, o *Options) (*genericapiserver.GenericAPIServer, genericapis
 // version the resource is served in.
 func installGroup(srv *genericapiserver.GenericAPIServer, spec Spec, g Group, codecs serializer.CodecFactory, getter generic.RESTOptionsGetter) error {
 	info := genericapiserver.NewDefaultAPIGroupInfo(g.Name, spec.Scheme, metav1.ParameterCodec, codecs)
+	info.NegotiatedSerializer = groupSerializer(codecs, spec.Scheme, g.groupVersions())
 	for _, r := range g.Resources {
 		storage, err := r.NewStorage(spec.Scheme, getter)
 		if err != nil {

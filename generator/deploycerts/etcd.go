@@ -1,0 +1,161 @@
+package deploycerts
+
+import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"sigs.k8s.io/yaml"
+)
+
+// Etcd file names inside the certificate directory.
+const (
+	etcdCACert     = "etcd-ca.crt"
+	etcdCAKey      = "etcd-ca.key"
+	etcdMemberCert = "etcd-member.crt"
+	etcdMemberKey  = "etcd-member.key"
+	etcdClientCert = "etcd-client.crt"
+	etcdClientKey  = "etcd-client.key"
+	// EtcdSecretsFile is the name, in the certificate directory, of the file holding the
+	// two Secrets of the etcd StatefulSet's certificates.
+	EtcdSecretsFile = "etcd-certs.yaml"
+)
+
+// EtcdSecrets names the Secrets that carry the etcd certificates. Each holds ca.crt (the
+// etcd CA), tls.crt and tls.key.
+type EtcdSecrets struct {
+	// Member is mounted by every etcd member: its certificate serves clients and peers
+	// and authenticates the member to its peers.
+	Member string
+	// Client is mounted by the server: its certificate authenticates it to etcd.
+	Client string
+}
+
+// EnsureEtcd returns the certificate material of the etcd StatefulSet in dir
+// (module-relative, under moduleDir), creating what is missing: a CA of its own (so that no
+// other certificate aagen makes is accepted by etcd), a member certificate for
+// memberDNSNames valid for server and client authentication (etcd uses it both to serve
+// and to dial its peers), a client certificate named clientName for the server, and the
+// Secrets that carry them. Existing files are reused when the CA signed them and the member
+// certificate still covers memberDNSNames.
+func EnsureEtcd(moduleDir, dir string, secrets EtcdSecrets, namespace, clientName string, memberDNSNames []string, now time.Time) (*Material, error) {
+	p := func(name string) string { return path.Join(dir, name) }
+	read := func(name string) []byte {
+		data, err := os.ReadFile(filepath.Join(moduleDir, filepath.FromSlash(p(name))))
+		if err != nil {
+			return nil
+		}
+		return data
+	}
+	fix := fmt.Sprintf("delete the etcd-* files in %s and generate again to issue new etcd certificates (then restart the etcd pods and the server)", dir)
+	caCert, caKey := read(etcdCACert), read(etcdCAKey)
+	memberCert, memberKey := read(etcdMemberCert), read(etcdMemberKey)
+	clientCert, clientKey := read(etcdClientCert), read(etcdClientKey)
+	m := &Material{}
+	if caCert == nil || caKey == nil {
+		if caCert != nil || caKey != nil || memberCert != nil || memberKey != nil || clientCert != nil || clientKey != nil {
+			return nil, fmt.Errorf("%s has etcd keys or certificates but not both %s and %s; %s", dir, etcdCACert, etcdCAKey, fix)
+		}
+		var err error
+		if caCert, caKey, err = newCA(secrets.Member+"-ca", now); err != nil {
+			return nil, err
+		}
+		m.Files = append(m.Files, File{p(etcdCACert), caCert}, File{p(etcdCAKey), caKey})
+	}
+	ca, signer, err := parsePair(caCert, caKey)
+	if err != nil {
+		return nil, fmt.Errorf("%s/%s, %s: %v; %s", dir, etcdCACert, etcdCAKey, err, fix)
+	}
+	both := []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}
+	if memberCert == nil || memberKey == nil {
+		if memberCert, memberKey, err = newLeaf(ca, signer, memberDNSNames[0], memberDNSNames, both, now); err != nil {
+			return nil, err
+		}
+		m.Files = append(m.Files, File{p(etcdMemberCert), memberCert}, File{p(etcdMemberKey), memberKey})
+	} else if err := checkLeaf(ca, memberCert, memberDNSNames, now); err != nil {
+		return nil, fmt.Errorf("%s/%s: %v; %s", dir, etcdMemberCert, err, fix)
+	}
+	if clientCert == nil || clientKey == nil {
+		if clientCert, clientKey, err = newLeaf(ca, signer, clientName, nil, []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}, now); err != nil {
+			return nil, err
+		}
+		m.Files = append(m.Files, File{p(etcdClientCert), clientCert}, File{p(etcdClientKey), clientKey})
+	} else if err := checkLeaf(ca, clientCert, nil, now); err != nil {
+		return nil, fmt.Errorf("%s/%s: %v; %s", dir, etcdClientCert, err, fix)
+	}
+	var out []byte
+	for i, s := range []struct {
+		name      string
+		cert, key []byte
+	}{{secrets.Member, memberCert, memberKey}, {secrets.Client, clientCert, clientKey}} {
+		doc, err := yaml.Marshal(map[string]any{
+			"apiVersion": "v1",
+			"kind":       "Secret",
+			"type":       "kubernetes.io/tls",
+			"metadata":   map[string]any{"name": s.name, "namespace": namespace},
+			"data":       map[string]any{"tls.crt": s.cert, "tls.key": s.key, "ca.crt": caCert},
+		})
+		if err != nil {
+			return nil, err
+		}
+		if i > 0 {
+			out = append(out, "---\n"...)
+		}
+		out = append(out, doc...)
+	}
+	m.Files = append(m.Files, File{p(EtcdSecretsFile), append([]byte("# The etcd members' and the server's etcd client certificates; private: keep them out of version control.\n"), out...)})
+	m.CACert = caCert
+	return m, nil
+}
+
+// newLeaf issues a certificate signed by ca for cn and dnsNames with the given extended key
+// usages.
+func newLeaf(ca *x509.Certificate, signer crypto.Signer, cn string, dnsNames []string, usages []x509.ExtKeyUsage, now time.Time) ([]byte, []byte, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: serial(),
+		Subject:      pkix.Name{CommonName: cn},
+		DNSNames:     dnsNames,
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(5 * 365 * 24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage:  usages,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, signer)
+	if err != nil {
+		return nil, nil, err
+	}
+	return encode(der, key)
+}
+
+// checkLeaf checks that certPEM is signed by ca, covers dnsNames and has not expired.
+func checkLeaf(ca *x509.Certificate, certPEM []byte, dnsNames []string, now time.Time) error {
+	cert, _, err := parseCert(certPEM)
+	if err != nil {
+		return err
+	}
+	if err := cert.CheckSignatureFrom(ca); err != nil {
+		return fmt.Errorf("not signed by %s", etcdCACert)
+	}
+	for _, n := range dnsNames {
+		if !slices.Contains(cert.DNSNames, n) {
+			return fmt.Errorf("does not cover %s (the server name or namespace changed?)", n)
+		}
+	}
+	if now.After(cert.NotAfter) {
+		return fmt.Errorf("expired on %s", cert.NotAfter.Format(time.DateOnly))
+	}
+	return nil
+}

@@ -1,0 +1,63 @@
+package server
+
+import (
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+)
+
+// plainObject is a type without protobuf marshalling, like the generated API types.
+type plainObject struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+}
+
+func (o *plainObject) DeepCopyObject() runtime.Object {
+	c := *o
+	o.ObjectMeta.DeepCopyInto(&c.ObjectMeta)
+	return &c
+}
+
+func mediaTypes(ns runtime.NegotiatedSerializer) map[string]bool {
+	out := map[string]bool{}
+	for _, info := range ns.SupportedMediaTypes() {
+		out[info.MediaType] = true
+	}
+	return out
+}
+
+// TestGroupSerializerOffersProtobufOnlyForProtobufTypes checks that a group whose types
+// cannot be encoded in protobuf does not offer it (so negotiation falls back to JSON or
+// answers 406), and that a group whose types all can keeps it.
+func TestGroupSerializerOffersProtobufOnlyForProtobufTypes(t *testing.T) {
+	plainGV := schema.GroupVersion{Group: "plain.example.com", Version: "v1"}
+	protoGV := schema.GroupVersion{Group: "proto.example.com", Version: "v1"}
+	scheme := runtime.NewScheme()
+	scheme.AddKnownTypes(plainGV, &plainObject{})
+	metav1.AddToGroupVersion(scheme, plainGV)
+	scheme.AddKnownTypeWithName(protoGV.WithKind("Status"), &metav1.Status{})
+	metav1.AddToGroupVersion(scheme, protoGV)
+	codecs := serializer.NewCodecFactory(scheme)
+	if !mediaTypes(codecs)[runtime.ContentTypeProtobuf] {
+		t.Fatal("the codec factory offers no protobuf; the test assumes it does")
+	}
+
+	plain := mediaTypes(groupSerializer(codecs, scheme, []schema.GroupVersion{plainGV}))
+	if plain[runtime.ContentTypeProtobuf] {
+		t.Error("a group of types without protobuf marshalling offers protobuf")
+	}
+	for _, want := range []string{runtime.ContentTypeJSON, runtime.ContentTypeYAML} {
+		if !plain[want] {
+			t.Errorf("a group of types without protobuf marshalling does not offer %s", want)
+		}
+	}
+	if !mediaTypes(groupSerializer(codecs, scheme, []schema.GroupVersion{protoGV}))[runtime.ContentTypeProtobuf] {
+		t.Error("a group whose types all have protobuf marshalling does not offer protobuf")
+	}
+	if mediaTypes(groupSerializer(codecs, scheme, []schema.GroupVersion{protoGV, plainGV}))[runtime.ContentTypeProtobuf] {
+		t.Error("a group with one version of types without protobuf marshalling offers protobuf")
+	}
+}
