@@ -397,19 +397,10 @@ func apiserver(m *model.Model, o Options) *jen.File {
 	for _, g := range m.Groups {
 		for _, v := range g.Versions {
 			f.ImportAlias(v.ImportPath, typesAlias(v))
-			if v.OwnRegistration {
-				// The package's own AddToScheme (kubebuilder's SchemeBuilder) is the user's;
-				// register the served kinds here so that the server never depends on it.
-				objs := []jen.Code{jen.Qual(v.ImportPath, "SchemeGroupVersion")}
-				for _, k := range v.Kinds {
-					objs = append(objs, jen.Op("&").Qual(v.ImportPath, k.Name).Values(), jen.Op("&").Qual(v.ImportPath, k.ListName).Values())
-				}
-				internal = append(internal,
-					jen.Id("scheme").Dot("AddKnownTypes").Call(objs...),
-					jen.Qual(pkgMetav1, "AddToGroupVersion").Call(jen.Id("scheme"), jen.Qual(v.ImportPath, "SchemeGroupVersion")))
-			} else {
-				adds = append(adds, jen.Qual(v.ImportPath, "AddToScheme"))
-			}
+			// Every version package registers its kinds with AddToScheme: the one
+			// zz_generated.register.go declares (register-gen's idiom), or a kubebuilder
+			// package's own (controller-runtime's scheme.Builder, filled by its init funcs).
+			adds = append(adds, jen.Qual(v.ImportPath, "AddToScheme"))
 			if v.ConvertTo != nil {
 				adds = append(adds, jen.Qual(v.ImportPath, "RegisterConversions"))
 			}

@@ -72,7 +72,8 @@ type Version struct {
 	Kinds []*Kind
 	// OwnRegistration is set when the package registers its kinds itself the way a
 	// kubebuilder project does (groupversion_info.go declaring SchemeBuilder and AddToScheme,
-	// types calling SchemeBuilder.Register in init): aagen then generates no AddToScheme.
+	// types calling SchemeBuilder.Register in init): aagen then generates no AddToScheme,
+	// and the server calls the package's own, as it calls the generated one elsewhere.
 	OwnRegistration bool
 	// ConvertTo is the storage (hub) version this package's kinds convert to when some of
 	// them are stored in another version of the group; nil when nothing converts.

@@ -25,15 +25,11 @@ import (
 // and from them (RegisterConversions, zz_generated.conversion.go and your conversion.go).
 func NewScheme() (*runtime.Scheme, error) {
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{apiv1.RegisterDefaults, apiv1beta1.RegisterConversions, apiv1beta1.RegisterDefaults} {
+	for _, add := range []func(*runtime.Scheme) error{apiv1.AddToScheme, apiv1.RegisterDefaults, apiv1beta1.AddToScheme, apiv1beta1.RegisterConversions, apiv1beta1.RegisterDefaults} {
 		if err := add(scheme); err != nil {
 			return nil, err
 		}
 	}
-	scheme.AddKnownTypes(apiv1.SchemeGroupVersion, &apiv1.Guestbook{}, &apiv1.GuestbookList{}, &apiv1.Visitor{}, &apiv1.VisitorList{})
-	metav1.AddToGroupVersion(scheme, apiv1.SchemeGroupVersion)
-	scheme.AddKnownTypes(apiv1beta1.SchemeGroupVersion, &apiv1beta1.Guestbook{}, &apiv1beta1.GuestbookList{}, &apiv1beta1.Visitor{}, &apiv1beta1.VisitorList{})
-	metav1.AddToGroupVersion(scheme, apiv1beta1.SchemeGroupVersion)
 	scheme.AddKnownTypes(schema.GroupVersion{
 		Group:   "webapp.example.com",
 		Version: runtime.APIVersionInternal,
