@@ -1,11 +1,14 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
@@ -101,6 +105,22 @@ func TestValidation(t *testing.T) {
 				`spec.lengthMeters: Invalid value: -5: spec.lengthMeters in body should be greater than or equal to 0`,
 			},
 		}, {
+			// Required fields are required as in a CRD, though the Go field is a plain string.
+			name:   "a boat with an empty spec",
+			client: bc,
+			obj:    obj("Boat", "empty", map[string]any{}),
+			want:   []string{`spec.dock: Required value`, rulesNotChecked},
+		}, {
+			name:   "a boat without a spec",
+			client: bc,
+			obj:    obj("Boat", "nothing", nil),
+			want:   []string{`spec.dock: Required value`, rulesNotChecked},
+		}, {
+			name:   "a boat with nulls",
+			client: bc,
+			obj:    obj("Boat", "nulls", map[string]any{"dock": nil, "lengthMeters": nil}),
+			want:   []string{`spec.dock: Required value`, rulesNotChecked},
+		}, {
 			name:   "a dock",
 			client: dyn.Resource(docks),
 			obj:    obj("Dock", "bad-dock", map[string]any{"berths": int64(501), "depth": "deep", "amenities": amenities}),
@@ -122,6 +142,56 @@ func TestValidation(t *testing.T) {
 				_, err := tc.client.Create(ctx, tc.obj, metav1.CreateOptions{})
 				checkInvalid(t, err, tc.obj.GetKind(), tc.obj.GetName(), tc.want)
 			})
+		}
+	})
+
+	t.Run("required fields on strict create and on patch", func(t *testing.T) {
+		_, err := bc.Create(ctx, obj("Boat", "strict", map[string]any{}), metav1.CreateOptions{FieldValidation: "Strict"})
+		checkInvalid(t, err, "Boat", "strict", []string{`spec.dock: Required value`, rulesNotChecked})
+		if _, err := bc.Create(ctx, obj("Boat", "patched", map[string]any{"dock": "north", "lengthMeters": int64(4)}), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		_, err = bc.Patch(ctx, "patched", types.JSONPatchType, []byte(`[{"op":"remove","path":"/spec"}]`), metav1.PatchOptions{})
+		checkInvalid(t, err, "Boat", "patched", []string{`spec.dock: Required value`, rulesNotChecked})
+		_, err = bc.Patch(ctx, "patched", types.MergePatchType, []byte(`{"spec":{"dock":null}}`), metav1.PatchOptions{})
+		checkInvalid(t, err, "Boat", "patched", []string{`spec.dock: Required value`, rulesNotChecked})
+		apply := []byte(`{"apiVersion":"marina.example.com/v1alpha1","kind":"Boat","metadata":{"name":"applied","namespace":"` + ns + `"},"spec":{"lengthMeters":3}}`)
+		_, err = bc.Patch(ctx, "applied", types.ApplyPatchType, apply, metav1.PatchOptions{FieldManager: "test"})
+		checkInvalid(t, err, "Boat", "applied", []string{`spec.dock: Required value`, rulesNotChecked})
+	})
+
+	t.Run("a request over a size limit costs little", func(t *testing.T) {
+		pid := serverPID(t, up)
+		// The cost of an ordinary create, averaged.
+		const ordinary = 40
+		before := cpuTicks(t, pid)
+		for i := range ordinary {
+			if _, err := dyn.Resource(docks).Create(ctx, obj("Dock", fmt.Sprintf("pier-%d", i), map[string]any{"berths": int64(4)}), metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		perCreate := float64(cpuTicks(t, pid)-before) / ordinary
+		// 150,000 amenities where the schema allows 16 (2.2 MB): refused before its managed
+		// fields are computed, also as a dry run, in a few tens of milliseconds.
+		huge := map[string]any{}
+		for i := range 150000 {
+			huge[fmt.Sprintf("a%d", i)] = "yes"
+		}
+		const over = 3
+		before = cpuTicks(t, pid)
+		for i := range over {
+			opts := metav1.CreateOptions{}
+			if i == 1 {
+				opts.DryRun = []string{metav1.DryRunAll}
+			}
+			_, err := dyn.Resource(docks).Create(ctx, obj("Dock", "huge", map[string]any{"berths": int64(4), "amenities": huge}), opts)
+			checkInvalid(t, err, "Dock", "huge", []string{`spec.amenities: Too many: 150000: must have at most 16 items`})
+		}
+		perOver := float64(cpuTicks(t, pid)-before) / over
+		t.Logf("server CPU: %.1f ticks per ordinary create, %.1f per refused 2.2 MB create", perCreate, perOver)
+		// Before the check, such a request cost 12.5 s of CPU, thousands of ordinary creates.
+		if perOver > 100*max(perCreate, 0.5) {
+			t.Errorf("a refused request over a limit cost %.0fx an ordinary create (%.1f vs %.1f clock ticks); want under 100x", perOver/max(perCreate, 0.5), perOver, perCreate)
 		}
 	})
 
@@ -276,6 +346,9 @@ func TestValidation(t *testing.T) {
 }
 
 // checkInvalid checks that err is one 422 Invalid for kind/name whose causes are want.
+// rulesNotChecked is the cause a CRD adds when schema errors keep its CEL rules from running.
+const rulesNotChecked = `<nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation`
+
 func checkInvalid(t *testing.T, err error, kind, name string, want []string) {
 	t.Helper()
 	if !apierrors.IsInvalid(err) {
@@ -329,4 +402,46 @@ func definition(t *testing.T, defs map[string]map[string]any, suffix string) map
 	}
 	t.Fatalf("no definition *%s", suffix)
 	return nil
+}
+
+// serverPID returns the process id of the server `aagen up` runs: its child.
+func serverPID(t *testing.T, up *upProcess) int {
+	t.Helper()
+	pid := up.cmd.Process.Pid
+	// The child is listed under the thread that started it (aagen up locks one).
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fields []string
+	for _, task := range tasks {
+		if data, err := os.ReadFile(task); err == nil {
+			fields = append(fields, strings.Fields(string(data))...)
+		}
+	}
+	if len(fields) == 0 {
+		t.Fatalf("aagen up (pid %d) has no child process", pid)
+	}
+	child, err := strconv.Atoi(fields[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return child
+}
+
+// cpuTicks returns the CPU time (user and system, in clock ticks) process pid has used.
+func cpuTicks(t *testing.T, pid int) int64 {
+	t.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The fields after the command name, which is in parentheses and may hold spaces.
+	rest := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
+	utime, err1 := strconv.ParseInt(rest[11], 10, 64)
+	stime, err2 := strconv.ParseInt(rest[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		t.Fatalf("parsing /proc/%d/stat: %v %v", pid, err1, err2)
+	}
+	return utime + stime
 }

@@ -133,8 +133,10 @@ func (v *schemaValidator) validate(ctx context.Context, obj, old runtime.Object)
 	if err != nil {
 		return field.ErrorList{field.InternalError(nil, err)}
 	}
-	// A typed object has nulls for nil pointers, slices and maps without omitempty; a
-	// request that left them out has none. Drop them as the CRD handler does.
+	// A typed object has nulls for nil pointers, slices and maps without omitempty, and
+	// zero values where a request left fields out; drop them, so that the schema sees
+	// what a CRD would (see dropUnset).
+	dropUnset(obj, u, v.structural)
 	structuraldefaulting.PruneNonNullableNullsWithoutDefaults(u, v.structural)
 	var errs field.ErrorList
 	var celOpts []cel.Option
@@ -146,6 +148,7 @@ func (v *schemaValidator) validate(ctx context.Context, obj, old runtime.Object)
 		if ou, err = runtime.DefaultUnstructuredConverter.ToUnstructured(old); err != nil {
 			return field.ErrorList{field.InternalError(nil, err)}
 		}
+		dropUnset(old, ou, v.structural)
 		structuraldefaulting.PruneNonNullableNullsWithoutDefaults(ou, v.structural)
 		// Ratcheting, as for CRDs: an invalid value that the update does not change is
 		// not an error, so tightening a constraint does not block unrelated updates.

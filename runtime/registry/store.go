@@ -25,11 +25,11 @@ func NewStorage[T Object](scheme *runtime.Scheme, getter generic.RESTOptionsGett
 		return nil, err
 	}
 	r := &res
-	schema, err := newVersionedSchemas(scheme, r)
+	schemas, err := newVersionedSchemas(scheme, r)
 	if err != nil {
 		return nil, fmt.Errorf("registry.Resource %s: %w", r.Kind, err)
 	}
-	main := newStrategy(scheme, r, h, schema)
+	main := newStrategy(scheme, r, h, schemas)
 	table := rest.NewDefaultTableConvertor(r.GroupResource())
 	if len(r.Columns) > 0 {
 		if table, err = NewTableConvertor(r.Columns); err != nil {
@@ -52,7 +52,8 @@ func NewStorage[T Object](scheme *runtime.Scheme, getter generic.RESTOptionsGett
 		return nil, fmt.Errorf("%s: %w", r.GroupResource(), err)
 	}
 	out := map[string]rest.Storage{
-		r.Plural: &REST{Store: store, shortNames: r.ShortNames, categories: r.Categories, fieldLabels: r.fieldLabels()},
+		r.Plural: &REST{Store: store, shortNames: r.ShortNames, categories: r.Categories, fieldLabels: r.fieldLabels(),
+			groupKind: schema.GroupKind{Group: r.Group, Kind: r.Kind}, schemas: schemas},
 	}
 	if r.Status != nil {
 		statusStore := *store
@@ -118,6 +119,9 @@ type REST struct {
 	shortNames  []string
 	categories  []string
 	fieldLabels []string
+	groupKind   schema.GroupKind
+	// schemas are the schemas of the served versions, for CheckLimits.
+	schemas *versionedSchemas
 }
 
 var (

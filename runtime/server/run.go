@@ -27,6 +27,7 @@ import (
 
 	"github.com/aagen-dev/aagen/runtime/etcd"
 	"github.com/aagen-dev/aagen/runtime/localauth"
+	"github.com/aagen-dev/aagen/runtime/registry"
 )
 
 // Run serves spec until ctx is cancelled. It starts the embedded etcd when no
@@ -91,11 +92,15 @@ func New(spec Spec, o *Options) (*genericapiserver.GenericAPIServer, genericapis
 	cfg.OpenAPIV3Config.Info.Title = spec.Title
 	cfg.OpenAPIV3Config.Info.Version = spec.Version
 	cfg.EffectiveVersion = compatibility.DefaultBuildEffectiveVersion()
-	if d := spec.deprecations(); len(d) > 0 {
-		chain := cfg.BuildHandlerChainFunc
-		cfg.BuildHandlerChainFunc = func(h http.Handler, c *genericapiserver.Config) http.Handler {
-			return chain(withDeprecationWarnings(h, d), c)
+	checkers := limitCheckers{}
+	deprecated := spec.deprecations()
+	chain := cfg.BuildHandlerChainFunc
+	cfg.BuildHandlerChainFunc = func(h http.Handler, c *genericapiserver.Config) http.Handler {
+		h = withLimitChecks(h, checkers, codecs, c.MaxRequestBodyBytes)
+		if len(deprecated) > 0 {
+			h = withDeprecationWarnings(h, deprecated)
 		}
+		return chain(h, c)
 	}
 	if err := ro.ApplyTo(cfg); err != nil {
 		return nil, nil, fmt.Errorf("applying options: %w", err)
@@ -111,7 +116,7 @@ func New(spec Spec, o *Options) (*genericapiserver.GenericAPIServer, genericapis
 		return nil, nil, err
 	}
 	for _, g := range spec.Groups {
-		if err := installGroup(srv, spec, g, codecs, cfg.RESTOptionsGetter); err != nil {
+		if err := installGroup(srv, spec, g, codecs, cfg.RESTOptionsGetter, checkers); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -124,7 +129,7 @@ func New(spec Spec, o *Options) (*genericapiserver.GenericAPIServer, genericapis
 
 // installGroup builds the storage of each resource of g once and installs it under every
 // version the resource is served in.
-func installGroup(srv *genericapiserver.GenericAPIServer, spec Spec, g Group, codecs serializer.CodecFactory, getter generic.RESTOptionsGetter) error {
+func installGroup(srv *genericapiserver.GenericAPIServer, spec Spec, g Group, codecs serializer.CodecFactory, getter generic.RESTOptionsGetter, checkers limitCheckers) error {
 	info := genericapiserver.NewDefaultAPIGroupInfo(g.Name, spec.Scheme, metav1.ParameterCodec, codecs)
 	info.NegotiatedSerializer = groupSerializer(codecs, spec.Scheme, g.groupVersions())
 	for _, r := range g.Resources {
@@ -139,6 +144,9 @@ func installGroup(srv *genericapiserver.GenericAPIServer, spec Spec, g Group, co
 			}
 			for path, s := range storage {
 				info.VersionedResourcesStorageMap[v.Name][path] = s
+				if c, ok := s.(registry.LimitChecker); ok {
+					checkers[schema.GroupResource{Group: g.Name, Resource: path}] = c
+				}
 				if err := registerFieldLabels(spec.Scheme, gv, s); err != nil {
 					return fmt.Errorf("%s %s: %w", gv, path, err)
 				}

@@ -1,0 +1,110 @@
+package registry
+
+import (
+	"context"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	openapicommon "k8s.io/kube-openapi/pkg/common"
+	"k8s.io/kube-openapi/pkg/validation/spec"
+	"k8s.io/utils/ptr"
+)
+
+type presenceWidget struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              presenceSpec   `json:"spec,omitempty"`
+	Status            presenceStatus `json:"status,omitempty"`
+}
+
+type presenceSpec struct {
+	Dock    string        `json:"dock"`
+	Code    string        `json:"code"`
+	Size    int32         `json:"size"`
+	Color   string        `json:"color,omitempty"`
+	Enabled bool          `json:"enabled"`
+	Sub     presenceSub   `json:"sub,omitempty"`
+	Items   []presenceSub `json:"items,omitempty"`
+	Created metav1.Time   `json:"created,omitempty"`
+}
+
+type presenceSub struct {
+	Name string `json:"name"`
+}
+
+type presenceStatus struct {
+	Phase   string   `json:"phase,omitempty"`
+	Parents []string `json:"parents"`
+}
+
+func (w *presenceWidget) DeepCopyObject() runtime.Object { c := *w; return &c }
+
+func presenceDefs(ref openapicommon.ReferenceCallback) map[string]openapicommon.OpenAPIDefinition {
+	obj := func(required []string, props map[string]spec.Schema) openapicommon.OpenAPIDefinition {
+		return openapicommon.OpenAPIDefinition{Schema: spec.Schema{SchemaProps: spec.SchemaProps{Type: []string{"object"}, Required: required, Properties: props}}}
+	}
+	str := spec.Schema{SchemaProps: spec.SchemaProps{Type: []string{"string"}}}
+	return map[string]openapicommon.OpenAPIDefinition{
+		"com.example.v1.Widget": obj(nil, map[string]spec.Schema{
+			"apiVersion": str, "kind": str,
+			"metadata": {SchemaProps: spec.SchemaProps{Ref: ref(defObjectMeta)}},
+			"spec":     {SchemaProps: spec.SchemaProps{Ref: ref("com.example.v1.WidgetSpec")}},
+			"status":   {SchemaProps: spec.SchemaProps{Ref: ref("com.example.v1.WidgetStatus")}},
+		}),
+		"com.example.v1.WidgetSpec": obj([]string{"dock", "code", "size", "enabled"}, map[string]spec.Schema{
+			"dock":    str,
+			"code":    {SchemaProps: spec.SchemaProps{Type: []string{"string"}, MinLength: ptr.To[int64](1)}},
+			"size":    {SchemaProps: spec.SchemaProps{Type: []string{"integer"}, Format: "int32"}},
+			"color":   str,
+			"enabled": {SchemaProps: spec.SchemaProps{Type: []string{"boolean"}}},
+			"sub":     {SchemaProps: spec.SchemaProps{Ref: ref("com.example.v1.Sub")}},
+			"items":   {SchemaProps: spec.SchemaProps{Type: []string{"array"}, Items: &spec.SchemaOrArray{Schema: &spec.Schema{SchemaProps: spec.SchemaProps{Ref: ref("com.example.v1.Sub")}}}}},
+			"created": {SchemaProps: spec.SchemaProps{Type: []string{"string"}, Format: "date-time"}},
+		}),
+		"com.example.v1.Sub": obj([]string{"name"}, map[string]spec.Schema{"name": str}),
+		"com.example.v1.WidgetStatus": obj([]string{"parents"}, map[string]spec.Schema{
+			"phase":   str,
+			"parents": {SchemaProps: spec.SchemaProps{Type: []string{"array"}, Items: &spec.SchemaOrArray{Schema: &str}}},
+		}),
+	}
+}
+
+// TestRequiredFieldsOfTypedObjects checks that a typed object's zero values are treated
+// as a CRD treats the absent fields of the JSON a client sent.
+func TestRequiredFieldsOfTypedObjects(t *testing.T) {
+	v, err := newSchemaValidator(&Schema{Definitions: presenceDefs, Name: "com.example.v1.Widget"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		obj  *presenceWidget
+		want []string
+	}{
+		// 0 and false are values clients set; only the empty string reads as unset, unless
+		// the field's own constraints refuse it (then the error names the constraint).
+		{"empty spec", &presenceWidget{}, []string{"spec.dock: Required value",
+			`spec.code: Invalid value: "": spec.code in body should be at least 1 chars long`}},
+		{"set", &presenceWidget{Spec: presenceSpec{Dock: "north", Code: "n"}}, nil},
+		{"a status nobody wrote has no required fields", &presenceWidget{Spec: presenceSpec{Dock: "north", Code: "n"}}, nil},
+		{"a written status has", &presenceWidget{Spec: presenceSpec{Dock: "north", Code: "n"}, Status: presenceStatus{Phase: "Ready"}},
+			[]string{"status.parents: Required value"}},
+		{"an optional struct left out has no required fields", &presenceWidget{Spec: presenceSpec{Dock: "north", Code: "n", Sub: presenceSub{}}}, nil},
+		{"list items are present", &presenceWidget{Spec: presenceSpec{Dock: "north", Code: "n", Items: []presenceSub{{Name: "a"}, {}}}},
+			[]string{"spec.items[1].name: Required value"}},
+	} {
+		var got []string
+		for _, e := range v.validate(context.Background(), c.obj, nil) {
+			got = append(got, e.Error())
+		}
+		if messages(got) != messages(c.want) {
+			t.Errorf("%s:\n%s\nwant:\n%s", c.name, messages(got), messages(c.want))
+		}
+	}
+	// An update is checked the same way, old object included.
+	errs := v.validate(context.Background(), &presenceWidget{}, &presenceWidget{Spec: presenceSpec{Dock: "north", Code: "n"}})
+	if len(errs) != 2 {
+		t.Errorf("update to an empty spec: %v", errs)
+	}
+}
