@@ -13,17 +13,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
-	"k8s.io/apiserver/pkg/apis/apiserver"
 	"k8s.io/apiserver/pkg/authentication/authenticatorfactory"
 	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
-	"k8s.io/apiserver/pkg/util/compatibility"
 	clientrest "k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
+	"github.com/aagen-dev/aagen/runtime/buildinfo"
 	"github.com/aagen-dev/aagen/runtime/etcd"
 	"github.com/aagen-dev/aagen/runtime/localauth"
 )
@@ -89,7 +88,7 @@ func New(spec Spec, o *Options) (*genericapiserver.GenericAPIServer, genericapis
 	cfg.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(spec.OpenAPIDefinitions, namer)
 	cfg.OpenAPIV3Config.Info.Title = spec.Title
 	cfg.OpenAPIV3Config.Info.Version = spec.Version
-	cfg.EffectiveVersion = compatibility.DefaultBuildEffectiveVersion()
+	cfg.EffectiveVersion = newEffectiveVersion(buildinfo.Read())
 	if d := spec.deprecations(); len(d) > 0 {
 		chain := cfg.BuildHandlerChainFunc
 		cfg.BuildHandlerChainFunc = func(h http.Handler, c *genericapiserver.Config) http.Handler {
@@ -179,21 +178,25 @@ func (o *Options) prepareLocal(name string) (*localauth.Files, error) {
 	return files, nil
 }
 
-// applyLocalAuthentication accepts client certificates of the local CA and nothing else:
-// unlike the delegating defaults, anonymous requests are rejected.
+// applyLocalAuthentication accepts client certificates of the local CA and, on the public
+// health and version paths only, anonymous requests (see PublicInfoPaths); unlike the
+// delegating defaults, anonymous requests anywhere else are rejected with 401.
 func applyLocalAuthentication(cfg *genericapiserver.RecommendedConfig, files *localauth.Files) error {
 	ca, err := dynamiccertificates.NewDynamicCAContentFromFile("local-client-ca", files.CACert)
 	if err != nil {
 		return fmt.Errorf("loading local CA %s: %w", files.CACert, err)
 	}
 	authn, _, err := authenticatorfactory.DelegatingAuthenticatorConfig{
-		Anonymous:                          &apiserver.AnonymousAuthConfig{Enabled: false},
+		Anonymous:                          anonymousPublicInfo(),
 		ClientCertificateCAContentProvider: ca,
 	}.New()
 	if err != nil {
 		return err
 	}
 	cfg.Authentication.Authenticator = authn
+	if err := allowPublicInfo(cfg); err != nil {
+		return err
+	}
 	return cfg.Authentication.ApplyClientCert(ca, cfg.SecureServing)
 }
 
