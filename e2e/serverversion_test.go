@@ -44,6 +44,9 @@ func TestServerVersionAndPublicInfo(t *testing.T) {
 	git("commit", "-q", "-m", "marina")
 	git("tag", "v1.2.3")
 
+	// Go stamps version-control information (and so the tag) only with -buildvcs on; this
+	// machine's go env turns it off, as sandboxes often do. aagen up's build inherits it.
+	t.Setenv("GOFLAGS", "-buildvcs=true")
 	up := startUp(t, dir, 20*time.Minute)
 	cfg := up.restConfig(t)
 

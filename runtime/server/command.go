@@ -48,6 +48,7 @@ the process, storing data in --embedded-etcd-dir.`, spec.Name),
 	cmd.SetOut(stdout)
 	cmd.SetErr(stderr)
 	o.AddFlags(cmd.Flags())
+	cmd.AddCommand(newBackupCommand(ctx, spec.Name, stdout), newRestoreCommand(spec.Name, stdout))
 	cmd.Flags().BoolVar(&showVersion, "version", false, "Print the server's version and the aagen, Go and Kubernetes versions it was built with, then exit.")
 	return cmd
 }

@@ -36,7 +36,8 @@ func Run(ctx context.Context, spec Spec, o *Options) error {
 	if err := o.Validate(); err != nil {
 		return err
 	}
-	if o.embeddedEtcd() {
+	embedded := o.embeddedEtcd()
+	if embedded {
 		e, err := etcd.Start(ctx, etcd.Config{Dir: o.EmbeddedEtcdDir})
 		if err != nil {
 			return fmt.Errorf("starting embedded etcd in %s: %w", o.EmbeddedEtcdDir, err)
@@ -52,6 +53,9 @@ func Run(ctx context.Context, spec Spec, o *Options) error {
 	srv, announce, err := New(spec, o)
 	if err != nil {
 		return err
+	}
+	if embedded {
+		installEtcdSnapshot(srv, o.Recommended.Etcd.StorageConfig.Transport)
 	}
 	if announce != nil {
 		if err := srv.AddPostStartHook("aagen-announce-kubeconfig", announce); err != nil {
