@@ -113,6 +113,7 @@ func New(spec Spec, o *Options) (*genericapiserver.GenericAPIServer, genericapis
 		return nil, nil, err
 	}
 	built := map[uintptr]map[string]rest.Storage{} // by StorageFunc: one storage per kind
+	var migrated []migratedResource
 	for _, g := range spec.Groups {
 		info := genericapiserver.NewDefaultAPIGroupInfo(g.Name, spec.Scheme, metav1.ParameterCodec, codecs)
 		for _, v := range g.Versions {
@@ -126,6 +127,7 @@ func New(spec Spec, o *Options) (*genericapiserver.GenericAPIServer, genericapis
 						return nil, nil, fmt.Errorf("building storage for %s/%s: %w", g.Name, v.Name, err)
 					}
 					built[key] = m
+					migrated = append(migrated, migratedResources(spec.Scheme, g.Name, m)...)
 				}
 				for k, s := range m {
 					storage[k] = s
@@ -139,6 +141,9 @@ func New(spec Spec, o *Options) (*genericapiserver.GenericAPIServer, genericapis
 		if err := srv.InstallAPIGroup(&info); err != nil {
 			return nil, nil, fmt.Errorf("installing API group %s: %w", g.Name, err)
 		}
+	}
+	if err := installStorageMigration(srv, migrated, ro.Etcd.StorageConfig, o.StorageMigrationQPS); err != nil {
+		return nil, nil, err
 	}
 	var announce genericapiserver.PostStartHookFunc
 	if local != nil {
