@@ -115,6 +115,9 @@ func startFleetController(t *testing.T, cfg *rest.Config, name string) client.Cl
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
+		// Unstructured objects are read from the cache (and its field index) only when
+		// asked; typed ones always are.
+		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
 	})
 	if err != nil {
 		t.Fatal(err)

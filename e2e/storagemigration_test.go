@@ -24,11 +24,12 @@ import (
 	"github.com/aagen-dev/aagen/runtime/server"
 )
 
-// TestStorageVersionMigration moves the storage version of kbexample's Visitor from
-// v1beta1 to v1: an "old" server (a copy of kbexample with v1beta1 marked as Visitor's
-// storage version) writes visitors; the real kbexample server, started on the same etcd
-// data, reads them in every version, says which resources hold objects in an old storage
-// version, rewrites them, and afterwards etcd (read directly) holds only v1 visitors.
+// TestStorageVersionMigration moves kbexample's storage version from v1beta1 to v1: an
+// "old" server (a copy of kbexample with v1beta1 marked as the storage version of both
+// kinds, and the Guestbook conversion written the other way round) writes visitors and
+// guestbooks; the real kbexample server, started on the same etcd data, reads them in
+// every version, says which resources hold objects in an old storage version, rewrites
+// them, and afterwards etcd (read directly) holds only v1 objects.
 func TestStorageVersionMigration(t *testing.T) {
 	skipShort(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
@@ -36,8 +37,7 @@ func TestStorageVersionMigration(t *testing.T) {
 
 	old := t.TempDir()
 	copyTree(t, filepath.Join(repoRoot(t), "testdata/kbexample"), old, nil)
-	moveMarker(t, filepath.Join(old, "api/v1/visitor_types.go"), filepath.Join(old, "api/v1beta1/visitor_types.go"),
-		"// +kubebuilder:storageversion\n", "// Visitor is the Schema for the visitors API\n")
+	storeInV1beta1(t, old)
 	upOld := startUpPattern(t, old, "./api/...", 20*time.Minute)
 	dyn := dynamic.NewForConfigOrDie(upOld.restConfig(t))
 	const n = 20
@@ -53,10 +53,24 @@ func TestStorageVersionMigration(t *testing.T) {
 			}
 		}
 	}
+	const books = 5
+	for i := range books {
+		gb := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": webapp + "/v1beta1", "kind": "Guestbook",
+			"metadata": map[string]any{"name": fmt.Sprintf("book-%d", i), "namespace": "default"},
+			"spec":     map[string]any{"motd": fmt.Sprintf("welcome %d", i)},
+		}}
+		if _, err := dyn.Resource(guestbooks("v1beta1")).Namespace("default").Create(ctx, gb, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	upOld.stop(t)
 	etcdDir := filepath.Join(old, ".aagen", "etcd")
-	if got := storedVisitorVersions(t, ctx, etcdDir); got[webapp+"/v1beta1"] != 2*n || len(got) != 1 {
+	if got := storedVersions(t, ctx, etcdDir, "visitors"); got[webapp+"/v1beta1"] != 2*n || len(got) != 1 {
 		t.Fatalf("the old server stored visitors as %v, want %d in v1beta1", got, 2*n)
+	}
+	if got := storedVersions(t, ctx, etcdDir, "guestbooks"); got[webapp+"/v1beta1"] != books || len(got) != 1 {
+		t.Fatalf("the old server stored guestbooks as %v, want %d in v1beta1", got, books)
 	}
 
 	upgraded := t.TempDir()
@@ -82,24 +96,37 @@ func TestStorageVersionMigration(t *testing.T) {
 				}
 			}
 		}
+		for v, field := range map[string]string{"v1": "message", "v1beta1": "motd"} {
+			gb, err := dyn.Resource(guestbooks(v)).Namespace("default").Get(ctx, "book-3", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, _, _ := unstructured.NestedString(gb.Object, "spec", field); got != "welcome 3" {
+				t.Errorf("guestbook book-3 in %s: spec.%s %q, want %q", v, field, got, "welcome 3")
+			}
+		}
 	})
 
 	t.Run("reported and migrated", func(t *testing.T) {
 		var report server.StorageVersionReport
 		err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
 			report = storageVersions(t, cfg)
+			done := 0
 			for _, r := range report.Resources {
-				if r.Resource == "visitors" {
-					return !report.Migrating && r.Stale == 0 && r.Objects[webapp+"/v1"] == 2*n, nil
+				switch {
+				case r.Resource == "visitors" && r.Stale == 0 && r.Objects[webapp+"/v1"] == 2*n:
+					done++
+				case r.Resource == "guestbooks" && r.Stale == 0 && r.Objects[webapp+"/v1"] == books:
+					done++
 				}
 			}
-			return false, nil
+			return !report.Migrating && done == 2, nil
 		})
 		if err != nil {
 			t.Fatalf("migration did not finish: %v; report %+v", err, report)
 		}
-		if report.Migrated != 2*n || report.Error != "" {
-			t.Errorf("report: migrated %d (want %d), error %q", report.Migrated, 2*n, report.Error)
+		if report.Migrated != 2*n+books || report.Error != "" {
+			t.Errorf("report: migrated %d (want %d), error %q", report.Migrated, 2*n+books, report.Error)
 		}
 		logs := up.stderr.String()
 		if !strings.Contains(logs, "objects stored in an old version; migrating them") || !strings.Contains(logs, `resource="visitors"`) {
@@ -111,8 +138,53 @@ func TestStorageVersionMigration(t *testing.T) {
 	})
 	up.stop(t)
 
-	if got := storedVisitorVersions(t, ctx, etcdDir); got[webapp+"/v1"] != 2*n || len(got) != 1 {
+	if got := storedVersions(t, ctx, etcdDir, "visitors"); got[webapp+"/v1"] != 2*n || len(got) != 1 {
 		t.Errorf("after the migration etcd holds visitors as %v, want all %d in v1", got, 2*n)
+	}
+	if got := storedVersions(t, ctx, etcdDir, "guestbooks"); got[webapp+"/v1"] != books || len(got) != 1 {
+		t.Errorf("after the migration etcd holds guestbooks as %v, want all %d in v1", got, books)
+	}
+}
+
+// storeInV1beta1 turns the kbexample copy in dir into its previous release: v1beta1 is the
+// storage version of both kinds, and Guestbook's hand-written conversion goes between v1
+// and the v1beta1 hub.
+func storeInV1beta1(t *testing.T, dir string) {
+	t.Helper()
+	moveMarker(t, filepath.Join(dir, "api/v1/visitor_types.go"), filepath.Join(dir, "api/v1beta1/visitor_types.go"),
+		"// +kubebuilder:storageversion\n", "// Visitor is the Schema for the visitors API\n")
+	moveMarker(t, filepath.Join(dir, "api/v1/guestbook_types.go"), filepath.Join(dir, "api/v1beta1/guestbook_types.go"),
+		"// +kubebuilder:storageversion\n", "// Guestbook is the Schema for the guestbooks API\n")
+	for _, f := range []string{"api/v1beta1/conversion.go", "api/v1beta1/zz_generated.conversion.go"} {
+		if err := os.Remove(filepath.Join(dir, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conv := `package v1
+
+import (
+	v1beta1 "example.com/kbexample/api/v1beta1"
+	"k8s.io/apimachinery/pkg/conversion"
+)
+
+func Convert_v1_GuestbookSpec_To_v1beta1_GuestbookSpec(in *GuestbookSpec, out *v1beta1.GuestbookSpec, s conversion.Scope) error {
+	if err := autoConvert_v1_GuestbookSpec_To_v1beta1_GuestbookSpec(in, out, s); err != nil {
+		return err
+	}
+	out.Motd = in.Message
+	return nil
+}
+
+func Convert_v1beta1_GuestbookSpec_To_v1_GuestbookSpec(in *v1beta1.GuestbookSpec, out *GuestbookSpec, s conversion.Scope) error {
+	if err := autoConvert_v1beta1_GuestbookSpec_To_v1_GuestbookSpec(in, out, s); err != nil {
+		return err
+	}
+	out.Message = in.Motd
+	return nil
+}
+`
+	if err := os.WriteFile(filepath.Join(dir, "api/v1/conversion.go"), []byte(conv), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -139,9 +211,9 @@ func moveMarker(t *testing.T, from, to, marker, anchor string) {
 	}
 }
 
-// storedVisitorVersions opens the (stopped) server's etcd data directory and counts the
-// stored visitors by the apiVersion they are encoded in.
-func storedVisitorVersions(t *testing.T, ctx context.Context, dir string) map[string]int {
+// storedVersions opens the (stopped) server's etcd data directory and counts the stored
+// objects of resource by the apiVersion they are encoded in.
+func storedVersions(t *testing.T, ctx context.Context, dir, resource string) map[string]int {
 	t.Helper()
 	e, err := etcd.Start(ctx, etcd.Config{Dir: dir})
 	if err != nil {
@@ -159,7 +231,7 @@ func storedVisitorVersions(t *testing.T, ctx context.Context, dir string) map[st
 	}
 	out := map[string]int{}
 	for _, kv := range resp.Kvs {
-		if !strings.Contains(string(kv.Key), "/visitors/") {
+		if !strings.Contains(string(kv.Key), "/"+resource+"/") {
 			continue
 		}
 		var head struct {
