@@ -92,9 +92,9 @@ func TestServerVersionAndPublicInfo(t *testing.T) {
 				t.Errorf("anonymous GET %s: %d, want 200", path, code)
 			}
 		}
-		for _, path := range []string{"/apis", "/api", "/openapi/v2", "/metrics", "/livez/etcd", "/apis/marina.example.com/v1alpha1/boats", "/apis/marina.example.com/v1alpha1/namespaces/default/boats/x"} {
-			if code := statusOf(t, anon, path); code != http.StatusUnauthorized && code != http.StatusForbidden {
-				t.Errorf("anonymous GET %s: %d, want 401 or 403", path, code)
+		for _, path := range []string{"/apis", "/api", "/openapi/v2", "/metrics", "/livez/etcd", "/apis/marina.example.com/v1alpha1/boats", "/apis/marina.example.com/v1alpha1/namespaces/default/boats/x", "/backup/etcd-snapshot", "/storage-versions"} {
+			if code := statusOf(t, anon, path); code != http.StatusUnauthorized {
+				t.Errorf("anonymous GET %s: %d, want 401", path, code)
 			}
 		}
 		// The admin still reads everything.
