@@ -155,7 +155,9 @@ func storeInV1beta1(t *testing.T, dir string) {
 		"// +kubebuilder:storageversion\n", "// Visitor is the Schema for the visitors API\n")
 	moveMarker(t, filepath.Join(dir, "api/v1/guestbook_types.go"), filepath.Join(dir, "api/v1beta1/guestbook_types.go"),
 		"// +kubebuilder:storageversion\n", "// Guestbook is the Schema for the guestbooks API\n")
-	for _, f := range []string{"api/v1beta1/conversion.go", "api/v1beta1/zz_generated.conversion.go"} {
+	// The hooks take the storage version's types: generate writes them anew, empty.
+	for _, f := range []string{"api/v1beta1/conversion.go", "api/v1beta1/zz_generated.conversion.go",
+		"pkg/registry/api/guestbook/hooks.go", "pkg/registry/api/visitor/hooks.go"} {
 		if err := os.Remove(filepath.Join(dir, f)); err != nil {
 			t.Fatal(err)
 		}
