@@ -101,7 +101,7 @@ func Generate(ctx context.Context, o Options) (_ *Result, err error) {
 		o.Deploy.GoVersion = goMinor()
 	}
 	// The directories a run writes besides the types packages (which are among its sources).
-	outDirs := []string{o.GeneratedDir, layout.APIServerDir, layout.RegistryDir, deployDir}
+	outDirs := []string{o.GeneratedDir, layout.APIServerDir, layout.RegistryDir, deployDir, emit.APIDocsDir}
 	warn := o.Warn
 	if warn == nil {
 		warn = o.Log
@@ -195,6 +195,11 @@ func Generate(ctx context.Context, o Options) (_ *Result, err error) {
 		return nil, err
 	}
 	all = append(all, deploy...)
+	apiDocs, err := emit.APIDocs(m, loaded.Packages, res.ServerName)
+	if err != nil {
+		return nil, err
+	}
+	all = append(all, apiDocs...)
 	logf("generated %d files (%.1fs)", len(all), time.Since(t).Seconds())
 
 	plan, err := output.Diff(m.ModuleDir, all, scan)

@@ -19,6 +19,7 @@ import (
 	"github.com/aagen-dev/aagen/generator"
 	"github.com/aagen-dev/aagen/generator/emit"
 	"github.com/aagen-dev/aagen/generator/layout"
+	"github.com/aagen-dev/aagen/runtime/buildinfo"
 )
 
 func newRootCommand() *cobra.Command {
@@ -165,7 +166,8 @@ func up(ctx context.Context, o generator.Options, stateDir string, serverArgs []
 	}
 	fmt.Fprintf(log, "aagen: building %s (the first build compiles k8s.io/apiserver and etcd: a few minutes)\n", res.ServerName)
 	start := time.Now()
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/"+res.ServerName)
+	// The server reports the aagen that built it (see buildinfo.AagenVersionLinkFlag).
+	build := exec.CommandContext(ctx, "go", "build", "-ldflags="+buildinfo.AagenVersionLinkFlag(buildinfo.Read().Aagen), "-o", bin, "./cmd/"+res.ServerName)
 	build.Dir, build.Stdout, build.Stderr = root, stderr, stderr
 	if err := build.Run(); err != nil {
 		return fmt.Errorf("building %s: %w", res.ServerName, err)
@@ -264,7 +266,7 @@ func newVersionCommand() *cobra.Command {
 				fmt.Fprintln(out, "aagen (unknown build)")
 				return
 			}
-			fmt.Fprintf(out, "aagen %s (%s)\n", info.Main.Version, info.GoVersion)
+			fmt.Fprintf(out, "aagen %s (%s)\n", buildinfo.Read().Aagen, info.GoVersion)
 			for _, d := range info.Deps {
 				switch d.Path {
 				case "k8s.io/apiserver", "k8s.io/code-generator", "k8s.io/kube-openapi", "go.etcd.io/etcd/server/v3":

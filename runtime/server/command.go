@@ -7,6 +7,8 @@ import (
 	"net"
 
 	"github.com/spf13/cobra"
+
+	"github.com/aagen-dev/aagen/runtime/buildinfo"
 )
 
 // NewCommand returns the cobra command of a generated server: every upstream flag plus
@@ -14,6 +16,7 @@ import (
 func NewCommand(ctx context.Context, spec Spec, stdout, stderr io.Writer) *cobra.Command {
 	o := NewOptions(&spec)
 	o.Stdout = stdout
+	var showVersion bool
 	cmd := &cobra.Command{
 		Use:   spec.Name,
 		Short: fmt.Sprintf("Serve the %s aggregated API", spec.Name),
@@ -26,6 +29,10 @@ the process, storing data in --embedded-etcd-dir.`, spec.Name),
 		SilenceUsage: true,
 		Args:         cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if showVersion {
+				printVersion(stdout, spec.Name, buildinfo.Read())
+				return nil
+			}
 			if o.Local {
 				ss := o.Recommended.SecureServing
 				if !cmd.Flags().Changed("bind-address") {
@@ -41,5 +48,7 @@ the process, storing data in --embedded-etcd-dir.`, spec.Name),
 	cmd.SetOut(stdout)
 	cmd.SetErr(stderr)
 	o.AddFlags(cmd.Flags())
+	cmd.AddCommand(newBackupCommand(ctx, spec.Name, stdout), newRestoreCommand(spec.Name, stdout))
+	cmd.Flags().BoolVar(&showVersion, "version", false, "Print the server's version and the aagen, Go and Kubernetes versions it was built with, then exit.")
 	return cmd
 }

@@ -34,6 +34,9 @@ type Options struct {
 	AlternateDNS []string
 	// Stdout receives the "export KUBECONFIG=..." line in local mode.
 	Stdout io.Writer
+	// StorageMigrationQPS bounds the objects a second the storage-version migration
+	// rewrites (see StorageVersionsPath).
+	StorageMigrationQPS float64
 }
 
 // NewOptions returns the default options for spec.
@@ -46,6 +49,8 @@ func NewOptions(spec *Spec) *Options {
 		LocalDir:        DefaultLocalDir,
 		EmbeddedEtcdDir: DefaultEmbeddedEtcdDir,
 		Stdout:          os.Stdout,
+
+		StorageMigrationQPS: DefaultStorageMigrationQPS,
 	}
 }
 
@@ -59,6 +64,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.LocalDir, "local-dir", o.LocalDir, "Directory for the local CA, certificates and kubeconfig (with --local).")
 	fs.StringVar(&o.EmbeddedEtcdDir, "embedded-etcd-dir", o.EmbeddedEtcdDir,
 		"Data directory of the etcd started inside this process when --etcd-servers is empty. Data survives restarts.")
+	fs.Float64Var(&o.StorageMigrationQPS, "storage-migration-qps", o.StorageMigrationQPS,
+		"Objects a second the server rewrites when it finds objects stored in an old version at startup (see /storage-versions).")
 	fs.StringSliceVar(&o.AlternateDNS, "alternate-dns", o.AlternateDNS, "Extra DNS names for a self-signed serving certificate.")
 }
 

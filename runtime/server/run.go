@@ -13,18 +13,17 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
-	"k8s.io/apiserver/pkg/apis/apiserver"
 	"k8s.io/apiserver/pkg/authentication/authenticatorfactory"
 	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
 	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
-	"k8s.io/apiserver/pkg/util/compatibility"
 	clientrest "k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
+	"github.com/aagen-dev/aagen/runtime/buildinfo"
 	"github.com/aagen-dev/aagen/runtime/etcd"
 	"github.com/aagen-dev/aagen/runtime/localauth"
 	"github.com/aagen-dev/aagen/runtime/registry"
@@ -39,7 +38,8 @@ func Run(ctx context.Context, spec Spec, o *Options) error {
 	if err := o.Validate(); err != nil {
 		return err
 	}
-	if o.embeddedEtcd() {
+	embedded := o.embeddedEtcd()
+	if embedded {
 		e, err := etcd.Start(ctx, etcd.Config{Dir: o.EmbeddedEtcdDir})
 		if err != nil {
 			return fmt.Errorf("starting embedded etcd in %s: %w", o.EmbeddedEtcdDir, err)
@@ -55,6 +55,9 @@ func Run(ctx context.Context, spec Spec, o *Options) error {
 	srv, announce, err := New(spec, o)
 	if err != nil {
 		return err
+	}
+	if embedded {
+		installEtcdSnapshot(srv, o.Recommended.Etcd.StorageConfig.Transport)
 	}
 	if announce != nil {
 		if err := srv.AddPostStartHook("aagen-announce-kubeconfig", announce); err != nil {
@@ -91,7 +94,7 @@ func New(spec Spec, o *Options) (*genericapiserver.GenericAPIServer, genericapis
 	cfg.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(spec.OpenAPIDefinitions, namer)
 	cfg.OpenAPIV3Config.Info.Title = spec.Title
 	cfg.OpenAPIV3Config.Info.Version = spec.Version
-	cfg.EffectiveVersion = compatibility.DefaultBuildEffectiveVersion()
+	cfg.EffectiveVersion = newEffectiveVersion(buildinfo.Read())
 	checkers := limitCheckers{}
 	deprecated := spec.deprecations()
 	chain := cfg.BuildHandlerChainFunc
@@ -115,10 +118,16 @@ func New(spec Spec, o *Options) (*genericapiserver.GenericAPIServer, genericapis
 	if err != nil {
 		return nil, nil, err
 	}
+	var migrated []migratedResource
 	for _, g := range spec.Groups {
-		if err := installGroup(srv, spec, g, codecs, cfg.RESTOptionsGetter, checkers); err != nil {
+		m, err := installGroup(srv, spec, g, codecs, cfg.RESTOptionsGetter, checkers)
+		if err != nil {
 			return nil, nil, err
 		}
+		migrated = append(migrated, m...)
+	}
+	if err := installStorageMigration(srv, migrated, ro.Etcd.StorageConfig, o.StorageMigrationQPS); err != nil {
+		return nil, nil, err
 	}
 	var announce genericapiserver.PostStartHookFunc
 	if local != nil {
@@ -129,14 +138,17 @@ func New(spec Spec, o *Options) (*genericapiserver.GenericAPIServer, genericapis
 
 // installGroup builds the storage of each resource of g once and installs it under every
 // version the resource is served in.
-func installGroup(srv *genericapiserver.GenericAPIServer, spec Spec, g Group, codecs serializer.CodecFactory, getter generic.RESTOptionsGetter, checkers limitCheckers) error {
+// It returns the resources whose stored objects the storage-version migration looks at.
+func installGroup(srv *genericapiserver.GenericAPIServer, spec Spec, g Group, codecs serializer.CodecFactory, getter generic.RESTOptionsGetter, checkers limitCheckers) ([]migratedResource, error) {
 	info := genericapiserver.NewDefaultAPIGroupInfo(g.Name, spec.Scheme, metav1.ParameterCodec, codecs)
 	info.NegotiatedSerializer = groupSerializer(codecs, spec.Scheme, g.groupVersions())
+	var migrated []migratedResource
 	for _, r := range g.Resources {
 		storage, err := r.NewStorage(spec.Scheme, getter)
 		if err != nil {
-			return fmt.Errorf("building storage for %s.%s: %w", r.Plural, g.Name, err)
+			return nil, fmt.Errorf("building storage for %s.%s: %w", r.Plural, g.Name, err)
 		}
+		migrated = append(migrated, migratedResources(spec.Scheme, g.Name, storage)...)
 		for _, v := range r.Versions {
 			gv := schema.GroupVersion{Group: g.Name, Version: v.Name}
 			if info.VersionedResourcesStorageMap[v.Name] == nil {
@@ -148,7 +160,7 @@ func installGroup(srv *genericapiserver.GenericAPIServer, spec Spec, g Group, co
 					checkers[schema.GroupResource{Group: g.Name, Resource: path}] = c
 				}
 				if err := registerFieldLabels(spec.Scheme, gv, s); err != nil {
-					return fmt.Errorf("%s %s: %w", gv, path, err)
+					return nil, fmt.Errorf("%s %s: %w", gv, path, err)
 				}
 			}
 		}
@@ -162,9 +174,9 @@ func installGroup(srv *genericapiserver.GenericAPIServer, spec Spec, g Group, co
 	}
 	info.PrioritizedVersions = served
 	if err := srv.InstallAPIGroup(&info); err != nil {
-		return fmt.Errorf("installing API group %s: %w", g.Name, err)
+		return nil, fmt.Errorf("installing API group %s: %w", g.Name, err)
 	}
-	return nil
+	return migrated, nil
 }
 
 // prepareLocal defaults serving to loopback, creates the local credentials and turns off
@@ -202,21 +214,25 @@ func (o *Options) prepareLocal(name string) (*localauth.Files, error) {
 	return files, nil
 }
 
-// applyLocalAuthentication accepts client certificates of the local CA and nothing else:
-// unlike the delegating defaults, anonymous requests are rejected.
+// applyLocalAuthentication accepts client certificates of the local CA and, on the public
+// health and version paths only, anonymous requests (see PublicInfoPaths); unlike the
+// delegating defaults, anonymous requests anywhere else are rejected with 401.
 func applyLocalAuthentication(cfg *genericapiserver.RecommendedConfig, files *localauth.Files) error {
 	ca, err := dynamiccertificates.NewDynamicCAContentFromFile("local-client-ca", files.CACert)
 	if err != nil {
 		return fmt.Errorf("loading local CA %s: %w", files.CACert, err)
 	}
 	authn, _, err := authenticatorfactory.DelegatingAuthenticatorConfig{
-		Anonymous:                          &apiserver.AnonymousAuthConfig{Enabled: false},
+		Anonymous:                          anonymousPublicInfo(),
 		ClientCertificateCAContentProvider: ca,
 	}.New()
 	if err != nil {
 		return err
 	}
 	cfg.Authentication.Authenticator = authn
+	if err := allowPublicInfo(cfg); err != nil {
+		return err
+	}
 	return cfg.Authentication.ApplyClientCert(ca, cfg.SecureServing)
 }
 

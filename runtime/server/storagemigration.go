@@ -1,0 +1,239 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"path"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
+	"k8s.io/apiserver/pkg/registry/rest"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/apiserver/pkg/storage"
+	"k8s.io/apiserver/pkg/storage/storagebackend"
+	"k8s.io/klog/v2"
+
+	"github.com/aagen-dev/aagen/runtime/registry"
+)
+
+// DefaultStorageMigrationQPS is how many objects a second the storage-version migration
+// rewrites unless --storage-migration-qps says otherwise.
+const DefaultStorageMigrationQPS = 50
+
+// StorageVersionsPath serves, as JSON (a StorageVersionReport), which version every
+// resource's objects are stored in and how far the storage-version migration has got.
+const StorageVersionsPath = "/storage-versions"
+
+// StorageVersionReport is what StorageVersionsPath serves.
+type StorageVersionReport struct {
+	// Resources are the served resources, by group and name.
+	Resources []ResourceStorageVersions `json:"resources"`
+	// Migrating is true while the migration runs.
+	Migrating bool `json:"migrating"`
+	// Migrated counts the objects rewritten in their storage version since the server started.
+	Migrated int `json:"migrated"`
+	// Error is the last migration error, if any.
+	Error string `json:"error,omitempty"`
+}
+
+// ResourceStorageVersions is the storage of one resource.
+type ResourceStorageVersions struct {
+	Group    string `json:"group"`
+	Resource string `json:"resource"`
+	// StorageVersion is the version objects are written in now.
+	StorageVersion string `json:"storageVersion"`
+	// Objects counts the stored objects by the apiVersion they are stored in ("unknown"
+	// when a value is not JSON, e.g. encrypted at rest).
+	Objects map[string]int `json:"objects"`
+	// Stale counts the objects stored in another version than StorageVersion.
+	Stale int `json:"stale"`
+}
+
+// migratedResource is a resource the migration knows: its store and etcd key root.
+type migratedResource struct {
+	gr      schema.GroupResource
+	version string
+	store   *genericregistry.Store
+}
+
+// storageMigrator rewrites objects stored in an old version in their storage version, the
+// way kube-storage-version-migrator does (a no-op update of each, which the storage layer
+// encodes in the current storage version), throttled to qps writes per second. It finds
+// the objects to rewrite by reading etcd, so an interrupted migration resumes with what is
+// left at the next start. It reports through StorageVersionsPath and the log.
+type storageMigrator struct {
+	resources []migratedResource
+	transport storagebackend.TransportConfig
+	prefix    string
+	qps       float64
+
+	mu     sync.Mutex
+	report StorageVersionReport
+}
+
+// migratedResources are the main storages (not subresources) among one kind's storage,
+// keyed "plural" and "plural/sub".
+func migratedResources(scheme *runtime.Scheme, group string, built map[string]rest.Storage) []migratedResource {
+	var out []migratedResource
+	for name, s := range built {
+		r, ok := s.(*registry.REST)
+		if !ok || strings.Contains(name, "/") {
+			continue
+		}
+		gvks, _, err := scheme.ObjectKinds(r.New())
+		if err != nil || len(gvks) == 0 {
+			continue
+		}
+		out = append(out, migratedResource{gr: schema.GroupResource{Group: group, Resource: name}, version: gvks[0].Version, store: r.Store})
+	}
+	return out
+}
+
+// scan reads every stored object of every resource from etcd and counts them by version.
+func (m *storageMigrator) scan(ctx context.Context, client *clientv3.Client) ([]ResourceStorageVersions, map[int][]string, error) {
+	var out []ResourceStorageVersions
+	stale := map[int][]string{} // keys (relative to the storage prefix) by resource index
+	for i, r := range m.resources {
+		root := m.prefix + r.store.KeyRootFunc(context.Background())
+		rv := ResourceStorageVersions{Group: r.gr.Group, Resource: r.gr.Resource, StorageVersion: r.version, Objects: map[string]int{}}
+		want := schema.GroupVersion{Group: r.gr.Group, Version: r.version}.String()
+		key, end := root+"/", clientv3.GetPrefixRangeEnd(root+"/")
+		for {
+			resp, err := client.Get(ctx, key, clientv3.WithRange(end), clientv3.WithLimit(500))
+			if err != nil {
+				return nil, nil, fmt.Errorf("reading %s from etcd: %w", r.gr, err)
+			}
+			for _, kv := range resp.Kvs {
+				var head struct {
+					APIVersion string `json:"apiVersion"`
+				}
+				v := "unknown"
+				if json.Unmarshal(kv.Value, &head) == nil && head.APIVersion != "" {
+					v = head.APIVersion
+				}
+				rv.Objects[v]++
+				if v != want && v != "unknown" {
+					rv.Stale++
+					stale[i] = append(stale[i], strings.TrimPrefix(string(kv.Key), m.prefix))
+				}
+			}
+			if !resp.More || len(resp.Kvs) == 0 {
+				break
+			}
+			key = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+		}
+		out = append(out, rv)
+	}
+	sort.Slice(out, func(a, b int) bool {
+		return out[a].Group+"/"+out[a].Resource < out[b].Group+"/"+out[b].Resource
+	})
+	return out, stale, nil
+}
+
+// run scans, logs which resources hold objects in an old storage version, rewrites them,
+// and scans again.
+func (m *storageMigrator) run(ctx context.Context) {
+	m.set(func(r *StorageVersionReport) { r.Migrating = true })
+	defer m.set(func(r *StorageVersionReport) { r.Migrating = false })
+	client, err := newEtcdClient(m.transport)
+	if err != nil {
+		m.fail(err)
+		return
+	}
+	defer client.Close()
+	resources, stale, err := m.scan(ctx, client)
+	if err != nil {
+		m.fail(err)
+		return
+	}
+	m.set(func(r *StorageVersionReport) { r.Resources = resources })
+	total := 0
+	for _, r := range resources {
+		if r.Stale > 0 {
+			klog.InfoS("objects stored in an old version; migrating them", "group", r.Group, "resource", r.Resource, "storageVersion", r.StorageVersion, "objects", r.Objects)
+			total += r.Stale
+		}
+	}
+	if total == 0 {
+		return
+	}
+	interval := time.Duration(float64(time.Second) / m.qps)
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	done := 0
+	for i, keys := range stale {
+		r := m.resources[i]
+		for _, key := range keys {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			err := r.store.Storage.GuaranteedUpdate(ctx, key, r.store.NewFunc(), true, nil,
+				func(existing runtime.Object, _ storage.ResponseMeta) (runtime.Object, *uint64, error) {
+					return existing, nil, nil // written back in the storage version
+				}, false, nil)
+			if err != nil {
+				m.fail(fmt.Errorf("migrating %s %s: %w", r.gr, key, err))
+				continue
+			}
+			done++
+			m.set(func(rep *StorageVersionReport) { rep.Migrated++ })
+			if done%100 == 0 {
+				klog.InfoS("storage-version migration", "migrated", done, "of", total)
+			}
+		}
+	}
+	if resources, _, err = m.scan(ctx, client); err != nil {
+		m.fail(err)
+		return
+	}
+	m.set(func(r *StorageVersionReport) { r.Resources = resources })
+	klog.InfoS("storage-version migration done", "migrated", done, "of", total)
+}
+
+func (m *storageMigrator) set(f func(*StorageVersionReport)) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	f(&m.report)
+}
+
+func (m *storageMigrator) fail(err error) {
+	klog.ErrorS(err, "storage-version migration")
+	m.set(func(r *StorageVersionReport) { r.Error = err.Error() })
+}
+
+// ServeHTTP serves the report.
+func (m *storageMigrator) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
+	m.mu.Lock()
+	data, err := json.MarshalIndent(m.report, "", "  ")
+	m.mu.Unlock()
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(append(data, '\n'))
+}
+
+// installStorageMigration adds the migration of resources as a post-start hook and serves
+// its report.
+func installStorageMigration(srv *genericapiserver.GenericAPIServer, resources []migratedResource, cfg storagebackend.Config, qps float64) error {
+	if qps <= 0 {
+		qps = DefaultStorageMigrationQPS
+	}
+	m := &storageMigrator{resources: resources, transport: cfg.Transport, prefix: path.Join("/", cfg.Prefix), qps: qps}
+	srv.Handler.NonGoRestfulMux.Handle(StorageVersionsPath, m)
+	return srv.AddPostStartHook("aagen-storage-version-migration", func(hookCtx genericapiserver.PostStartHookContext) error {
+		go m.run(hookCtx)
+		return nil
+	})
+}
