@@ -523,7 +523,7 @@ func mainFile(m *model.Model, o Options) *jen.File {
 	f.PackageComment("Command " + o.ServerName + " serves the API as a Kubernetes aggregated API server; see --help.")
 	apiserverPkg := path.Join(m.ModulePath, layout.APIServerDir)
 	f.ImportName(apiserverPkg, "apiserver")
-	f.ImportName(pkgGenericAS, "server")
+	f.ImportAlias(pkgGenericAS, "genericapiserver")
 	f.ImportName(pkgCli, "cli")
 	f.Func().Id("main").Params().Block(
 		jen.Id("ctx").Op(":=").Qual(pkgGenericAS, "SetupSignalContext").Call(),

@@ -8,12 +8,12 @@ import (
 	"os"
 
 	"example.com/marina/pkg/apiserver"
-	"k8s.io/apiserver/pkg/server"
+	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/component-base/cli"
 )
 
 func main() {
-	ctx := server.SetupSignalContext()
+	ctx := genericapiserver.SetupSignalContext()
 	cmd, err := apiserver.NewCommand(ctx, os.Stdout, os.Stderr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
