@@ -23,6 +23,9 @@ import (
 	"google.golang.org/grpc"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
 	"github.com/aagen-dev/aagen/e2e/cluster"
@@ -37,6 +40,7 @@ import (
 //   - the server's client certificate, found through the server Deployment's own
 //     --etcd-certfile, --etcd-keyfile and --etcd-cafile and its Secret volume, can write
 //     and read.
+//   - the generated server, run with those flags against this member, stores objects there.
 //
 // Only what a single process on loopback needs is rewritten (logged below): listen and
 // advertise addresses become free loopback ports, the data directory and the Secret mounts
@@ -234,6 +238,53 @@ func TestDeployedEtcdRequiresClientCertificates(t *testing.T) {
 		cfg := &tls.Config{RootCAs: serverPool, ServerName: serverName, Certificates: []tls.Certificate{clientCert}}
 		if err := etcdPut(clientAddr, serverName, cfg); err != nil {
 			t.Errorf("etcd client with the server's certificate: %v", err)
+		}
+	})
+	t.Run("the generated server stores through it with the Deployment's etcd flags", func(t *testing.T) {
+		// The example's server, run locally with the Deployment's --etcd-cafile,
+		// --etcd-certfile and --etcd-keyfile (files as the pod mounts them) against
+		// this member, on loopback (its certificate covers 127.0.0.1, as kubeadm's do).
+		bin := filepath.Join(tmp, "marina-apiserver")
+		run(t, filepath.Join(repoRoot(t), "testdata/example"), "go", "build", "-o", bin, "./cmd/marina-apiserver")
+		local := filepath.Join(tmp, "local")
+		args := []string{"--local", "--local-dir=" + local, "--secure-port=" + strconv.Itoa(cluster.FreePort(t)),
+			"--etcd-servers=https://" + clientAddr}
+		for _, f := range []string{"--etcd-cafile", "--etcd-certfile", "--etcd-keyfile"} {
+			args = append(args, f+"="+localPath(serverFlags[f]))
+		}
+		proc := cluster.StartProcess(t, "marina-apiserver", bin, args...)
+		deadline := time.Now().Add(3 * time.Minute)
+		for !strings.Contains(proc.Out.String(), "export KUBECONFIG=") {
+			if proc.Exited() || time.Now().After(deadline) {
+				t.Fatalf("the server did not become ready:\n%s", cluster.Tail(proc.Out.String(), 4000))
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		restCfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(local, "kubeconfig"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if _, err := dynamic.NewForConfigOrDie(restCfg).Resource(boats).Namespace("harbour").Create(ctx, boat("moored", nil, 7), metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create through the server: %v", err)
+		}
+		c, err := clientv3.New(clientv3.Config{Endpoints: []string{"https://" + clientAddr}, DialTimeout: 5 * time.Second, Logger: zap.NewNop(),
+			TLS: &tls.Config{RootCAs: serverPool, Certificates: []tls.Certificate{clientCert}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		resp, err := c.Get(ctx, "/registry/", clientv3.WithPrefix(), clientv3.WithKeysOnly())
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, kv := range resp.Kvs {
+			found = found || strings.HasSuffix(string(kv.Key), "/boats/harbour/moored")
+		}
+		if !found {
+			t.Errorf("boat moored not stored in the mTLS etcd (%d keys)", len(resp.Kvs))
 		}
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/user"
@@ -103,6 +104,18 @@ func TestLocalServerHardening(t *testing.T) {
 			t.Errorf("probe as nobody: err = %v, output %q; want refused with permission denied", err, out)
 		}
 		t.Logf("as nobody: %s", out)
+
+		// The server process listens on its secure port and nothing else over TCP: no
+		// etcd client, peer or metrics port.
+		server := childPID(t, up.cmd.Process.Pid)
+		ports := listeningTCPPorts(t, server)
+		u, err := url.Parse(cfg.Host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ports) != 1 || strconv.Itoa(ports[0]) != u.Port() {
+			t.Errorf("server process %d listens on TCP ports %v, want only its secure port %s", server, ports, u.Port())
+		}
 	})
 
 	t.Run("content negotiation", func(t *testing.T) {
@@ -337,4 +350,75 @@ func reason(err error) metav1.StatusReason {
 		return s.Status().Reason
 	}
 	return metav1.StatusReason(fmt.Sprint(err))
+}
+
+// childPID returns the pid of the only child process of parent.
+func childPID(t *testing.T, parent int) int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var children []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...; comm may hold spaces, so split after its ')'.
+		fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		if len(fields) > 1 && fields[1] == strconv.Itoa(parent) {
+			children = append(children, pid)
+		}
+	}
+	if len(children) != 1 {
+		t.Fatalf("process %d has children %v, want exactly one (the server)", parent, children)
+	}
+	return children[0]
+}
+
+// listeningTCPPorts returns the TCP ports (IPv4 and IPv6) process pid listens on.
+func listeningTCPPorts(t *testing.T, pid int) []int {
+	t.Helper()
+	proc := filepath.Join("/proc", strconv.Itoa(pid))
+	fds, err := os.ReadDir(filepath.Join(proc, "fd"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inodes := map[string]bool{}
+	for _, fd := range fds {
+		target, err := os.Readlink(filepath.Join(proc, "fd", fd.Name()))
+		if err == nil && strings.HasPrefix(target, "socket:[") {
+			inodes[strings.TrimSuffix(strings.TrimPrefix(target, "socket:["), "]")] = true
+		}
+	}
+	var ports []int
+	seen := map[int64]bool{}
+	for _, table := range []string{"net/tcp", "net/tcp6"} {
+		data, err := os.ReadFile(filepath.Join(proc, table))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(data), "\n")[1:] {
+			fields := strings.Fields(line)
+			// sl local_address rem_address st ... inode (field 9)
+			if len(fields) <= 9 || fields[3] != "0A" || !inodes[fields[9]] {
+				continue
+			}
+			_, hexPort, _ := strings.Cut(fields[1], ":")
+			port, err := strconv.ParseInt(hexPort, 16, 32)
+			if err != nil {
+				t.Fatalf("%s: bad local address %q", table, fields[1])
+			}
+			if !seen[port] {
+				seen[port] = true
+				ports = append(ports, int(port))
+			}
+		}
+	}
+	return ports
 }

@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"fmt"
+	"net"
 	"os"
 	"path"
 	"path/filepath"
@@ -77,7 +78,10 @@ func EnsureEtcd(moduleDir, dir string, secrets EtcdSecrets, namespace, clientNam
 	}
 	both := []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}
 	if memberCert == nil || memberKey == nil {
-		if memberCert, memberKey, err = newLeaf(ca, signer, memberDNSNames[0], memberDNSNames, both, now); err != nil {
+		// localhost and the loopback addresses too, as kubeadm's etcd certificates have them:
+		// etcdctl in a member's pod (and a test on one machine) reaches it there.
+		names := append(slices.Clone(memberDNSNames), "localhost")
+		if memberCert, memberKey, err = newLeaf(ca, signer, memberDNSNames[0], names, loopbackIPs(), both, now); err != nil {
 			return nil, err
 		}
 		m.Files = append(m.Files, File{p(etcdMemberCert), memberCert}, File{p(etcdMemberKey), memberKey})
@@ -85,7 +89,7 @@ func EnsureEtcd(moduleDir, dir string, secrets EtcdSecrets, namespace, clientNam
 		return nil, fmt.Errorf("%s/%s: %v; %s", dir, etcdMemberCert, err, fix)
 	}
 	if clientCert == nil || clientKey == nil {
-		if clientCert, clientKey, err = newLeaf(ca, signer, clientName, nil, []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}, now); err != nil {
+		if clientCert, clientKey, err = newLeaf(ca, signer, clientName, nil, nil, []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}, now); err != nil {
 			return nil, err
 		}
 		m.Files = append(m.Files, File{p(etcdClientCert), clientCert}, File{p(etcdClientKey), clientKey})
@@ -117,9 +121,14 @@ func EnsureEtcd(moduleDir, dir string, secrets EtcdSecrets, namespace, clientNam
 	return m, nil
 }
 
-// newLeaf issues a certificate signed by ca for cn and dnsNames with the given extended key
-// usages.
-func newLeaf(ca *x509.Certificate, signer crypto.Signer, cn string, dnsNames []string, usages []x509.ExtKeyUsage, now time.Time) ([]byte, []byte, error) {
+// loopbackIPs returns the addresses a member certificate covers besides the members' names.
+func loopbackIPs() []net.IP {
+	return []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}
+}
+
+// newLeaf issues a certificate signed by ca for cn, dnsNames and ips with the given
+// extended key usages.
+func newLeaf(ca *x509.Certificate, signer crypto.Signer, cn string, dnsNames []string, ips []net.IP, usages []x509.ExtKeyUsage, now time.Time) ([]byte, []byte, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, nil, err
@@ -128,6 +137,7 @@ func newLeaf(ca *x509.Certificate, signer crypto.Signer, cn string, dnsNames []s
 		SerialNumber: serial(),
 		Subject:      pkix.Name{CommonName: cn},
 		DNSNames:     dnsNames,
+		IPAddresses:  ips,
 		NotBefore:    now.Add(-time.Hour),
 		NotAfter:     now.Add(5 * 365 * 24 * time.Hour),
 		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,

@@ -76,3 +76,30 @@ func TestEnsureEtcd(t *testing.T) {
 		t.Errorf("renamed members: err = %v, want a 'does not cover' error", err)
 	}
 }
+
+// TestEtcdMemberCoversLoopback checks that the member certificate also serves localhost
+// and the loopback addresses, as kubeadm's etcd certificates do.
+func TestEtcdMemberCoversLoopback(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	m, err := EnsureEtcd(t.TempDir(), "certs", EtcdSecrets{Member: "m", Client: "c"}, "ns", "srv", []string{"e-0.e.ns.svc"}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var caPEM, memberPEM []byte
+	for _, f := range m.Files {
+		switch filepath.Base(f.Path) {
+		case etcdCACert:
+			caPEM = f.Content
+		case etcdMemberCert:
+			memberPEM = f.Content
+		}
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	member := parseTestCert(t, memberPEM)
+	for _, name := range []string{"localhost", "127.0.0.1", "::1", "e-0.e.ns.svc"} {
+		if _, err := member.Verify(x509.VerifyOptions{DNSName: name, Roots: pool, CurrentTime: now}); err != nil {
+			t.Errorf("member certificate for %s: %v", name, err)
+		}
+	}
+}

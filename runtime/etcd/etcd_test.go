@@ -236,6 +236,9 @@ func TestStartCorruptDataDir(t *testing.T) {
 	}
 	cfg := testConfig(t, dir)
 	cfg.ReadyTimeout = 10 * time.Second
+	// After a crash the socket directory stays until the process exits (etcd may still
+	// hold it); keep it under the test's directory so that it is removed.
+	cfg.SocketParent = t.TempDir()
 	s, err := Start(context.Background(), cfg)
 	if err == nil {
 		s.Close()
