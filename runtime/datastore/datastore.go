@@ -174,16 +174,19 @@ func ensureSQLiteDir(dsn string) error {
 // redact hides the password of a DSN for error messages and logs.
 func redact(dsn string) string {
 	u, err := url.Parse(dsn)
-	if err != nil || u.User == nil {
-		if i := strings.Index(dsn, "@"); i >= 0 {
-			if j := strings.Index(dsn, "://"); j >= 0 && j < i {
-				return dsn[:j+3] + "***" + dsn[i:]
-			}
+	if err == nil && u.User != nil {
+		if _, has := u.User.Password(); has {
+			u.User = url.UserPassword(u.User.Username(), "***")
 		}
+		return u.String()
+	}
+	at := strings.LastIndex(dsn, "@")
+	if at < 0 {
 		return dsn
 	}
-	if _, has := u.User.Password(); has {
-		u.User = url.UserPassword(u.User.Username(), "***")
+	// Not a URL (mysql's tcp(host:port) is not): hide everything before the host.
+	if i := strings.Index(dsn, "://"); i >= 0 && i < at {
+		return dsn[:i+3] + "***" + dsn[at:]
 	}
-	return u.String()
+	return "***" + dsn[at:]
 }
