@@ -40,13 +40,13 @@ type storageBackend struct {
 func TestStorageBackends(t *testing.T) {
 	skipShort(t)
 	_, bin := buildExample(t)
-	pg := startPostgres(t)
+	pg := cluster.StartPostgres(t)
 	backends := []storageBackend{
 		{name: "etcd", flags: func(state string) []string {
 			return []string{"--embedded-etcd-dir=" + filepath.Join(state, "etcd")}
 		}},
 		{name: "postgres", flags: func(state string) []string {
-			return []string{"--datastore-endpoint=" + pg.dsn("marina")}
+			return []string{"--datastore-endpoint=" + pg.DSN("marina")}
 		}},
 		{name: "sqlite", flags: func(state string) []string {
 			return []string{"--datastore-endpoint=sqlite://" + filepath.Join(state, "kine", "state.db")}

@@ -1,8 +1,7 @@
-package e2e
+package cluster
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -10,12 +9,11 @@ import (
 	"sort"
 	"strconv"
 	"syscall"
-	"testing"
 )
 
-// postgresServer is a PostgreSQL cluster a test created with initdb in a temporary
+// Postgres is a PostgreSQL cluster a test created with initdb in a temporary
 // directory, listening on 127.0.0.1 only.
-type postgresServer struct {
+type Postgres struct {
 	binDir string
 	data   string
 	port   int
@@ -24,7 +22,7 @@ type postgresServer struct {
 
 // postgresBinDir finds Debian's PostgreSQL binaries, installing the postgresql package when
 // they are missing (the test needs root for that and fails without it; it never skips).
-func postgresBinDir(t testing.TB) string {
+func postgresBinDir(t T) string {
 	t.Helper()
 	find := func() string {
 		dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
@@ -45,7 +43,7 @@ func postgresBinDir(t testing.TB) string {
 	if os.Geteuid() != 0 {
 		t.Fatal("PostgreSQL is not installed and this test is not root: install Debian's postgresql package (apt-get install -y postgresql) and run again")
 	}
-	t.Log("installing Debian's postgresql package")
+	t.Logf("installing Debian's postgresql package")
 	for _, args := range [][]string{{"update"}, {"install", "-y", "--no-install-recommends", "postgresql"}} {
 		cmd := exec.Command("apt-get", args...)
 		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
@@ -60,12 +58,12 @@ func postgresBinDir(t testing.TB) string {
 	return dir
 }
 
-// startPostgres creates and starts a PostgreSQL cluster for the test and stops it when the
+// StartPostgres creates and starts a PostgreSQL cluster for the test and stops it when the
 // test ends. initdb refuses to run as root: as root, the cluster runs as the postgres user
 // the Debian package creates.
-func startPostgres(t testing.TB) *postgresServer {
+func StartPostgres(t T) *Postgres {
 	t.Helper()
-	p := &postgresServer{binDir: postgresBinDir(t)}
+	p := &Postgres{binDir: postgresBinDir(t)}
 	// Not t.TempDir: its parents are private to root, and the server runs as postgres.
 	root, err := os.MkdirTemp("", "aagen-pg-")
 	if err != nil {
@@ -90,7 +88,7 @@ func startPostgres(t testing.TB) *postgresServer {
 	}
 	p.run(t, "initdb", "--pgdata="+p.data, "--username=aagen", "--auth=trust", "--encoding=UTF8", "--no-instructions")
 	for attempt := 0; ; attempt++ {
-		p.port = freePort(t)
+		p.port = FreePort(t)
 		opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -k %s -c max_connections=200", p.port, root)
 		err := p.try("pg_ctl", "start", "--wait", "--timeout=60", "--pgdata="+p.data, "--log="+filepath.Join(root, "postgres.log"), "-o", opts)
 		if err == nil {
@@ -103,18 +101,18 @@ func startPostgres(t testing.TB) *postgresServer {
 	}
 	t.Cleanup(func() {
 		if err := p.try("pg_ctl", "stop", "--wait", "--mode=fast", "--pgdata="+p.data); err != nil {
-			t.Errorf("stopping PostgreSQL: %v", err)
+			t.Logf("stopping PostgreSQL: %v", err)
 		}
 	})
 	return p
 }
 
-// dsn is the kine datastore endpoint for database db (kine creates it on first use).
-func (p *postgresServer) dsn(db string) string {
+// DSN is the kine datastore endpoint for database db (kine creates it on first use).
+func (p *Postgres) DSN(db string) string {
 	return fmt.Sprintf("postgres://aagen@127.0.0.1:%d/%s?sslmode=disable", p.port, db)
 }
 
-func (p *postgresServer) try(name string, args ...string) error {
+func (p *Postgres) try(name string, args ...string) error {
 	cmd := exec.Command(filepath.Join(p.binDir, name), args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: p.cred}
 	cmd.Dir = os.TempDir()
@@ -124,20 +122,9 @@ func (p *postgresServer) try(name string, args ...string) error {
 	return nil
 }
 
-func (p *postgresServer) run(t testing.TB, name string, args ...string) {
+func (p *Postgres) run(t T, name string, args ...string) {
 	t.Helper()
 	if err := p.try(name, args...); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// freePort returns a loopback port that was free a moment ago.
-func freePort(t testing.TB) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
