@@ -51,6 +51,9 @@ func TestSQLite(t *testing.T) {
 		if fi, err := os.Stat(sock); err != nil || fi.Mode().Perm() != 0o600 {
 			t.Errorf("socket %s: %v, mode %v; want 0600", sock, err, fi.Mode().Perm())
 		}
+		if fi, err := os.Stat(filepath.Dir(sock)); err != nil || fi.Mode().Perm() != 0o700 {
+			t.Errorf("socket directory: %v, mode %v; want 0700", err, fi.Mode().Perm())
+		}
 		cli, err := clientv3.New(clientv3.Config{Endpoints: []string{s.ClientURL()}, DialTimeout: 10 * time.Second})
 		if err != nil {
 			t.Fatal(err)
