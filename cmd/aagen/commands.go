@@ -116,15 +116,19 @@ func newGenerateCommand() *cobra.Command {
 		},
 	}
 	f.add(cmd, true)
+	// Only generate: up has its own --datastore (etcd or sqlite, for the local server).
+	fs := cmd.Flags()
+	fs.StringVar(&f.deploy.Datastore, "datastore", emit.DatastoreEtcd, "where the deployed server keeps its data: etcd (a StatefulSet, or --etcd-servers) or sql (PostgreSQL/MySQL through kine; DSN in a Secret, see --datastore-secret)")
+	fs.StringVar(&f.deploy.DatastoreSecret, "datastore-secret", "", "with --datastore=sql: the Secret whose key \"endpoint\" holds the DSN (default <name>-datastore)")
 	return cmd
 }
 
 func newUpCommand() *cobra.Command {
 	var f generateFlags
-	var stateDir string
+	var stateDir, datastore string
 	cmd := &cobra.Command{
 		Use:   "up [packages] [-- server flags]",
-		Short: "Generate, build and run the server locally on embedded etcd",
+		Short: "Generate, build and run the server locally on embedded etcd (or SQLite)",
 		Long: `up generates the server (if anything changed), builds it, and runs it in local mode: an
 embedded etcd whose data survives restarts, TLS from a local CA, and a kubeconfig with an
 admin client certificate. Once the server is ready it prints
@@ -132,9 +136,11 @@ admin client certificate. Once the server is ready it prints
   export KUBECONFIG=<path>
 
 on its own line; with it, kubectl works on the new resources. Ctrl-C stops the server.
-Arguments after -- go to the server (see its --help).`,
+Arguments after -- go to the server (see its --help). --datastore=sqlite keeps the data
+in SQLite (through kine, in the state directory) instead of etcd.`,
 		Example: `  aagen up ./pkg/apis/...
-  aagen up ./pkg/apis/... -- --secure-port=9443 -v=2`,
+  aagen up ./pkg/apis/... -- --secure-port=9443 -v=2
+  aagen up --datastore=sqlite ./pkg/apis/...`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			patterns, serverArgs := args, []string(nil)
@@ -144,15 +150,19 @@ Arguments after -- go to the server (see its --help).`,
 			if len(patterns) == 0 {
 				return errors.New("name the types packages, e.g. aagen up ./pkg/apis/...")
 			}
-			return up(cmd.Context(), f.options(cmd, patterns), stateDir, serverArgs, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			if _, err := upStorageArgs(datastore, stateDir); err != nil {
+				return err // before generating and building
+			}
+			return up(cmd.Context(), f.options(cmd, patterns), stateDir, datastore, serverArgs, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	f.add(cmd, false)
 	cmd.Flags().StringVar(&stateDir, "state-dir", ".aagen", "module-relative directory for the binary, etcd data and local credentials")
+	cmd.Flags().StringVar(&datastore, "datastore", upDatastoreEtcd, "where the server keeps its data: etcd (embedded) or sqlite (through kine, in the state directory)")
 	return cmd
 }
 
-func up(ctx context.Context, o generator.Options, stateDir string, serverArgs []string, stdout, stderr io.Writer) error {
+func up(ctx context.Context, o generator.Options, stateDir, datastore string, serverArgs []string, stdout, stderr io.Writer) error {
 	res, err := generator.Generate(ctx, o)
 	if err != nil {
 		return err
@@ -173,11 +183,14 @@ func up(ctx context.Context, o generator.Options, stateDir string, serverArgs []
 		return fmt.Errorf("building %s: %w", res.ServerName, err)
 	}
 	fmt.Fprintf(log, "aagen: built %s in %.0fs; starting it (Ctrl-C stops it)\n", bin, time.Since(start).Seconds())
-	args := append([]string{
+	storageArgs, err := upStorageArgs(datastore, state)
+	if err != nil {
+		return err
+	}
+	args := append(append([]string{
 		"--local",
 		"--local-dir=" + filepath.Join(state, "local"),
-		"--embedded-etcd-dir=" + filepath.Join(state, "etcd"),
-	}, serverArgs...)
+	}, storageArgs...), serverArgs...)
 	srv := exec.Command(bin, args...)
 	srv.Dir, srv.Stdout, srv.Stderr = root, stdout, stderr
 	// A process group of its own (see serverProcAttr); we forward one SIGTERM. The parent

@@ -158,7 +158,13 @@ func serving(root string, cfg servingConfig) (string, error) {
 			api: crdGroup + "/v1alpha1", procs: []*cluster.Process{cp.APIServer}, store: cp.APIServer, storeHost: cp.Host, storeHTTP: adminHTTP,
 			path: []endpoint{{"kube-apiserver", cp.Host, adminHTTP}}},
 	}
-	for _, ns := range []string{"bench-direct", "bench-aggregated", "bench-crd"} {
+	// The same server on PostgreSQL (through kine), direct: next to etcd in the same run.
+	pgSubject, err := postgresSubject(r, backend, serverBin, direct)
+	if err != nil {
+		return "", err
+	}
+	subjects = append(subjects, pgSubject)
+	for _, ns := range []string{"bench-direct", "bench-aggregated", "bench-crd", "bench-postgres"} {
 		body := fmt.Sprintf(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":%q}}`, ns)
 		if _, _, err := do(adminHTTP, http.MethodPost, cp.Host+"/api/v1/namespaces", body, http.StatusCreated); err != nil {
 			return "", err

@@ -27,6 +27,13 @@ type DeployOptions struct {
 	EtcdServers []string
 	// EtcdImage is the image of the etcd StatefulSet.
 	EtcdImage string
+	// Datastore is where the server keeps its objects: DatastoreEtcd (default; the
+	// StatefulSet or EtcdServers) or DatastoreSQL (a database the server reaches through
+	// kine, named by the DSN in the Secret DatastoreSecret; no etcd is deployed).
+	Datastore string
+	// DatastoreSecret names the Secret whose key DatastoreSecretKey holds the DSN
+	// (postgres://..., mysql://...) with Datastore sql; default <name>-datastore.
+	DatastoreSecret string
 	// CertManager lets cert-manager issue the serving certificate and inject the CA.
 	CertManager bool
 	// GoVersion is the Go version of the Dockerfile's build stage.
@@ -37,6 +44,13 @@ type DeployOptions struct {
 
 // DefaultEtcdImage is the etcd image of the StatefulSet.
 const DefaultEtcdImage = "registry.k8s.io/etcd:3.6.5-0"
+
+// Datastores of the deploy manifests, and the Secret key that holds the DSN.
+const (
+	DatastoreEtcd      = "etcd"
+	DatastoreSQL       = "sql"
+	DatastoreSecretKey = "endpoint"
+)
 
 // ServingPort is the port the server listens on in its pod.
 const ServingPort = 8443
@@ -58,6 +72,7 @@ type deployData struct {
 	ServerArgs, DNSNames, Resources                             []string
 	EtcdInitialCluster, EtcdService, EtcdMemberSecret           string
 	EtcdClientSecret, EtcdMemberCertDir, EtcdClientCertDir      string
+	DatastoreSecret, DatastoreSecretKey                         string
 	Groups                                                      []deployGroup
 	APIServices                                                 []deployAPIService
 }
@@ -102,10 +117,14 @@ func Deploy(m *model.Model, o Options, d DeployOptions) ([]File, error) {
 			name,
 		},
 	}
+	sql, err := d.sqlDatastore(name)
+	if err != nil {
+		return nil, err
+	}
 	etcdServers := d.EtcdServers
 	// The members' DNS names, for their certificate.
 	var etcdDNSNames []string
-	if len(etcdServers) == 0 {
+	if len(etcdServers) == 0 && !sql {
 		data.EtcdService = name + "-etcd"
 		data.EtcdMemberSecret = name + "-etcd-member-certs"
 		data.EtcdClientSecret = name + "-etcd-client-cert"
@@ -126,7 +145,13 @@ func Deploy(m *model.Model, o Options, d DeployOptions) ([]File, error) {
 		fmt.Sprintf("--secure-port=%d", ServingPort),
 		"--tls-cert-file=/var/run/serving-cert/tls.crt",
 		"--tls-private-key-file=/var/run/serving-cert/tls.key",
-		"--etcd-servers=" + strings.Join(etcdServers, ","),
+	}
+	if sql {
+		// The DSN holds a password: from the Secret, through the environment.
+		data.DatastoreSecret, data.DatastoreSecretKey = d.DatastoreSecret, DatastoreSecretKey
+		data.ServerArgs = append(data.ServerArgs, "--datastore-endpoint=$(DATASTORE_ENDPOINT)")
+	} else {
+		data.ServerArgs = append(data.ServerArgs, "--etcd-servers="+strings.Join(etcdServers, ","))
 	}
 	if data.EtcdClientSecret != "" {
 		// The server presents its client certificate; etcd refuses clients without one.
@@ -184,7 +209,7 @@ func Deploy(m *model.Model, o Options, d DeployOptions) ([]File, error) {
 	}
 
 	manifests := []string{"namespace", "rbac", "apiserver", "apiservices"}
-	if len(d.EtcdServers) == 0 {
+	if len(d.EtcdServers) == 0 && !sql {
 		manifests = append(manifests, "etcd")
 	}
 	if d.CertManager {
@@ -247,4 +272,23 @@ func render(name string, data any) ([]byte, error) {
 		return nil, fmt.Errorf("template %s: %w", name, err)
 	}
 	return buf.Bytes(), nil
+}
+
+// sqlDatastore reports whether the manifests use a SQL datastore, defaulting its Secret, or
+// says what is wrong with the choice.
+func (d *DeployOptions) sqlDatastore(name string) (bool, error) {
+	switch d.Datastore {
+	case "", DatastoreEtcd:
+		return false, nil
+	case DatastoreSQL:
+		if len(d.EtcdServers) > 0 {
+			return false, fmt.Errorf("--datastore=%s and --etcd-servers exclude each other: keep one", DatastoreSQL)
+		}
+		if d.DatastoreSecret == "" {
+			d.DatastoreSecret = name + "-datastore"
+		}
+		return true, nil
+	}
+	return false, fmt.Errorf("--datastore=%q: want %s (an etcd StatefulSet, or --etcd-servers) or %s (a SQL database through kine, its DSN in a Secret)",
+		d.Datastore, DatastoreEtcd, DatastoreSQL)
 }

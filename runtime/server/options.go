@@ -30,6 +30,9 @@ type Options struct {
 	// EmbeddedEtcdDir is the data directory of the embedded etcd, used when no
 	// --etcd-servers are given.
 	EmbeddedEtcdDir string
+	// DatastoreEndpoint, when set, stores objects in a SQL database through kine run
+	// in-process (postgres://, mysql://, sqlite://) instead of etcd.
+	DatastoreEndpoint string
 	// AlternateDNS are extra names for self-signed serving certificates.
 	AlternateDNS []string
 	// Stdout receives the "export KUBECONFIG=..." line in local mode.
@@ -66,12 +69,15 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"Data directory of the etcd started inside this process when --etcd-servers is empty. Data survives restarts.")
 	fs.Float64Var(&o.StorageMigrationQPS, "storage-migration-qps", o.StorageMigrationQPS,
 		"Objects a second the server rewrites when it finds objects stored in an old version at startup (see /storage-versions).")
+	fs.StringVar(&o.DatastoreEndpoint, "datastore-endpoint", o.DatastoreEndpoint,
+		"Store objects in SQL through kine run inside this process instead of etcd: postgres://user:pass@host:5432/db, "+
+			"mysql://user:pass@tcp(host:3306)/db or sqlite:///path/state.db. Excludes --etcd-servers.")
 	fs.StringSliceVar(&o.AlternateDNS, "alternate-dns", o.AlternateDNS, "Extra DNS names for a self-signed serving certificate.")
 }
 
 // embeddedEtcd reports whether the server starts its own etcd.
 func (o *Options) embeddedEtcd() bool {
-	return o.Recommended.Etcd != nil && len(o.Recommended.Etcd.StorageConfig.Transport.ServerList) == 0
+	return o.Recommended.Etcd != nil && len(o.Recommended.Etcd.StorageConfig.Transport.ServerList) == 0 && o.DatastoreEndpoint == ""
 }
 
 // Validate checks the options that do not depend on a running etcd. Upstream's own
@@ -81,6 +87,7 @@ func (o *Options) Validate() error {
 	if o.embeddedEtcd() && o.EmbeddedEtcdDir == "" {
 		errs = append(errs, fmt.Errorf("--embedded-etcd-dir must not be empty when --etcd-servers is not set"))
 	}
+	errs = append(errs, o.validateDatastore()...)
 	if o.Local && o.LocalDir == "" {
 		errs = append(errs, fmt.Errorf("--local-dir must not be empty with --local"))
 	}

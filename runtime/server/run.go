@@ -29,14 +29,22 @@ import (
 	"github.com/aagen-dev/aagen/runtime/registry"
 )
 
-// Run serves spec until ctx is cancelled. It starts the embedded etcd when no
-// --etcd-servers are given and stops it after the server has shut down.
+// Run serves spec until ctx is cancelled. It starts kine when --datastore-endpoint is
+// given, else the embedded etcd when no --etcd-servers are given, and stops it after the
+// server has shut down.
 func Run(ctx context.Context, spec Spec, o *Options) error {
 	if err := spec.validate(); err != nil {
 		return err
 	}
 	if err := o.Validate(); err != nil {
 		return err
+	}
+	if o.DatastoreEndpoint != "" {
+		stop, err := o.startDatastore(ctx)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	embedded := o.embeddedEtcd()
 	if embedded {

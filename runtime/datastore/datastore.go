@@ -1,0 +1,192 @@
+// Package datastore runs kine (github.com/k3s-io/kine) inside the current process, so that a
+// generated server can keep its objects in PostgreSQL, MySQL or SQLite instead of etcd.
+//
+// kine translates the etcd v3 API that k8s.io/apiserver speaks into SQL. Start opens the
+// database named by a DSN, serves kine's etcd API on a unix socket in a private temporary
+// directory (mode 0700, so that only this process's user can reach it) and returns the URL
+// to give the apiserver as its only etcd server:
+//
+//	ds, err := datastore.Start(ctx, datastore.Config{Endpoint: "postgres://u:p@db:5432/marina"})
+//	if err != nil {
+//		return err
+//	}
+//	defer ds.Close()
+//	storageConfig.Transport.ServerList = []string{ds.ClientURL()}
+//
+// Compaction is left to the apiserver (--etcd-compaction-interval), as on etcd: kine's own
+// compactor is off and kine keeps no revisions beyond the one the apiserver compacts to,
+// so a watch from a compacted resourceVersion gets 410 Gone after the same interval as on
+// etcd.
+//
+// SQLite goes through github.com/mattn/go-sqlite3 when the binary is built with cgo and
+// through the pure-Go modernc.org/sqlite when it is not (kine picks by build tag).
+package datastore
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/k3s-io/kine/pkg/drivers/generic"
+	"github.com/k3s-io/kine/pkg/drivers/sqlite"
+	"github.com/k3s-io/kine/pkg/endpoint"
+)
+
+// SupportedSchemes lists the DSN schemes Start accepts, for messages.
+const SupportedSchemes = "postgres, postgresql, mysql, sqlite"
+
+// Defaults of kine's tuning, as kine's own command sets them.
+const (
+	defaultNotifyInterval      = 5 * time.Second
+	defaultPollInterval        = time.Second
+	defaultCompactTimeout      = 5 * time.Second
+	defaultCompactBatchSize    = 1000
+	defaultPollBatchSize       = 500
+	defaultMaxIdleConnections  = 20
+	defaultConnectionIdleTime  = 2 * time.Minute
+	defaultEmulatedEtcdVersion = "3.6.11"
+)
+
+// Config configures an in-process kine.
+type Config struct {
+	// Endpoint is the database DSN: postgres://user:password@host:port/db?sslmode=...,
+	// mysql://user:password@tcp(host:port)/db or sqlite:///path/to/state.db. Required.
+	Endpoint string
+	// SocketDir is the directory for kine's unix socket. Default: a new directory under
+	// os.TempDir(), removed by Close. A socket path must be shorter than 108 bytes.
+	SocketDir string
+}
+
+// Server is a running in-process kine.
+type Server struct {
+	url       string
+	socketDir string
+	removeDir bool
+	cancel    context.CancelFunc
+	wg        *sync.WaitGroup
+	closeOnce sync.Once
+}
+
+// Scheme returns the scheme of a datastore DSN ("postgres", "sqlite", ...), or an error that
+// says what a valid one looks like.
+func Scheme(dsn string) (string, error) {
+	scheme, _, ok := strings.Cut(dsn, "://")
+	if !ok {
+		return "", fmt.Errorf("datastore endpoint %q: want <scheme>://..., with scheme one of %s (e.g. sqlite:///var/lib/marina/state.db)", redact(dsn), SupportedSchemes)
+	}
+	switch scheme {
+	case "postgres", "postgresql", "mysql", "sqlite":
+		return scheme, nil
+	}
+	return "", fmt.Errorf("datastore endpoint %s: unsupported scheme %q, want one of %s (for etcd, use --etcd-servers)", redact(dsn), scheme, SupportedSchemes)
+}
+
+// Start opens the database and serves kine's etcd API until ctx ends or Close is called.
+func Start(ctx context.Context, cfg Config) (*Server, error) {
+	scheme, err := Scheme(cfg.Endpoint)
+	if err != nil {
+		return nil, err
+	}
+	if scheme == "sqlite" {
+		if err := ensureSQLiteDir(cfg.Endpoint); err != nil {
+			return nil, err
+		}
+		if !strings.Contains(cfg.Endpoint, "?") {
+			// kine's defaults (WAL, busy timeout, immediate transactions) apply only to
+			// its default file; a DSN without parameters would run without them.
+			cfg.Endpoint += "?" + sqlite.DefaultParams
+		}
+	}
+	s := &Server{socketDir: cfg.SocketDir, wg: &sync.WaitGroup{}}
+	if s.socketDir == "" {
+		if s.socketDir, err = os.MkdirTemp("", "aagen-kine-"); err != nil {
+			return nil, fmt.Errorf("creating kine's socket directory: %w", err)
+		}
+		s.removeDir = true
+	} else if err := os.MkdirAll(s.socketDir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating kine's socket directory: %w", err)
+	}
+	kctx, cancel := context.WithCancel(ctx)
+	s.cancel = cancel
+	etcdCfg, err := endpoint.Listen(kctx, endpoint.Config{
+		WaitGroup: s.wg,
+		Listener:  "unix://" + filepath.Join(s.socketDir, "kine.sock"),
+		Endpoint:  cfg.Endpoint,
+		ConnectionPoolConfig: generic.ConnectionPoolConfig{
+			MaxIdle:     defaultMaxIdleConnections,
+			MaxIdleTime: defaultConnectionIdleTime,
+		},
+		NotifyInterval:      defaultNotifyInterval,
+		EmulatedETCDVersion: defaultEmulatedEtcdVersion,
+		// The apiserver's compactor decides, as with etcd: kine's own is off
+		// (interval 0) and honours the apiserver's Compact calls to the revision asked.
+		CompactInterval:  0,
+		CompactMinRetain: 0,
+		CompactTimeout:   defaultCompactTimeout,
+		CompactBatchSize: defaultCompactBatchSize,
+		PollBatchSize:    defaultPollBatchSize,
+		PollInterval:     defaultPollInterval,
+	})
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("starting kine on %s: %w", redact(cfg.Endpoint), err)
+	}
+	if len(etcdCfg.Endpoints) != 1 {
+		s.Close()
+		return nil, fmt.Errorf("kine on %s: want one endpoint, got %d", redact(cfg.Endpoint), len(etcdCfg.Endpoints))
+	}
+	s.url = etcdCfg.Endpoints[0]
+	return s, nil
+}
+
+// ClientURL is the etcd URL of kine (unix://...), for the apiserver's --etcd-servers.
+func (s *Server) ClientURL() string { return s.url }
+
+// Close stops kine, waits for its goroutines and closes the database. It is safe to call
+// more than once.
+func (s *Server) Close() {
+	s.closeOnce.Do(func() {
+		s.cancel()
+		s.wg.Wait()
+		if s.removeDir {
+			_ = os.RemoveAll(s.socketDir)
+		}
+	})
+}
+
+// ensureSQLiteDir creates the directory of an SQLite database file, which SQLite does not.
+func ensureSQLiteDir(dsn string) error {
+	path, _, _ := strings.Cut(strings.TrimPrefix(dsn, "sqlite://"), "?")
+	if path == "" {
+		return fmt.Errorf("datastore endpoint %s: name the database file, e.g. sqlite:///var/lib/marina/state.db", dsn)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("creating the directory of SQLite database %s: %w", path, err)
+	}
+	return nil
+}
+
+// redact hides the password of a DSN for error messages and logs.
+func redact(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err == nil && u.User != nil {
+		if _, has := u.User.Password(); has {
+			u.User = url.UserPassword(u.User.Username(), "***")
+		}
+		return u.String()
+	}
+	at := strings.LastIndex(dsn, "@")
+	if at < 0 {
+		return dsn
+	}
+	// Not a URL (mysql's tcp(host:port) is not): hide everything before the host.
+	if i := strings.Index(dsn, "://"); i >= 0 && i < at {
+		return dsn[:i+3] + "***" + dsn[at:]
+	}
+	return "***" + dsn[at:]
+}
