@@ -19,6 +19,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/aagen-dev/aagen/e2e/cluster"
+
+	"github.com/aagen-dev/aagen/internal/testskip"
 )
 
 // repoRoot is the aagen checkout.
@@ -27,11 +29,10 @@ func repoRoot(t testing.TB) string {
 	return cluster.RepoRoot(t)
 }
 
+// skipShort skips an end-to-end test under -short (never under CI: internal/testskip).
 func skipShort(t *testing.T) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("end-to-end test; runs without -short")
-	}
+	testskip.Short(t, "end-to-end test; runs without -short")
 }
 
 var (
@@ -213,13 +214,11 @@ func (p *upProcess) restConfig(t testing.TB) *rest.Config {
 	return cfg
 }
 
-// kubectl runs kubectl with the process's kubeconfig, if kubectl is installed.
+// kubectl runs kubectl, built from the Kubernetes release e2e/tools/kube-apiserver pins
+// (cluster.KubeVersion) into .cache/bin, with the given kubeconfig.
 func kubectl(t *testing.T, kubeconfig string, stdin string, args ...string) (string, error) {
 	t.Helper()
-	path, err := exec.LookPath("kubectl")
-	if err != nil {
-		t.Skip("kubectl is not installed")
-	}
+	path := cluster.KubeBinary(t, "kubectl")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, path, append([]string{"--kubeconfig", kubeconfig}, args...)...)
@@ -228,6 +227,6 @@ func kubectl(t *testing.T, kubeconfig string, stdin string, args ...string) (str
 	}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	err = cmd.Run()
+	err := cmd.Run()
 	return out.String(), err
 }
