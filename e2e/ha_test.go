@@ -218,38 +218,7 @@ func TestHA(t *testing.T) {
 		etcdServers = append(etcdServers, m.clientURL)
 	}
 
-	// Both replicas share one --local-dir: localauth locks it, the first creates the CA,
-	// the serving certificate (127.0.0.1, the same for both) and the admin certificate,
-	// the second reuses them. The kubeconfig there names whichever replica wrote it last,
-	// so clients take its credentials and set the host per replica.
-	localDir := filepath.Join(t.TempDir(), "local")
-	replicas := make([]*haReplica, 2)
-	for i := range replicas {
-		port := cluster.FreePort(t)
-		replicas[i] = &haReplica{
-			name: fmt.Sprintf("replica%d", i),
-			host: "https://127.0.0.1:" + strconv.Itoa(port),
-			args: []string{"--local", "--local-dir=" + localDir, "--secure-port=" + strconv.Itoa(port),
-				"--etcd-servers=" + strings.Join(etcdServers, ",")},
-		}
-	}
-	for _, r := range replicas {
-		r.proc = cluster.StartProcess(t, r.name, bin, r.args...)
-	}
-	for _, r := range replicas {
-		r.waitAnnounced(t, 3*time.Minute)
-	}
-	base, err := clientcmd.BuildConfigFromFlags("", filepath.Join(localDir, "kubeconfig"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	clients := make([]dynamic.ResourceInterface, len(replicas))
-	for i, r := range replicas {
-		cfg := rest.CopyConfig(base)
-		cfg.Host = r.host
-		cfg.QPS, cfg.Burst = 1000, 1000
-		clients[i] = dynamic.NewForConfigOrDie(cfg).Resource(boats).Namespace("harbour")
-	}
+	replicas, clients := startHAReplicas(t, bin, etcdServers)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 
@@ -607,6 +576,46 @@ func TestHA(t *testing.T) {
 	if watcher.reopens != 0 {
 		t.Errorf("the watch on %s was ended by the server and reopened %d times", replicas[survivor].name, watcher.reopens)
 	}
+}
+
+// startHAReplicas starts two replicas of the generated server in local mode on the etcd
+// cluster at etcdServers and returns them with a client for Boats in namespace harbour on
+// each.
+func startHAReplicas(t *testing.T, bin string, etcdServers []string) ([]*haReplica, []dynamic.ResourceInterface) {
+	t.Helper()
+	// Both replicas share one --local-dir: localauth locks it, the first creates the CA,
+	// the serving certificate (127.0.0.1, the same for both) and the admin certificate,
+	// the second reuses them. The kubeconfig there names whichever replica wrote it last,
+	// so clients take its credentials and set the host per replica.
+	localDir := filepath.Join(t.TempDir(), "local")
+	replicas := make([]*haReplica, 2)
+	for i := range replicas {
+		port := cluster.FreePort(t)
+		replicas[i] = &haReplica{
+			name: fmt.Sprintf("replica%d", i),
+			host: "https://127.0.0.1:" + strconv.Itoa(port),
+			args: []string{"--local", "--local-dir=" + localDir, "--secure-port=" + strconv.Itoa(port),
+				"--etcd-servers=" + strings.Join(etcdServers, ",")},
+		}
+	}
+	for _, r := range replicas {
+		r.proc = cluster.StartProcess(t, r.name, bin, r.args...)
+	}
+	for _, r := range replicas {
+		r.waitAnnounced(t, 3*time.Minute)
+	}
+	base, err := clientcmd.BuildConfigFromFlags("", filepath.Join(localDir, "kubeconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	clients := make([]dynamic.ResourceInterface, len(replicas))
+	for i, r := range replicas {
+		cfg := rest.CopyConfig(base)
+		cfg.Host = r.host
+		cfg.QPS, cfg.Burst = 1000, 1000
+		clients[i] = dynamic.NewForConfigOrDie(cfg).Resource(boats).Namespace("harbour")
+	}
+	return replicas, clients
 }
 
 // waitAnnounced waits until the replica prints its KUBECONFIG line (its /readyz is ok then).
