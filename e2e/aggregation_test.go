@@ -227,9 +227,9 @@ func wantForbidden(t *testing.T, what string, err error, want string) {
 // SubjectAccessReviews sent, by answer code) of the server cfg points at.
 func delegatedAuthzRequests(t *testing.T, ctx context.Context, cfg *rest.Config) float64 {
 	t.Helper()
-	body, err := kubernetes.NewForConfigOrDie(cfg).Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
-	if err != nil {
-		t.Fatalf("metrics of the generated server: %v", err)
+	code, body := httpGet(t, cfg, "/metrics")
+	if code != 200 {
+		t.Fatalf("metrics of the generated server: %d %s", code, cluster.Tail(string(body), 500))
 	}
 	var sum float64
 	found := false

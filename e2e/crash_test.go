@@ -1,14 +1,12 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -35,28 +33,17 @@ func startBinary(t *testing.T, bin, state string, extra ...string) (*exec.Cmd, d
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	ready := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if kc, ok := strings.CutPrefix(sc.Text(), "export KUBECONFIG="); ok {
-				ready <- kc
-			}
-		}
-	}()
-	select {
-	case kc := <-ready:
-		cfg, err := clientcmd.BuildConfigFromFlags("", kc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.QPS, cfg.Burst = 500, 1000
-		return cmd, dynamic.NewForConfigOrDie(cfg), cfg
-	case <-time.After(2 * time.Minute):
+	kc, err := awaitKubeconfig(stdout, 2*time.Minute)
+	if err != nil {
 		_ = cmd.Process.Kill()
-		t.Fatalf("server not ready:\n%s", cluster.Tail(logs.String(), 3000))
+		t.Fatalf("server not ready: %v\n%s", err, cluster.Tail(logs.String(), 3000))
 	}
-	return nil, nil, nil
+	cfg, err := clientcmd.BuildConfigFromFlags("", kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.QPS, cfg.Burst = 500, 1000
+	return cmd, dynamic.NewForConfigOrDie(cfg), cfg
 }
 
 // crashWrite is what a client knows of one object after a crash round: the last state a

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -115,6 +116,58 @@ func run(t testing.TB, dir string, name string, args ...string) string {
 	return string(out)
 }
 
+// awaitKubeconfig reads a server's stdout until its `export KUBECONFIG=<path>` line and
+// returns the path; the rest of the output is drained in the background. It fails after
+// timeout or when the output ends first.
+func awaitKubeconfig(stdout io.Reader, timeout time.Duration) (string, error) {
+	lines := make(chan string, 16)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	deadline := time.After(timeout)
+	for {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				return "", fmt.Errorf("the output ended before a KUBECONFIG line")
+			}
+			if kc, found := strings.CutPrefix(line, "export KUBECONFIG="); found {
+				go func() {
+					for range lines {
+					}
+				}()
+				return kc, nil
+			}
+		case <-deadline:
+			return "", fmt.Errorf("no KUBECONFIG line after %s", timeout)
+		}
+	}
+}
+
+// httpGet sends GET path to the server cfg points at, with cfg's credentials, and returns
+// the status code and body.
+func httpGet(t testing.TB, cfg *rest.Config, path string) (int, []byte) {
+	t.Helper()
+	client, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := client.Get(cfg.Host + path)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	return resp.StatusCode, body
+}
+
 // upProcess is a running `aagen up`.
 type upProcess struct {
 	cmd        *exec.Cmd
@@ -146,38 +199,17 @@ func startUpPattern(t *testing.T, dir, pattern string, timeout time.Duration, se
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	lines := make(chan string, 16)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
 	go func() { p.done <- cmd.Wait() }()
 	t.Cleanup(func() { p.stop(t) })
-	deadline := time.After(timeout)
-	for {
-		select {
-		case line, ok := <-lines:
-			if !ok {
-				t.Fatalf("aagen up ended before printing KUBECONFIG:\n%s", p.stderr.String())
-			}
-			if kc, found := strings.CutPrefix(line, "export KUBECONFIG="); found {
-				if !filepath.IsAbs(kc) {
-					t.Fatalf("KUBECONFIG path %q is not absolute", kc)
-				}
-				p.kubeconfig = kc
-				go func() {
-					for range lines {
-					}
-				}()
-				return p
-			}
-		case <-deadline:
-			t.Fatalf("no KUBECONFIG line after %s:\n%s", timeout, p.stderr.String())
-		}
+	kc, err := awaitKubeconfig(stdout, timeout)
+	if err != nil {
+		t.Fatalf("aagen up: %v:\n%s", err, p.stderr.String())
 	}
+	if !filepath.IsAbs(kc) {
+		t.Fatalf("KUBECONFIG path %q is not absolute", kc)
+	}
+	p.kubeconfig = kc
+	return p
 }
 
 // stop sends SIGINT to the process group, as Ctrl-C on a terminal does, and waits for a

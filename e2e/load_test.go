@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand"
 	"net/http"
 	"strconv"
@@ -28,28 +27,12 @@ import (
 // its /metrics text.
 func serverMetrics(t *testing.T, cfg *rest.Config, gc bool) string {
 	t.Helper()
-	client, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if gc {
 		for i := 0; i < 2; i++ {
-			resp, err := client.Get(cfg.Host + "/debug/pprof/heap?gc=1")
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp.Body.Close()
+			httpGet(t, cfg, "/debug/pprof/heap?gc=1")
 		}
 	}
-	resp, err := client.Get(cfg.Host + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, data := httpGet(t, cfg, "/metrics")
 	return string(data)
 }
 
