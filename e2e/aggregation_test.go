@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -175,20 +173,18 @@ func TestAggregation(t *testing.T) {
 	// requests go straight to the generated server with the aggregator's front-proxy
 	// credentials, so only its delegated authorization (a SubjectAccessReview) decides.
 	t.Run("delegated authorization at the generated server", func(t *testing.T) {
-		host := fmt.Sprintf("https://127.0.0.1:%d", backend.Port)
-		ca := filepath.Join(dir, "config/deploy/certs/ca.crt")
 		direct := func(cfg *rest.Config) dynamic.ResourceInterface {
 			return dynamic.NewForConfigOrDie(cfg).Resource(boats).Namespace(ns)
 		}
-		sarsBefore := delegatedAuthzRequests(t, ctx, cp.PKI.FrontProxy(host, ca, "admin", "system:masters"))
+		sarsBefore := delegatedAuthzRequests(t, cp.PKI.FrontProxy(backend, "admin", "system:masters"))
 
-		_, err := direct(cp.PKI.FrontProxy(host, ca, "nobody", "system:authenticated")).List(ctx, metav1.ListOptions{})
+		_, err := direct(cp.PKI.FrontProxy(backend, "nobody", "system:authenticated")).List(ctx, metav1.ListOptions{})
 		wantForbidden(t, "user without binding, list", err, `User "nobody" cannot list resource "boats" in API group "marina.example.com" in the namespace "harbour"`)
-		if after := delegatedAuthzRequests(t, ctx, cp.PKI.FrontProxy(host, ca, "admin", "system:masters")); after <= sarsBefore {
+		if after := delegatedAuthzRequests(t, cp.PKI.FrontProxy(backend, "admin", "system:masters")); after <= sarsBefore {
 			t.Errorf("apiserver_delegated_authz_request_total of the generated server: %v before, %v after a new user's request: no SubjectAccessReview was sent", sarsBefore, after)
 		}
 
-		alice := direct(cp.PKI.FrontProxy(host, ca, "alice", "system:authenticated"))
+		alice := direct(cp.PKI.FrontProxy(backend, "alice", "system:authenticated"))
 		if list, err := alice.List(ctx, metav1.ListOptions{}); err != nil {
 			t.Errorf("edit user, list: %v", err)
 		} else if len(list.Items) != 1 || list.Items[0].GetName() != "borealis" {
@@ -197,7 +193,7 @@ func TestAggregation(t *testing.T) {
 		if _, err := alice.Create(ctx, boat("dorado", nil, 7), metav1.CreateOptions{}); err != nil {
 			t.Errorf("edit user, create: %v", err)
 		}
-		victor := direct(cp.PKI.FrontProxy(host, ca, "victor", "system:authenticated"))
+		victor := direct(cp.PKI.FrontProxy(backend, "victor", "system:authenticated"))
 		if _, err := victor.Get(ctx, "dorado", metav1.GetOptions{}); err != nil {
 			t.Errorf("view user, get: %v", err)
 		}
@@ -206,7 +202,7 @@ func TestAggregation(t *testing.T) {
 
 		// The same headers from a certificate the request-header CA did not sign are not
 		// believed: the server authenticates the certificate's own name instead.
-		_, err = direct(cp.PKI.UntrustedFrontProxy(t, host, ca, "alice", "system:authenticated")).List(ctx, metav1.ListOptions{})
+		_, err = direct(cp.PKI.UntrustedFrontProxy(t, backend, "alice", "system:authenticated")).List(ctx, metav1.ListOptions{})
 		wantForbidden(t, "X-Remote-User from an untrusted certificate", err, `User "`+cluster.FrontProxyClientName+`" cannot list resource "boats"`)
 	})
 }
@@ -225,7 +221,7 @@ func wantForbidden(t *testing.T, what string, err error, want string) {
 
 // delegatedAuthzRequests sums the apiserver_delegated_authz_request_total counters (the
 // SubjectAccessReviews sent, by answer code) of the server cfg points at.
-func delegatedAuthzRequests(t *testing.T, ctx context.Context, cfg *rest.Config) float64 {
+func delegatedAuthzRequests(t *testing.T, cfg *rest.Config) float64 {
 	t.Helper()
 	code, body := httpGet(t, cfg, "/metrics")
 	if code != 200 {

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"crypto/x509"
+	"fmt"
 	"net/http"
 
 	"k8s.io/client-go/rest"
@@ -12,15 +13,13 @@ import (
 // authentication ConfigMap every aggregated server reads) allows.
 const FrontProxyClientName = "front-proxy-client"
 
-// FrontProxy returns a client config for an aggregated server at host (its serving
-// certificate checked against caFile) that authenticates the way kube-apiserver's
+// FrontProxy returns a client config for the aggregated server b that authenticates the way kube-apiserver's
 // aggregator does when it proxies a request: with the front-proxy client certificate
 // (CN front-proxy-client, signed by the request-header CA), asserting user and groups in
 // the X-Remote-User and X-Remote-Group headers. The server trusts the headers because of
 // the certificate, and authorizes the user with a SubjectAccessReview.
-func (p *PKI) FrontProxy(host, caFile, user string, groups ...string) *rest.Config {
-	cfg := &rest.Config{Host: host}
-	cfg.CAFile = caFile
+func (p *PKI) FrontProxy(b *Backend, user string, groups ...string) *rest.Config {
+	cfg := backendConfig(b)
 	cfg.CertFile, cfg.KeyFile = p.Path("front-proxy-client.crt"), p.Path("front-proxy-client.key")
 	return WithRemoteUser(cfg, user, groups...)
 }
@@ -28,13 +27,20 @@ func (p *PKI) FrontProxy(host, caFile, user string, groups ...string) *rest.Conf
 // UntrustedFrontProxy is FrontProxy with a client certificate of the same name that the
 // request-header CA did not sign (a cluster-CA one): the server must not believe its
 // X-Remote-User headers.
-func (p *PKI) UntrustedFrontProxy(t T, host, caFile, user string, groups ...string) *rest.Config {
+func (p *PKI) UntrustedFrontProxy(t T, b *Backend, user string, groups ...string) *rest.Config {
 	t.Helper()
 	certPEM, keyPEM := p.issue(t, "untrusted-front-proxy-client", p.caCert, p.caKey, FrontProxyClientName, nil, nil, nil, x509.ExtKeyUsageClientAuth)
-	cfg := &rest.Config{Host: host}
-	cfg.CAFile = caFile
+	cfg := backendConfig(b)
 	cfg.CertData, cfg.KeyData = certPEM, keyPEM
 	return WithRemoteUser(cfg, user, groups...)
+}
+
+// backendConfig is a config without credentials for b on 127.0.0.1, verifying its serving
+// certificate as the aggregator does.
+func backendConfig(b *Backend) *rest.Config {
+	cfg := &rest.Config{Host: fmt.Sprintf("https://127.0.0.1:%d", b.Port)}
+	cfg.CAFile, cfg.ServerName = b.CAFile, b.ServerName
+	return cfg
 }
 
 // WithRemoteUser returns a copy of cfg whose requests carry X-Remote-User: user and one
