@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"math/rand"
 	"net/http"
@@ -29,12 +28,14 @@ import (
 	"github.com/aagen-dev/aagen/e2e/robustness"
 )
 
-// robustnessSeeds replays chosen seeds (comma-separated); AAGEN_ROBUSTNESS_SEEDS does the
-// same from the environment.
-var robustnessSeeds = flag.String("robustness.seeds", "", "seeds of TestRobustness to run (comma-separated; default: three fresh ones)")
+// robustnessSeedsEnv names the environment variable that replays chosen seeds of
+// TestRobustness (comma-separated).
+const robustnessSeedsEnv = "AAGEN_ROBUSTNESS_SEEDS"
 
 // faultKinds are the faults TestRobustness injects.
-var faultKinds = []string{"kill replica", "kill etcd member", "partition etcd member", "slow etcd member"}
+func faultKinds() []string {
+	return []string{"kill replica", "kill etcd member", "partition etcd member", "slow etcd member"}
+}
 
 // TestRobustness runs generated traffic (create, update with a precondition, delete, get,
 // list, watch) against two replicas of the generated server on a 3-member etcd cluster
@@ -42,7 +43,7 @@ var faultKinds = []string{"kill replica", "kill etcd member", "partition etcd me
 // linearizability with porcupine and checks every watch against the storage's own events
 // (ordered, no gaps, no duplicates, resumable from any delivered resourceVersion). Each
 // seed decides the traffic, two fault kinds and when they strike; a failure prints the seed
-// to replay it with -robustness.seeds or AAGEN_ROBUSTNESS_SEEDS.
+// to replay it with AAGEN_ROBUSTNESS_SEEDS.
 func TestRobustness(t *testing.T) {
 	skipShort(t)
 	seeds := robustnessSeedList(t)
@@ -61,7 +62,7 @@ func TestRobustness(t *testing.T) {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			t.Cleanup(func() {
 				if t.Failed() {
-					t.Logf("replay: go test ./e2e -run 'TestRobustness' -robustness.seeds=%d (or AAGEN_ROBUSTNESS_SEEDS=%d)", seed, seed)
+					t.Logf("replay: %s=%d go test ./e2e -run TestRobustness", robustnessSeedsEnv, seed)
 				}
 			})
 			for _, k := range env.run(t, seed) {
@@ -74,13 +75,10 @@ func TestRobustness(t *testing.T) {
 	}
 }
 
-// robustnessSeedList is the seeds to run: the flag's, the environment's, or three new ones.
+// robustnessSeedList is the seeds to run: the environment's, or three new ones.
 func robustnessSeedList(t *testing.T) []int64 {
 	t.Helper()
-	spec := *robustnessSeeds
-	if spec == "" {
-		spec = os.Getenv("AAGEN_ROBUSTNESS_SEEDS")
-	}
+	spec := os.Getenv(robustnessSeedsEnv)
 	if spec == "" {
 		base := time.Now().UnixNano() % 1_000_000
 		return []int64{base, base + 1, base + 2}
@@ -169,8 +167,9 @@ func (e *robustEnv) run(t *testing.T, seed int64) []string {
 	}
 
 	// Faults: two kinds of this seed, at random points of the first and second half.
-	perm := rng.Perm(len(faultKinds))
-	kinds := []string{faultKinds[perm[0]], faultKinds[perm[1]]}
+	all := faultKinds()
+	perm := rng.Perm(len(all))
+	kinds := []string{all[perm[0]], all[perm[1]]}
 	faultRNG := rand.New(rand.NewSource(rng.Int63()))
 	var faultWG sync.WaitGroup
 	faultWG.Add(1)
