@@ -7,6 +7,7 @@ import (
 	"math/rand"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -112,7 +113,13 @@ type robustClient struct {
 
 func (e *robustEnv) newClients(t *testing.T) []*robustClient {
 	t.Helper()
-	base, err := clientcmd.BuildConfigFromFlags("", strings.TrimPrefix(e.replicas[0].args[1], "--local-dir=")+"/kubeconfig")
+	var localDir string
+	for _, a := range e.replicas[0].args {
+		if d, ok := strings.CutPrefix(a, "--local-dir="); ok {
+			localDir = d
+		}
+	}
+	base, err := clientcmd.BuildConfigFromFlags("", filepath.Join(localDir, "kubeconfig"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -179,13 +179,19 @@ type chunk struct {
 // throughput.
 func (p *Proxy) pipe(dst io.Writer, src io.Reader, sender string) {
 	chunks := make(chan chunk, 1024)
+	stopped := make(chan struct{})
+	defer close(stopped)
 	go func() {
 		defer close(chunks)
 		for {
 			buf := make([]byte, 32<<10)
 			n, err := src.Read(buf)
 			if n > 0 {
-				chunks <- chunk{data: buf[:n], at: time.Now()}
+				select {
+				case chunks <- chunk{data: buf[:n], at: time.Now()}:
+				case <-stopped:
+					return
+				}
 			}
 			if err != nil {
 				return
