@@ -5,6 +5,7 @@ go 1.26.5
 godebug default=go1.26
 
 require (
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/dave/jennifer v1.7.1
 	github.com/go-logr/logr v1.4.4
 	github.com/google/cel-go v0.29.2

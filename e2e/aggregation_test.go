@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/aagen-dev/aagen/runtime/etcd"
 
@@ -47,7 +49,7 @@ func TestAggregation(t *testing.T) {
 	// Every object of the manifests passes a server-side dry run and is applied; the
 	// Service points at the local server (a test-only overlay), which runs with the
 	// Deployment's arguments until the APIService is Available.
-	cluster.Deploy(t, ctx, cp, dir, serverBin, e.ClientURL())
+	backend := cluster.Deploy(t, ctx, cp, dir, serverBin, e.ClientURL())
 
 	t.Run("discovery", func(t *testing.T) {
 		list, err := kube.Discovery().ServerResourcesForGroupVersion("marina.example.com/v1alpha1")
@@ -166,6 +168,83 @@ func TestAggregation(t *testing.T) {
 			t.Errorf("view user delete: want 403, got %v", err)
 		}
 	})
+
+	// The 403s above may come from kube-apiserver's own RBAC before it proxies anything; here
+	// requests go straight to the generated server with the aggregator's front-proxy
+	// credentials, so only its delegated authorization (a SubjectAccessReview) decides.
+	t.Run("delegated authorization at the generated server", func(t *testing.T) {
+		direct := func(cfg *rest.Config) dynamic.ResourceInterface {
+			return dynamic.NewForConfigOrDie(cfg).Resource(boats).Namespace(ns)
+		}
+		sarsBefore := delegatedAuthzRequests(t, cp.PKI.FrontProxy(backend, "admin", "system:masters"))
+
+		_, err := direct(cp.PKI.FrontProxy(backend, "nobody", "system:authenticated")).List(ctx, metav1.ListOptions{})
+		wantForbidden(t, "user without binding, list", err, `User "nobody" cannot list resource "boats" in API group "marina.example.com" in the namespace "harbour"`)
+		if after := delegatedAuthzRequests(t, cp.PKI.FrontProxy(backend, "admin", "system:masters")); after <= sarsBefore {
+			t.Errorf("apiserver_delegated_authz_request_total of the generated server: %v before, %v after a new user's request: no SubjectAccessReview was sent", sarsBefore, after)
+		}
+
+		alice := direct(cp.PKI.FrontProxy(backend, "alice", "system:authenticated"))
+		if list, err := alice.List(ctx, metav1.ListOptions{}); err != nil {
+			t.Errorf("edit user, list: %v", err)
+		} else if len(list.Items) != 1 || list.Items[0].GetName() != "borealis" {
+			t.Errorf("edit user, list: %d items", len(list.Items))
+		}
+		if _, err := alice.Create(ctx, boat("dorado", nil, 7), metav1.CreateOptions{}); err != nil {
+			t.Errorf("edit user, create: %v", err)
+		}
+		victor := direct(cp.PKI.FrontProxy(backend, "victor", "system:authenticated"))
+		if _, err := victor.Get(ctx, "dorado", metav1.GetOptions{}); err != nil {
+			t.Errorf("view user, get: %v", err)
+		}
+		_, err = victor.Create(ctx, boat("eridanus", nil, 7), metav1.CreateOptions{})
+		wantForbidden(t, "view user, create", err, `User "victor" cannot create resource "boats"`)
+
+		// The same headers from a certificate the request-header CA did not sign are not
+		// believed: the server authenticates the certificate's own name instead.
+		_, err = direct(cp.PKI.UntrustedFrontProxy(t, backend, "alice", "system:authenticated")).List(ctx, metav1.ListOptions{})
+		wantForbidden(t, "X-Remote-User from an untrusted certificate", err, `User "`+cluster.FrontProxyClientName+`" cannot list resource "boats"`)
+	})
+}
+
+// wantForbidden fails t unless err is a 403 whose message contains want.
+func wantForbidden(t *testing.T, what string, err error, want string) {
+	t.Helper()
+	if !apierrors.IsForbidden(err) {
+		t.Errorf("%s: want 403, got %v", what, err)
+		return
+	}
+	if msg := err.Error(); !strings.Contains(msg, want) {
+		t.Errorf("%s: 403 message %q does not contain %q", what, msg, want)
+	}
+}
+
+// delegatedAuthzRequests sums the apiserver_delegated_authz_request_total counters (the
+// SubjectAccessReviews sent, by answer code) of the server cfg points at.
+func delegatedAuthzRequests(t *testing.T, cfg *rest.Config) float64 {
+	t.Helper()
+	code, body := httpGet(t, cfg, "/metrics")
+	if code != 200 {
+		t.Fatalf("metrics of the generated server: %d %s", code, cluster.Tail(string(body), 500))
+	}
+	var sum float64
+	found := false
+	for _, line := range strings.Split(string(body), "\n") {
+		if !strings.HasPrefix(line, "apiserver_delegated_authz_request_total{") {
+			continue
+		}
+		fields := strings.Fields(line)
+		v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
+		if err != nil {
+			t.Fatalf("metrics line %q: %v", line, err)
+		}
+		sum += v
+		found = true
+	}
+	if !found {
+		t.Fatalf("no apiserver_delegated_authz_request_total in the generated server's metrics:\n%s", cluster.Tail(string(body), 2000))
+	}
+	return sum
 }
 
 func ptrTo[T any](v T) *T { return &v }

@@ -1,13 +1,12 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -34,39 +33,61 @@ func startBinary(t *testing.T, bin, state string, extra ...string) (*exec.Cmd, d
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	ready := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if kc, ok := strings.CutPrefix(sc.Text(), "export KUBECONFIG="); ok {
-				ready <- kc
-			}
-		}
-	}()
-	select {
-	case kc := <-ready:
-		cfg, err := clientcmd.BuildConfigFromFlags("", kc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.QPS, cfg.Burst = 500, 1000
-		return cmd, dynamic.NewForConfigOrDie(cfg), cfg
-	case <-time.After(2 * time.Minute):
+	kc, err := awaitKubeconfig(stdout, 2*time.Minute)
+	if err != nil {
 		_ = cmd.Process.Kill()
-		t.Fatalf("server not ready:\n%s", cluster.Tail(logs.String(), 3000))
+		t.Fatalf("server not ready: %v\n%s", err, cluster.Tail(logs.String(), 3000))
 	}
-	return nil, nil, nil
+	cfg, err := clientcmd.BuildConfigFromFlags("", kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.QPS, cfg.Burst = 500, 1000
+	return cmd, dynamic.NewForConfigOrDie(cfg), cfg
+}
+
+// crashWrite is what a client knows of one object after a crash round: the last state a
+// write of it was acknowledged with (resourceVersion and spec.lengthMeters), and the state
+// of a later write whose answer never came (in flight at the kill, or failed).
+type crashWrite struct {
+	acked       bool
+	ackedRV     string
+	ackedLength int64
+	inFlight    bool
+	// inFlightLength is the length the unacknowledged write would have stored.
+	inFlightLength int64
+	// ackedRVs are every acknowledged write's resourceVersion (create, then update).
+	ackedRVs []string
+}
+
+// storedBoat is an object's resourceVersion and spec.lengthMeters as read back.
+type storedBoat struct {
+	rv     string
+	length int64
+}
+
+func readStoredBoats(t *testing.T, items []unstructured.Unstructured) map[string]storedBoat {
+	t.Helper()
+	out := map[string]storedBoat{}
+	for _, item := range items {
+		length, _, _ := unstructured.NestedInt64(item.Object, "spec", "lengthMeters")
+		out[item.GetName()] = storedBoat{rv: item.GetResourceVersion(), length: length}
+	}
+	return out
 }
 
 // TestCrashRecovery kills the server with SIGKILL in the middle of a stream of writes on
-// its embedded etcd, restarts it, and checks that every acknowledged write survived and
-// that a watch from before the crash resumes and sees every one of them.
+// its embedded etcd, restarts it, and checks by content that every acknowledged write
+// survived, that only writes whose answer never came are stored unacknowledged, and that a
+// watch from before the crash resumes and delivers every acknowledged write.
 func TestCrashRecovery(t *testing.T) {
 	skipShort(t)
 	_, bin := buildExample(t)
 	state := t.TempDir()
 	ctx := context.Background()
-	acked := map[string]bool{}
+	// known is what the server must hold at the start of a round: the state each object was
+	// verified in after the previous rounds.
+	known := map[string]storedBoat{}
 	var firstRV string
 	for round := 0; round < 3; round++ {
 		cmd, dyn, _ := startBinary(t, bin, state)
@@ -75,20 +96,17 @@ func TestCrashRecovery(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := len(list.Items); got != len(acked) {
-			t.Fatalf("round %d: %d boats stored, %d acknowledged before", round, got, len(acked))
-		}
-		for _, item := range list.Items {
-			if !acked[item.GetName()] {
-				t.Errorf("round %d: %s stored but never acknowledged (allowed only for the write in flight)", round, item.GetName())
-			}
+		if got := readStoredBoats(t, list.Items); !reflect.DeepEqual(got, known) {
+			t.Fatalf("round %d: %d boats stored, not the %d verified after the previous round (or with other content)", round, len(got), len(known))
 		}
 		startRV := list.GetResourceVersion()
 
+		// Four writers create objects and update each once (resourceVersion as precondition),
+		// going on through errors until the kill: an error leaves the write in flight.
 		var mu sync.Mutex
 		var wg sync.WaitGroup
 		stop := make(chan struct{})
-		var roundAcked []string
+		writes := map[string]*crashWrite{}
 		for w := 0; w < 4; w++ {
 			wg.Add(1)
 			go func(w int) {
@@ -100,81 +118,123 @@ func TestCrashRecovery(t *testing.T) {
 					default:
 					}
 					name := fmt.Sprintf("r%d-w%d-%d", round, w, i)
-					if _, err := bc.Create(ctx, boat(name, nil, int64(i)), metav1.CreateOptions{}); err != nil {
-						return // the server is gone
+					rec := &crashWrite{inFlight: true, inFlightLength: int64(i)}
+					mu.Lock()
+					writes[name] = rec
+					mu.Unlock()
+					created, err := bc.Create(ctx, boat(name, nil, int64(i)), metav1.CreateOptions{})
+					if err != nil {
+						continue
 					}
 					mu.Lock()
-					roundAcked = append(roundAcked, name)
+					*rec = crashWrite{acked: true, ackedRV: created.GetResourceVersion(), ackedLength: int64(i), ackedRVs: []string{created.GetResourceVersion()},
+						inFlight: true, inFlightLength: int64(i) + 100000}
+					mu.Unlock()
+					_ = unstructured.SetNestedField(created.Object, int64(i)+100000, "spec", "lengthMeters")
+					updated, err := bc.Update(ctx, created, metav1.UpdateOptions{})
+					if err != nil {
+						continue
+					}
+					mu.Lock()
+					rec.ackedRV, rec.ackedLength, rec.inFlight = updated.GetResourceVersion(), int64(i)+100000, false
+					rec.ackedRVs = append(rec.ackedRVs, updated.GetResourceVersion())
 					mu.Unlock()
 				}
 			}(w)
 		}
 		time.Sleep(1500 * time.Millisecond)
 		_ = cmd.Process.Signal(syscall.SIGKILL)
-		_ = cmd.Wait()
 		close(stop)
+		_ = cmd.Wait()
 		wg.Wait()
-		if len(roundAcked) == 0 {
+		ackedWrites, inFlight := 0, 0
+		for _, rec := range writes {
+			ackedWrites += len(rec.ackedRVs)
+			if rec.inFlight {
+				inFlight++
+			}
+		}
+		if ackedWrites == 0 {
 			t.Fatalf("round %d: no write was acknowledged", round)
 		}
 
 		cmd, dyn, _ = startBinary(t, bin, state)
 		bc = dyn.Resource(boats).Namespace("harbour")
-		stored := map[string]bool{}
 		list, err = bc.List(ctx, metav1.ListOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, item := range list.Items {
-			stored[item.GetName()] = true
-		}
-		for _, name := range roundAcked {
-			acked[name] = true
-			if !stored[name] {
-				t.Errorf("round %d: acknowledged write %s lost", round, name)
+		stored := readStoredBoats(t, list.Items)
+		inFlightStored := 0
+		for name, got := range stored {
+			if want, ok := known[name]; ok {
+				if got != want {
+					t.Errorf("round %d: %s from an earlier round changed: %+v, was %+v", round, name, got, want)
+				}
+				continue
+			}
+			rec := writes[name]
+			switch {
+			case rec == nil:
+				t.Errorf("round %d: %s stored but never written", round, name)
+			case rec.acked && got.rv == rec.ackedRV && got.length == rec.ackedLength:
+			case rec.inFlight && got.length == rec.inFlightLength:
+				inFlightStored++ // the answer was lost, the write applied: allowed
+			case rec.acked:
+				t.Errorf("round %d: %s stored as %+v, acknowledged as resourceVersion %s length %d", round, name, got, rec.ackedRV, rec.ackedLength)
+			default:
+				t.Errorf("round %d: %s stored as %+v but never acknowledged nor in flight with that content", round, name, got)
 			}
 		}
-		// Writes that were in flight at the kill may or may not be there; count them as acknowledged now.
-		for name := range stored {
-			acked[name] = true
+		for name, rec := range writes {
+			if _, ok := stored[name]; rec.acked && !ok {
+				t.Errorf("round %d: acknowledged write %s (resourceVersion %s) lost", round, name, rec.ackedRV)
+			}
 		}
 		// A watch from before the crash resumes (the runtime serves it from etcd, which
 		// still has the events, although the restarted watch cache starts after them) and
-		// delivers every acknowledged write, in order.
+		// delivers every acknowledged write, in resourceVersion order; it may also deliver
+		// writes that were in flight and were stored.
 		wctx, cancel := context.WithTimeout(ctx, time.Minute)
 		w, err := bc.Watch(wctx, metav1.ListOptions{ResourceVersion: startRV})
 		if err != nil {
 			t.Fatal(err)
 		}
-		// The watch also delivers writes that were in flight at the kill and were stored:
-		// wait for every acknowledged one, not for a count.
-		pending := map[string]bool{}
-		for _, name := range roundAcked {
-			pending[name] = true
+		pending := map[string]string{} // resourceVersion: name
+		for name, rec := range writes {
+			for _, rv := range rec.ackedRVs {
+				pending[rv] = name
+			}
 		}
 		lastRV := int64(0)
 		for len(pending) > 0 {
 			ev, ok := <-w.ResultChan()
 			if !ok {
-				t.Fatalf("round %d: the resumed watch ended with %d of %d acknowledged writes missed", round, len(pending), len(roundAcked))
+				t.Fatalf("round %d: the resumed watch ended with %d of %d acknowledged writes missed", round, len(pending), ackedWrites)
 			}
 			if ev.Type == watch.Error {
 				t.Fatalf("round %d: the watch from before the crash did not resume: %v", round, ev.Object)
 			}
 			o := ev.Object.(*unstructured.Unstructured)
 			rv, _ := strconv.ParseInt(o.GetResourceVersion(), 10, 64)
-			if ev.Type != watch.Added || rv <= lastRV {
+			if (ev.Type != watch.Added && ev.Type != watch.Modified) || rv <= lastRV || writes[o.GetName()] == nil {
 				t.Fatalf("round %d: resumed watch: %s %s at %d after %d", round, ev.Type, o.GetName(), rv, lastRV)
 			}
 			lastRV = rv
-			delete(pending, o.GetName())
+			if name, ok := pending[o.GetResourceVersion()]; ok && name != o.GetName() {
+				t.Fatalf("round %d: resumed watch: %s at %d, acknowledged for %s", round, o.GetName(), rv, name)
+			}
+			delete(pending, o.GetResourceVersion())
 		}
 		w.Stop()
 		cancel()
 		if round == 0 {
 			firstRV = startRV
 		}
-		t.Logf("round %d: %d writes acknowledged before SIGKILL, all stored, all delivered by the watch resumed after the restart", round, len(roundAcked))
+		for name, got := range stored {
+			known[name] = got
+		}
+		t.Logf("round %d: %d writes acknowledged before SIGKILL, all stored with their content and delivered by the watch resumed after the restart; %d objects had a write in flight, %d of them stored", round, ackedWrites, inFlight, inFlightStored)
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		_ = cmd.Wait()
 	}
@@ -190,7 +250,7 @@ func TestCrashRecovery(t *testing.T) {
 		if _, err := bc.Create(ctx, boat(fmt.Sprintf("compacted-%d", i), nil, 1), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		acked[fmt.Sprintf("compacted-%d", i)] = true
+		known[fmt.Sprintf("compacted-%d", i)] = storedBoat{}
 		time.Sleep(2500 * time.Millisecond)
 	}
 	w, err := bc.Watch(ctx, metav1.ListOptions{ResourceVersion: firstRV})
@@ -215,7 +275,7 @@ func TestCrashRecovery(t *testing.T) {
 	for _, item := range relist.Items {
 		relisted[item.GetName()] = true
 	}
-	for name := range acked {
+	for name := range known {
 		if !relisted[name] {
 			t.Errorf("%s missing from the relist", name)
 		}

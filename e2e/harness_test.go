@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -19,6 +20,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/aagen-dev/aagen/e2e/cluster"
+
+	"github.com/aagen-dev/aagen/internal/testskip"
 )
 
 // repoRoot is the aagen checkout.
@@ -27,11 +30,10 @@ func repoRoot(t testing.TB) string {
 	return cluster.RepoRoot(t)
 }
 
+// skipShort skips an end-to-end test under -short (never under CI: internal/testskip).
 func skipShort(t *testing.T) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("end-to-end test; runs without -short")
-	}
+	testskip.Short(t, "end-to-end test; runs without -short")
 }
 
 var (
@@ -114,6 +116,58 @@ func run(t testing.TB, dir string, name string, args ...string) string {
 	return string(out)
 }
 
+// awaitKubeconfig reads a server's stdout until its `export KUBECONFIG=<path>` line and
+// returns the path; the rest of the output is drained in the background. It fails after
+// timeout or when the output ends first.
+func awaitKubeconfig(stdout io.Reader, timeout time.Duration) (string, error) {
+	lines := make(chan string, 16)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	deadline := time.After(timeout)
+	for {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				return "", fmt.Errorf("the output ended before a KUBECONFIG line")
+			}
+			if kc, found := strings.CutPrefix(line, "export KUBECONFIG="); found {
+				go func() {
+					for range lines {
+					}
+				}()
+				return kc, nil
+			}
+		case <-deadline:
+			return "", fmt.Errorf("no KUBECONFIG line after %s", timeout)
+		}
+	}
+}
+
+// httpGet sends GET path to the server cfg points at, with cfg's credentials, and returns
+// the status code and body.
+func httpGet(t testing.TB, cfg *rest.Config, path string) (int, []byte) {
+	t.Helper()
+	client, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := client.Get(cfg.Host + path)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	return resp.StatusCode, body
+}
+
 // upProcess is a running `aagen up`.
 type upProcess struct {
 	cmd        *exec.Cmd
@@ -145,38 +199,17 @@ func startUpPattern(t *testing.T, dir, pattern string, timeout time.Duration, se
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	lines := make(chan string, 16)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
 	go func() { p.done <- cmd.Wait() }()
 	t.Cleanup(func() { p.stop(t) })
-	deadline := time.After(timeout)
-	for {
-		select {
-		case line, ok := <-lines:
-			if !ok {
-				t.Fatalf("aagen up ended before printing KUBECONFIG:\n%s", p.stderr.String())
-			}
-			if kc, found := strings.CutPrefix(line, "export KUBECONFIG="); found {
-				if !filepath.IsAbs(kc) {
-					t.Fatalf("KUBECONFIG path %q is not absolute", kc)
-				}
-				p.kubeconfig = kc
-				go func() {
-					for range lines {
-					}
-				}()
-				return p
-			}
-		case <-deadline:
-			t.Fatalf("no KUBECONFIG line after %s:\n%s", timeout, p.stderr.String())
-		}
+	kc, err := awaitKubeconfig(stdout, timeout)
+	if err != nil {
+		t.Fatalf("aagen up: %v:\n%s", err, p.stderr.String())
 	}
+	if !filepath.IsAbs(kc) {
+		t.Fatalf("KUBECONFIG path %q is not absolute", kc)
+	}
+	p.kubeconfig = kc
+	return p
 }
 
 // stop sends SIGINT to the process group, as Ctrl-C on a terminal does, and waits for a
@@ -213,13 +246,11 @@ func (p *upProcess) restConfig(t testing.TB) *rest.Config {
 	return cfg
 }
 
-// kubectl runs kubectl with the process's kubeconfig, if kubectl is installed.
+// kubectl runs kubectl, built from the Kubernetes release e2e/tools/kube-apiserver pins
+// (cluster.KubeVersion) into .cache/bin, with the given kubeconfig.
 func kubectl(t *testing.T, kubeconfig string, stdin string, args ...string) (string, error) {
 	t.Helper()
-	path, err := exec.LookPath("kubectl")
-	if err != nil {
-		t.Skip("kubectl is not installed")
-	}
+	path := cluster.KubeBinary(t, "kubectl")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, path, append([]string{"--kubeconfig", kubeconfig}, args...)...)
@@ -228,6 +259,6 @@ func kubectl(t *testing.T, kubeconfig string, stdin string, args ...string) (str
 	}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	err = cmd.Run()
+	err := cmd.Run()
 	return out.String(), err
 }

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,28 +27,12 @@ import (
 // its /metrics text.
 func serverMetrics(t *testing.T, cfg *rest.Config, gc bool) string {
 	t.Helper()
-	client, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if gc {
 		for i := 0; i < 2; i++ {
-			resp, err := client.Get(cfg.Host + "/debug/pprof/heap?gc=1")
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp.Body.Close()
+			httpGet(t, cfg, "/debug/pprof/heap?gc=1")
 		}
 	}
-	resp, err := client.Get(cfg.Host + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, data := httpGet(t, cfg, "/metrics")
 	return string(data)
 }
 
@@ -94,7 +78,12 @@ func TestLoad(t *testing.T) {
 	cmd, dyn, cfg := startBinary(t, bin, t.TempDir(), "--etcd-compaction-interval=5s")
 	defer func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() }()
 	ctx := context.Background()
-	bc := dyn.Resource(boats).Namespace("load")
+	// The load's clients count every 429 and 5xx response, including the ones client-go
+	// retries without telling its caller (429, and 5xx with Retry-After).
+	responses := &retryableResponses{}
+	loadCfg := rest.CopyConfig(cfg)
+	loadCfg.Wrap(responses.wrap)
+	bc := dynamic.NewForConfigOrDie(loadCfg).Resource(boats).Namespace("load")
 
 	// Warm up (every code path once), then take the baseline.
 	for i := 0; i < 20; i++ {
@@ -105,6 +94,9 @@ func TestLoad(t *testing.T) {
 	baseline := liveHeap(t, cfg)
 
 	loadRound(t, ctx, bc)
+	if n := responses.count.Load(); n != 0 {
+		t.Errorf("%d responses were 429 or 5xx during the load (client-go retried some of them silently): %s", n, responses.first.Load())
+	}
 	if err := bc.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -124,8 +116,11 @@ func TestLoad(t *testing.T) {
 	time.Sleep(historyWindow + 2*time.Second)
 	writeSmallEvents(t, ctx, trickle, 20)
 	shrunk := metric(t, serverMetrics(t, cfg, false), series)
-	if shrunk > 128 {
-		t.Errorf("the watch cache's ring did not shrink after its history window: %.0f events, was %.0f", shrunk, capacity)
+	// k8s.io/apiserver's defaultLowerBoundCapacity (storage/cacher/watch_cache_history.go);
+	// the ring's sizes are 100 times a power of two, so it halves to exactly this.
+	const ringLowerBound = 100
+	if shrunk != ringLowerBound {
+		t.Errorf("the watch cache's ring did not shrink to its lower bound of %d events after its history window: %.0f events, was %.0f", ringLowerBound, shrunk, capacity)
 	}
 	final := liveHeap(t, cfg)
 	mib := func(b float64) float64 { return b / (1 << 20) }
@@ -145,20 +140,29 @@ func loadRound(t *testing.T, ctx context.Context, bc dynamic.ResourceInterface) 
 		t.Fatal(err)
 	}
 	views := make([]map[string]string, watchers)
+	// synced[i] is closed once watcher i has delivered the sentinel written after the load:
+	// a watch delivers events in resourceVersion order, so it has delivered every earlier one.
+	synced := make([]chan struct{}, watchers)
+	const sentinel = "sentinel"
 	var wwg sync.WaitGroup
 	wctx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
 	for i := range views {
-		views[i] = map[string]string{}
+		views[i], synced[i] = map[string]string{}, make(chan struct{})
 		w, err := bc.Watch(wctx, metav1.ListOptions{ResourceVersion: list.GetResourceVersion()})
 		if err != nil {
 			t.Fatal(err)
 		}
 		wwg.Add(1)
-		go func(view map[string]string, w watch.Interface) {
+		go func(i int, view map[string]string, w watch.Interface) {
 			defer wwg.Done()
 			for ev := range w.ResultChan() {
 				o, ok := ev.Object.(*unstructured.Unstructured)
-				if !ok {
+				if !ok || ev.Type == watch.Error || ev.Type == watch.Bookmark {
+					// client-go ends a watch whose context is cancelled with an error event.
+					if wctx.Err() == nil {
+						t.Errorf("watcher %d: %s event: %v", i, ev.Type, ev.Object)
+					}
 					continue
 				}
 				switch ev.Type {
@@ -167,8 +171,14 @@ func loadRound(t *testing.T, ctx context.Context, bc dynamic.ResourceInterface) 
 				case watch.Deleted:
 					delete(view, o.GetName())
 				}
+				if o.GetName() == sentinel && ev.Type == watch.Added {
+					close(synced[i])
+				}
 			}
-		}(views[i], w)
+			if wctx.Err() == nil {
+				t.Errorf("watcher %d: the watch ended before the test stopped it", i)
+			}
+		}(i, views[i], w)
 	}
 
 	// Writers: create, get, update (patch), list and delete for a bounded time.
@@ -213,7 +223,11 @@ func loadRound(t *testing.T, ctx context.Context, bc dynamic.ResourceInterface) 
 	}
 	wg.Wait()
 
-	// Every watcher converges on the final state.
+	// Every watcher converges on the final state: once it has delivered the sentinel, the
+	// last write, its view must equal the list.
+	if _, err := bc.Create(ctx, boat(sentinel, nil, 1), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	final, err := bc.List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -222,7 +236,13 @@ func loadRound(t *testing.T, ctx context.Context, bc dynamic.ResourceInterface) 
 	for _, o := range final.Items {
 		want[o.GetName()] = o.GetResourceVersion()
 	}
-	time.Sleep(2 * time.Second)
+	for i := range synced {
+		select {
+		case <-synced[i]:
+		case <-time.After(time.Minute):
+			t.Errorf("watcher %d did not deliver the sentinel within a minute of its write", i)
+		}
+	}
 	stopWatch()
 	wwg.Wait()
 	for i, v := range views {
@@ -266,3 +286,28 @@ func writeSmallEvents(t *testing.T, ctx context.Context, rc dynamic.ResourceInte
 	}
 	wg.Wait()
 }
+
+// retryableResponses counts the responses a client-go transport receives with status 429
+// or 5xx, below client-go's retries, and keeps the first one's description.
+type retryableResponses struct {
+	count atomic.Int64
+	first atomic.Value // string
+}
+
+func (r *retryableResponses) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		resp, err := rt.RoundTrip(req)
+		if err == nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500) {
+			if r.count.Add(1) == 1 {
+				r.first.Store(fmt.Sprintf("first: %s %s -> %s", req.Method, req.URL.Path, resp.Status))
+			}
+		}
+		return resp, err
+	})
+}
+
+// roundTripFunc is an http.RoundTripper made of a function.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+// RoundTrip calls f.
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }

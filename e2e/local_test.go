@@ -683,16 +683,8 @@ func TestLocalServer(t *testing.T) {
 
 func statusOf(t *testing.T, cfg *rest.Config, path string) int {
 	t.Helper()
-	client, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := client.Get(cfg.Host + path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	return resp.StatusCode
+	code, _ := httpGet(t, cfg, path)
+	return code
 }
 
 // TestExampleTests runs the example project's own tests (generated clientset, informers,

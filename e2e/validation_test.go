@@ -376,19 +376,11 @@ func checkInvalid(t *testing.T, err error, kind, name string, want []string) {
 
 func getJSON(t *testing.T, cfg *rest.Config, path string, into any) {
 	t.Helper()
-	client, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		t.Fatal(err)
+	code, body := httpGet(t, cfg, path)
+	if code != 200 {
+		t.Fatalf("GET %s: %d %.500s", path, code, body)
 	}
-	resp, err := client.Get(cfg.Host + path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != 200 {
-		t.Fatalf("GET %s: %s", path, resp.Status)
-	}
-	if err := json.NewDecoder(resp.Body).Decode(into); err != nil {
+	if err := json.Unmarshal(body, into); err != nil {
 		t.Fatalf("GET %s: %v", path, err)
 	}
 }

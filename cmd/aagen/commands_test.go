@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/aagen-dev/aagen/internal/testskip"
 )
 
 // example copies the example project (types and generated tree) to a temporary module.
@@ -61,9 +63,7 @@ func aagen(t *testing.T, args ...string) (stdout, stderr string, err error) {
 // TestCertsRenew checks that certs keeps the certificates, --renew replaces them, and the
 // APIServices' caBundle follows the CA.
 func TestCertsRenew(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the generators")
-	}
+	testskip.Short(t, "runs the generators")
 	dir := example(t)
 	certs := filepath.Join(dir, "config/deploy/certs")
 	caBefore, _ := os.ReadFile(filepath.Join(certs, "ca.crt"))
@@ -95,9 +95,7 @@ func TestCertsRenew(t *testing.T) {
 // TestProgress checks that generate is quiet when its output is not a terminal and
 // reports its steps with -v.
 func TestProgress(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the generators")
-	}
+	testskip.Short(t, "runs the generators")
 	dir := example(t)
 	_, stderr, err := aagen(t, "generate", "--no-go-mod", "-C", dir, "./pkg/apis/...")
 	if err != nil {

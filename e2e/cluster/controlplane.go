@@ -42,7 +42,7 @@ func StartControlPlane(t T, etcdURL string) *ControlPlane {
 		"--service-cluster-ip-range=10.0.0.0/24",
 		"--authorization-mode=RBAC",
 		"--requestheader-client-ca-file="+p.Path("front-proxy-ca.crt"),
-		"--requestheader-allowed-names=front-proxy-client",
+		"--requestheader-allowed-names="+FrontProxyClientName,
 		"--requestheader-username-headers=X-Remote-User",
 		"--requestheader-group-headers=X-Remote-Group",
 		"--requestheader-extra-headers-prefix=X-Remote-Extra-",

@@ -37,6 +37,9 @@ type Backend struct {
 	Objects []*unstructured.Unstructured
 	// Args are the server's arguments: the Deployment's, plus the local overrides.
 	Args []string
+	// ServerName is the name the aggregator verifies the server's certificate against (its
+	// Service's <name>.<namespace>.svc), and CAFile the CA of that certificate.
+	ServerName, CAFile string
 }
 
 // Deploy deploys the generated server of the project in dir (its binary built at serverBin)
@@ -126,7 +129,8 @@ func Deploy(t T, ctx context.Context, cp *ControlPlane, dir, serverBin, etcdURL 
 			t.Fatalf("APIService %s never became Available: %v\n%v", name, err, as)
 		}
 	}
-	return &Backend{Process: proc, Port: port, Objects: objs, Args: args}
+	return &Backend{Process: proc, Port: port, Objects: objs, Args: args,
+		ServerName: serviceName + "." + ns + ".svc", CAFile: filepath.Join(certs, "ca.crt")}
 }
 
 func find(t T, objs []*unstructured.Unstructured, kind string) *unstructured.Unstructured {

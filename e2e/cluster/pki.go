@@ -26,6 +26,9 @@ type PKI struct {
 	// ca signs kube-apiserver's serving cert and client certs of users.
 	caCert *x509.Certificate
 	caKey  *ecdsa.PrivateKey
+	// frontProxyCA signs the aggregator's client certificate (the request-header CA).
+	frontProxyCACert *x509.Certificate
+	frontProxyCAKey  *ecdsa.PrivateKey
 }
 
 // NewPKI writes a cluster CA with kube-apiserver's serving certificate and an admin
@@ -37,8 +40,8 @@ func NewPKI(t T, dir string) *PKI {
 	p.caCert, p.caKey = p.newCA(t, "ca", "aagen-e2e-ca")
 	p.issue(t, "apiserver", p.caCert, p.caKey, "localhost", nil, []string{"localhost"}, []net.IP{net.ParseIP("127.0.0.1")}, x509.ExtKeyUsageServerAuth)
 	p.issue(t, "admin", p.caCert, p.caKey, "admin", []string{"system:masters"}, nil, nil, x509.ExtKeyUsageClientAuth)
-	fpCert, fpKey := p.newCA(t, "front-proxy-ca", "aagen-e2e-front-proxy-ca")
-	p.issue(t, "front-proxy-client", fpCert, fpKey, "front-proxy-client", nil, nil, nil, x509.ExtKeyUsageClientAuth)
+	p.frontProxyCACert, p.frontProxyCAKey = p.newCA(t, "front-proxy-ca", "aagen-e2e-front-proxy-ca")
+	p.issue(t, "front-proxy-client", p.frontProxyCACert, p.frontProxyCAKey, FrontProxyClientName, nil, nil, nil, x509.ExtKeyUsageClientAuth)
 	sa, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	"k8s.io/gengo/v2/types"
+
+	"github.com/aagen-dev/aagen/internal/testskip"
 )
 
 const (
@@ -297,12 +299,10 @@ func firstLines(b []byte, n int) string {
 // command.
 func outputModule(t *testing.T, extra map[string]string) (dir, goBin string) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("builds client-go")
-	}
+	testskip.Short(t, "builds client-go")
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		t.Skip("go not on PATH")
+		testskip.Skip(t, "go not on PATH")
 	}
 	dir = copyFixture(t)
 	files, err := Run(context.Background(), fixtureInput(dir))
@@ -487,9 +487,7 @@ this is not Go
 // universe between the generators gives the same bytes as giving each its
 // own, as the standalone tools do.
 func TestRunSharedLoadMatchesSeparateLoads(t *testing.T) {
-	if testing.Short() {
-		t.Skip("loads six times")
-	}
+	testskip.Short(t, "loads six times")
 	dir := copyFixture(t)
 	shared, _, err := run(context.Background(), fixtureInput(dir), runOptions{})
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/aagen-dev/aagen/generator/load"
 	"github.com/aagen-dev/aagen/generator/markers"
 	"github.com/aagen-dev/aagen/generator/model"
+	"github.com/aagen-dev/aagen/internal/testskip"
 )
 
 // gadgetTypes exercises the field paths of selectable fields and /scale: inline embedded
@@ -134,9 +135,7 @@ func TestStorageFieldPaths(t *testing.T) {
 			t.Errorf("storage lacks\n%s\n\nin:\n%s", want, src)
 		}
 	}
-	if testing.Short() {
-		t.Skip("compiling the storage package needs k8s.io/apiserver")
-	}
+	testskip.Short(t, "compiling the storage package needs k8s.io/apiserver")
 	// Compile with stubs for what the rest of the generator would write.
 	write("pkg/registry/shop/gadget/zz_generated.storage.go", buf.Bytes())
 	write("pkg/registry/shop/gadget/hooks.go", []byte("package gadget\n\ntype Hooks struct{}\n"))
