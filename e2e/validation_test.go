@@ -109,7 +109,7 @@ func TestValidation(t *testing.T) {
 			name:   "a boat with an empty spec",
 			client: bc,
 			obj:    obj("Boat", "empty", map[string]any{}),
-			want:   []string{`spec.dock: Required value`, rulesNotChecked},
+			want:   []string{`spec.dock: Required value`, `spec.lengthMeters: Required value`, rulesNotChecked},
 		}, {
 			name:   "a boat without a spec",
 			client: bc,
@@ -119,7 +119,13 @@ func TestValidation(t *testing.T) {
 			name:   "a boat with nulls",
 			client: bc,
 			obj:    obj("Boat", "nulls", map[string]any{"dock": nil, "lengthMeters": nil}),
-			want:   []string{`spec.dock: Required value`, rulesNotChecked},
+			want:   []string{`spec.dock: Required value`, `spec.lengthMeters: Required value`, rulesNotChecked},
+		}, {
+			// An int32 without omitempty: 0 sent is a value, a field left out is missing.
+			name:   "a boat without its length",
+			client: bc,
+			obj:    obj("Boat", "unmeasured", map[string]any{"dock": "north"}),
+			want:   []string{`spec.lengthMeters: Required value`, rulesNotChecked},
 		}, {
 			name:   "a dock",
 			client: dyn.Resource(docks),
@@ -147,7 +153,10 @@ func TestValidation(t *testing.T) {
 
 	t.Run("required fields on strict create and on patch", func(t *testing.T) {
 		_, err := bc.Create(ctx, obj("Boat", "strict", map[string]any{}), metav1.CreateOptions{FieldValidation: "Strict"})
-		checkInvalid(t, err, "Boat", "strict", []string{`spec.dock: Required value`, rulesNotChecked})
+		checkInvalid(t, err, "Boat", "strict", []string{`spec.dock: Required value`, `spec.lengthMeters: Required value`, rulesNotChecked})
+		if _, err := bc.Create(ctx, obj("Boat", "zero-length", map[string]any{"dock": "north", "lengthMeters": int64(0)}), metav1.CreateOptions{}); err != nil {
+			t.Errorf("a length of 0, sent: %v", err)
+		}
 		if _, err := bc.Create(ctx, obj("Boat", "patched", map[string]any{"dock": "north", "lengthMeters": int64(4)}), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}

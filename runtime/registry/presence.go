@@ -1,11 +1,13 @@
 package registry
 
 import (
+	"context"
 	"encoding"
 	"encoding/json"
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
@@ -188,6 +190,75 @@ func rejectsEmpty(s *structuralschema.Structural) bool {
 	if vv.Pattern != "" {
 		re, err := regexp.Compile(vv.Pattern)
 		return err == nil && !re.MatchString("")
+	}
+	return false
+}
+
+// absentFieldsKey is the context key of the required fields a request's body left out.
+type absentFieldsKey struct{}
+
+// WithAbsentFields returns ctx carrying the JSON paths of the required fields the body of
+// a create or update left out (BodyReport.Absent). Validation reports each of them as
+// missing ("Required value", as a CRD does) where the typed object still holds only the
+// zero value decoding gave it; a value set since (a default, a hook) stands.
+func WithAbsentFields(ctx context.Context, paths [][]string) context.Context {
+	if len(paths) == 0 {
+		return ctx
+	}
+	return context.WithValue(ctx, absentFieldsKey{}, paths)
+}
+
+// dropAbsent removes from u the fields at the paths ctx carries (WithAbsentFields) that
+// hold a zero value.
+func dropAbsent(ctx context.Context, u map[string]any) {
+	paths, _ := ctx.Value(absentFieldsKey{}).([][]string)
+	for _, p := range paths {
+		var parent any = u
+		for _, step := range p[:len(p)-1] {
+			parent = child(parent, step)
+		}
+		last := p[len(p)-1]
+		if m, ok := parent.(map[string]any); ok && zeroJSON(m[last]) {
+			delete(m, last)
+		}
+	}
+}
+
+// child returns the member name of an object, or the element at index name of a list.
+func child(v any, name string) any {
+	switch c := v.(type) {
+	case map[string]any:
+		return c[name]
+	case []any:
+		if i, err := strconv.Atoi(name); err == nil && i >= 0 && i < len(c) {
+			return c[i]
+		}
+	}
+	return nil
+}
+
+// zeroJSON reports whether v is what decoding leaves in a field the JSON did not have.
+func zeroJSON(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return true
+	case string:
+		return x == ""
+	case bool:
+		return !x
+	case int64:
+		return x == 0
+	case float64:
+		return x == 0
+	case map[string]any:
+		for _, e := range x {
+			if !zeroJSON(e) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		return len(x) == 0
 	}
 	return false
 }

@@ -2,6 +2,8 @@ package registry
 
 import (
 	"context"
+	"encoding/json"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -107,4 +109,41 @@ func TestRequiredFieldsOfTypedObjects(t *testing.T) {
 	if len(errs) != 2 {
 		t.Errorf("update to an empty spec: %v", errs)
 	}
+}
+
+// TestAbsentFieldsOfTheBody checks that required numbers and booleans a create left out
+// are reported missing, as a CRD reports them, though the typed object holds 0 and false.
+func TestAbsentFieldsOfTheBody(t *testing.T) {
+	v, err := newSchemaValidator(&Schema{Definitions: presenceDefs, Name: "com.example.v1.Widget"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body map[string]any
+	if err := json.Unmarshal([]byte(`{"spec":{"dock":"north","code":"n","items":[{}]},"status":{}}`), &body); err != nil {
+		t.Fatal(err)
+	}
+	absent := absentRequired(body, v.structural, nil, true)
+	got := make([]string, len(absent))
+	for i, p := range absent {
+		got[i] = strings.Join(p, ".")
+	}
+	if messages(got) != messages([]string{"spec.size", "spec.enabled", "spec.items.0.name"}) {
+		t.Errorf("absent: %v", got)
+	}
+	ctx := WithAbsentFields(context.Background(), absent)
+	check := func(name string, obj *presenceWidget, want ...string) {
+		t.Helper()
+		var errs []string
+		for _, e := range v.validate(ctx, obj, nil) {
+			errs = append(errs, e.Error())
+		}
+		if messages(errs) != messages(want) {
+			t.Errorf("%s:\n%s\nwant:\n%s", name, messages(errs), messages(want))
+		}
+	}
+	check("as decoded", &presenceWidget{Spec: presenceSpec{Dock: "north", Code: "n", Items: []presenceSub{{}}}},
+		"spec.size: Required value", "spec.enabled: Required value", "spec.items[0].name: Required value")
+	// A value set after decoding (a hook, a default) stands.
+	check("set by a hook", &presenceWidget{Spec: presenceSpec{Dock: "north", Code: "n", Size: 3, Items: []presenceSub{{Name: "a"}}}},
+		"spec.enabled: Required value")
 }

@@ -137,6 +137,7 @@ func (v *schemaValidator) validate(ctx context.Context, obj, old runtime.Object)
 	// zero values where a request left fields out; drop them, so that the schema sees
 	// what a CRD would (see dropUnset).
 	dropUnset(obj, u, v.structural)
+	dropAbsent(ctx, u)
 	structuraldefaulting.PruneNonNullableNullsWithoutDefaults(u, v.structural)
 	var errs field.ErrorList
 	var celOpts []cel.Option

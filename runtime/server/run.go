@@ -103,11 +103,11 @@ func New(spec Spec, o *Options) (*genericapiserver.GenericAPIServer, genericapis
 	cfg.OpenAPIV3Config.Info.Title = spec.Title
 	cfg.OpenAPIV3Config.Info.Version = spec.Version
 	cfg.EffectiveVersion = newEffectiveVersion(buildinfo.Read())
-	checkers := limitCheckers{}
+	inspectors := bodyInspectors{}
 	deprecated := spec.deprecations()
 	chain := cfg.BuildHandlerChainFunc
 	cfg.BuildHandlerChainFunc = func(h http.Handler, c *genericapiserver.Config) http.Handler {
-		h = withLimitChecks(h, checkers, codecs, c.MaxRequestBodyBytes)
+		h = withBodyInspection(h, inspectors, codecs, c.MaxRequestBodyBytes)
 		if len(deprecated) > 0 {
 			h = withDeprecationWarnings(h, deprecated)
 		}
@@ -128,7 +128,7 @@ func New(spec Spec, o *Options) (*genericapiserver.GenericAPIServer, genericapis
 	}
 	var migrated []migratedResource
 	for _, g := range spec.Groups {
-		m, err := installGroup(srv, spec, g, codecs, cfg.RESTOptionsGetter, checkers)
+		m, err := installGroup(srv, spec, g, codecs, cfg.RESTOptionsGetter, inspectors)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -147,7 +147,7 @@ func New(spec Spec, o *Options) (*genericapiserver.GenericAPIServer, genericapis
 // installGroup builds the storage of each resource of g once and installs it under every
 // version the resource is served in.
 // It returns the resources whose stored objects the storage-version migration looks at.
-func installGroup(srv *genericapiserver.GenericAPIServer, spec Spec, g Group, codecs serializer.CodecFactory, getter generic.RESTOptionsGetter, checkers limitCheckers) ([]migratedResource, error) {
+func installGroup(srv *genericapiserver.GenericAPIServer, spec Spec, g Group, codecs serializer.CodecFactory, getter generic.RESTOptionsGetter, inspectors bodyInspectors) ([]migratedResource, error) {
 	info := genericapiserver.NewDefaultAPIGroupInfo(g.Name, spec.Scheme, metav1.ParameterCodec, codecs)
 	info.NegotiatedSerializer = groupSerializer(codecs, spec.Scheme, g.groupVersions())
 	var migrated []migratedResource
@@ -164,8 +164,8 @@ func installGroup(srv *genericapiserver.GenericAPIServer, spec Spec, g Group, co
 			}
 			for path, s := range storage {
 				info.VersionedResourcesStorageMap[v.Name][path] = s
-				if c, ok := s.(registry.LimitChecker); ok {
-					checkers[schema.GroupResource{Group: g.Name, Resource: path}] = c
+				if bi, ok := s.(registry.BodyInspector); ok {
+					inspectors[schema.GroupResource{Group: g.Name, Resource: path}] = bi
 				}
 				if err := registerFieldLabels(spec.Scheme, gv, s); err != nil {
 					return nil, fmt.Errorf("%s %s: %w", gv, path, err)

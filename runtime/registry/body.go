@@ -1,0 +1,203 @@
+package registry
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"unicode/utf8"
+
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/yaml"
+)
+
+// BodyInspector is implemented by the storage of a kind whose versions have schemas. The
+// server calls it on the body of a create, an update, a merge patch or an apply before
+// anything else reads the body, for two things a typed object cannot tell afterwards:
+//
+//   - whether the body breaks a size limit: such a request is refused for what it costs to
+//     parse, not for what computing its managed fields and validating it would cost (which
+//     grows with the size the limit exists to refuse);
+//   - which required fields a whole object (a create or an update) left out: decoded into
+//     Go, a missing number reads as 0, a missing struct as {}. The server passes them on
+//     with WithAbsentFields, and validation reports them as a CRD does ("Required value").
+type BodyInspector interface {
+	// InspectBody reads body, an object of version (YAML when yamlBody is set). A body
+	// that does not parse gives an empty report: the decoder answers for it.
+	InspectBody(version string, body []byte, yamlBody bool, opts InspectOptions) BodyReport
+	// GroupKind is the kind the errors are about.
+	GroupKind() schema.GroupKind
+}
+
+// InspectOptions say what to look for in a body.
+type InspectOptions struct {
+	// Limits asks for the size limits the body breaks.
+	Limits bool
+	// Absent asks for the required fields the body leaves out; set it only when the body
+	// is a whole object (a create or an update, not a patch).
+	Absent bool
+}
+
+// BodyReport is what InspectBody found.
+type BodyReport struct {
+	// Name is the object's metadata.name.
+	Name string
+	// OverLimits are the limits the body breaks (maxProperties, maxItems and maxLength of
+	// the schema, label and annotation sizes), with the messages validation gives them.
+	OverLimits field.ErrorList
+	// Absent are the JSON paths of required fields without a default that the body leaves
+	// out or sets to null, inside parents it sends (the top-level status excepted: the
+	// main resource does not write it).
+	Absent [][]string
+}
+
+var _ BodyInspector = &REST{}
+
+// GroupKind is the kind the storage holds.
+func (r *REST) GroupKind() schema.GroupKind { return r.groupKind }
+
+// InspectBody implements BodyInspector.
+func (r *REST) InspectBody(version string, body []byte, yamlBody bool, opts InspectOptions) BodyReport {
+	var out BodyReport
+	if r.schemas == nil {
+		return out
+	}
+	v := r.schemas.byVersion[version]
+	if v == nil {
+		return out
+	}
+	if yamlBody {
+		var err error
+		if body, err = yaml.YAMLToJSON(body); err != nil {
+			return out
+		}
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(body, &obj); err != nil {
+		return out
+	}
+	meta, _ := obj["metadata"].(map[string]any)
+	out.Name, _ = meta["name"].(string)
+	if opts.Limits {
+		out.OverLimits = overLimits(obj, v.structural, nil)
+		if meta != nil {
+			path := field.NewPath("metadata")
+			if labels, ok := stringMap(meta["labels"]); ok {
+				out.OverLimits = append(out.OverLimits, metav1validation.ValidateLabels(labels, path.Child("labels"))...)
+			}
+			if annotations, ok := stringMap(meta["annotations"]); ok {
+				out.OverLimits = append(out.OverLimits, apimachineryvalidation.ValidateAnnotations(annotations, path.Child("annotations"))...)
+			}
+		}
+	}
+	if opts.Absent {
+		out.Absent = absentRequired(obj, v.structural, nil, true)
+	}
+	return out
+}
+
+// absentRequired returns the paths of the required properties without a default that
+// value, an object of schema s, leaves out or sets to null, and those inside the
+// properties, items and map values it has.
+func absentRequired(value any, s *structuralschema.Structural, path []string, top bool) [][]string {
+	if s == nil {
+		return nil
+	}
+	var out [][]string
+	switch v := value.(type) {
+	case map[string]any:
+		if s.ValueValidation != nil {
+			for _, name := range s.ValueValidation.Required {
+				if v[name] != nil {
+					continue
+				}
+				if p, ok := s.Properties[name]; ok && p.Default.Object != nil {
+					continue // a CRD would default it
+				}
+				out = append(out, append(slices.Clone(path), name))
+			}
+		}
+		for name, child := range v {
+			if top && (name == "metadata" || name == "status") {
+				continue
+			}
+			if p, ok := s.Properties[name]; ok {
+				out = append(out, absentRequired(child, &p, append(slices.Clone(path), name), false)...)
+			} else if s.AdditionalProperties != nil && s.AdditionalProperties.Structural != nil {
+				out = append(out, absentRequired(child, s.AdditionalProperties.Structural, append(slices.Clone(path), name), false)...)
+			}
+		}
+	case []any:
+		for i, item := range v {
+			out = append(out, absentRequired(item, s.Items, append(slices.Clone(path), strconv.Itoa(i)), false)...)
+		}
+	}
+	return out
+}
+
+// overLimits returns the size limits of s that value breaks, with the messages the
+// schema validator gives for them. Only the limits are checked; everything else is left
+// to validation after decoding.
+func overLimits(value any, s *structuralschema.Structural, path *field.Path) field.ErrorList {
+	if s == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	vv := s.ValueValidation
+	switch v := value.(type) {
+	case map[string]any:
+		if vv != nil && vv.MaxProperties != nil {
+			if n := nonNull(v); int64(n) > *vv.MaxProperties {
+				errs = append(errs, field.TooMany(path, n, int(*vv.MaxProperties)))
+			}
+		}
+		for name, child := range v {
+			if p, ok := s.Properties[name]; ok {
+				errs = append(errs, overLimits(child, &p, path.Child(name))...)
+			} else if s.AdditionalProperties != nil && s.AdditionalProperties.Structural != nil {
+				errs = append(errs, overLimits(child, s.AdditionalProperties.Structural, path.Key(name))...)
+			}
+		}
+	case []any:
+		if vv != nil && vv.MaxItems != nil && int64(len(v)) > *vv.MaxItems {
+			errs = append(errs, field.TooMany(path, len(v), int(*vv.MaxItems)))
+		}
+		if s.Items != nil {
+			for i, item := range v {
+				errs = append(errs, overLimits(item, s.Items, path.Index(i))...)
+			}
+		}
+	case string:
+		if vv != nil && vv.MaxLength != nil && int64(utf8.RuneCountInString(v)) > *vv.MaxLength {
+			errs = append(errs, field.TooLong(path, "", int(*vv.MaxLength)))
+		}
+	}
+	return errs
+}
+
+// nonNull counts the members of m that are not null: in a merge patch, null deletes.
+func nonNull(m map[string]any) int {
+	n := 0
+	for _, v := range m {
+		if v != nil {
+			n++
+		}
+	}
+	return n
+}
+
+func stringMap(v any) (map[string]string, bool) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, false
+	}
+	out := make(map[string]string, len(m))
+	for k, val := range m {
+		out[k] = fmt.Sprint(val)
+	}
+	return out, true
+}

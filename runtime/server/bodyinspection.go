@@ -1,0 +1,90 @@
+package server
+
+import (
+	"bytes"
+	"io"
+	"mime"
+	"net/http"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+
+	"github.com/aagen-dev/aagen/runtime/registry"
+)
+
+// limitCheckThreshold is the body size from which writes are checked against the
+// schema's size limits before anything else reads them. Smaller bodies cannot be costly,
+// and go through validation alone, which reports every error of the object at once.
+const limitCheckThreshold = 32 << 10
+
+// bodyInspectors are the resources whose write bodies are inspected before they are
+// decoded, by group and resource; installGroup fills them before the server serves.
+type bodyInspectors map[schema.GroupResource]registry.BodyInspector
+
+// withBodyInspection reads the body of a create, update, merge patch or apply of a kind
+// with a schema before the handler decodes it (registry.BodyInspector):
+//
+//   - a large body that breaks a size limit of the schema (maxProperties, maxItems,
+//     maxLength) or of labels and annotations gets its 422 Invalid at once, before its
+//     managed fields are computed: those steps cost time in proportion to the size the
+//     limit exists to refuse (a map of 150,000 keys cost seconds before its 422), and
+//     parsing the body costs milliseconds;
+//   - the required fields a whole object (create or update) leaves out go into the
+//     request's context (registry.WithAbsentFields), so that validation reports them as
+//     a CRD does although the decoded Go object holds zero values there.
+//
+// It runs after authentication and authorization.
+func withBodyInspection(h http.Handler, inspectors bodyInspectors, codecs runtime.NegotiatedSerializer, maxBody int64) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		info, ok := genericapirequest.RequestInfoFrom(req.Context())
+		if !ok || !info.IsResourceRequest || info.Subresource != "" || req.Body == nil ||
+			(info.Verb != "create" && info.Verb != "update" && info.Verb != "patch") {
+			h.ServeHTTP(w, req)
+			return
+		}
+		inspector := inspectors[schema.GroupResource{Group: info.APIGroup, Resource: info.Resource}]
+		if inspector == nil {
+			h.ServeHTTP(w, req)
+			return
+		}
+		yamlBody, wholeObject := false, info.Verb == "create" || info.Verb == "update"
+		mediaType, _, _ := mime.ParseMediaType(req.Header.Get("Content-Type"))
+		switch mediaType {
+		case "application/json":
+		case "application/yaml":
+			yamlBody = true
+		case "application/merge-patch+json":
+			wholeObject = false
+		case "application/apply-patch+yaml":
+			yamlBody, wholeObject = true, false
+		default: // JSON patches, strategic merge patches, other encodings: left to validation
+			h.ServeHTTP(w, req)
+			return
+		}
+		if maxBody <= 0 {
+			maxBody = 3 << 20
+		}
+		body, err := io.ReadAll(io.LimitReader(req.Body, maxBody+1))
+		_ = req.Body.Close()
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		opts := registry.InspectOptions{Limits: len(body) >= limitCheckThreshold, Absent: wholeObject}
+		if err != nil || int64(len(body)) > maxBody || !opts.Limits && !opts.Absent {
+			h.ServeHTTP(w, req) // unreadable, too large or nothing to look for: the handler answers as usual
+			return
+		}
+		report := inspector.InspectBody(info.APIVersion, body, yamlBody, opts)
+		if len(report.OverLimits) > 0 {
+			name := report.Name
+			if info.Name != "" {
+				name = info.Name
+			}
+			gv := schema.GroupVersion{Group: info.APIGroup, Version: info.APIVersion}
+			responsewriters.ErrorNegotiated(apierrors.NewInvalid(inspector.GroupKind(), name, report.OverLimits), codecs, gv, w, req)
+			return
+		}
+		h.ServeHTTP(w, req.WithContext(registry.WithAbsentFields(req.Context(), report.Absent)))
+	})
+}
