@@ -18,6 +18,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"math/big"
+	"net"
 	"os"
 	"path"
 	"path/filepath"
@@ -45,13 +46,7 @@ type Material struct {
 // missing. An existing serving certificate must cover dnsNames and be signed by the CA.
 func Ensure(moduleDir, dir, secretName, namespace string, dnsNames []string, now time.Time) (*Material, error) {
 	p := func(name string) string { return path.Join(dir, name) }
-	read := func(name string) []byte {
-		data, err := os.ReadFile(filepath.Join(moduleDir, filepath.FromSlash(p(name))))
-		if err != nil {
-			return nil
-		}
-		return data
-	}
+	read := reader(moduleDir, dir)
 	caCert, caKey, tlsCert, tlsKey := read("ca.crt"), read("ca.key"), read("tls.crt"), read("tls.key")
 	fix := fmt.Sprintf("delete %s (or use --cert-manager) and generate again to issue new certificates", dir)
 	m := &Material{}
@@ -70,11 +65,11 @@ func Ensure(moduleDir, dir, secretName, namespace string, dnsNames []string, now
 		return nil, fmt.Errorf("%s/ca.crt, ca.key: %v; %s", dir, err, fix)
 	}
 	if tlsCert == nil || tlsKey == nil {
-		if tlsCert, tlsKey, err = newServing(ca, signer, dnsNames, now); err != nil {
+		if tlsCert, tlsKey, err = newLeaf(ca, signer, dnsNames[0], dnsNames, nil, []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, now); err != nil {
 			return nil, err
 		}
 		m.Files = append(m.Files, File{p("tls.crt"), tlsCert}, File{p("tls.key"), tlsKey})
-	} else if err := checkServing(ca, tlsCert, dnsNames, now); err != nil {
+	} else if err := checkLeaf(ca, "ca.crt", tlsCert, dnsNames, now); err != nil {
 		return nil, fmt.Errorf("%s/tls.crt: %v; %s", dir, err, fix)
 	}
 	secret, err := yaml.Marshal(map[string]any{
@@ -92,6 +87,18 @@ func Ensure(moduleDir, dir, secretName, namespace string, dnsNames []string, now
 		File{p(".gitignore"), []byte("# Private keys and the Secret holding them.\n*\n!.gitignore\n")})
 	m.CACert = caCert
 	return m, nil
+}
+
+// reader returns a function that reads a file of dir (module-relative, under moduleDir),
+// nil when it cannot be read.
+func reader(moduleDir, dir string) func(name string) []byte {
+	return func(name string) []byte {
+		data, err := os.ReadFile(filepath.Join(moduleDir, filepath.FromSlash(path.Join(dir, name))))
+		if err != nil {
+			return nil
+		}
+		return data
+	}
 }
 
 func newCA(cn string, now time.Time) ([]byte, []byte, error) {
@@ -115,19 +122,22 @@ func newCA(cn string, now time.Time) ([]byte, []byte, error) {
 	return encode(der, key)
 }
 
-func newServing(ca *x509.Certificate, signer crypto.Signer, dnsNames []string, now time.Time) ([]byte, []byte, error) {
+// newLeaf issues a certificate signed by ca for cn, dnsNames and ips with the given
+// extended key usages.
+func newLeaf(ca *x509.Certificate, signer crypto.Signer, cn string, dnsNames []string, ips []net.IP, usages []x509.ExtKeyUsage, now time.Time) ([]byte, []byte, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, nil, err
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber: serial(),
-		Subject:      pkix.Name{CommonName: dnsNames[0]},
+		Subject:      pkix.Name{CommonName: cn},
 		DNSNames:     dnsNames,
+		IPAddresses:  ips,
 		NotBefore:    now.Add(-time.Hour),
 		NotAfter:     now.Add(5 * 365 * 24 * time.Hour),
 		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		ExtKeyUsage:  usages,
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, signer)
 	if err != nil {
@@ -136,21 +146,19 @@ func newServing(ca *x509.Certificate, signer crypto.Signer, dnsNames []string, n
 	return encode(der, key)
 }
 
-func checkServing(ca *x509.Certificate, certPEM []byte, dnsNames []string, now time.Time) error {
-	block, _ := pem.Decode(certPEM)
-	if block == nil {
-		return fmt.Errorf("not a PEM certificate")
-	}
-	cert, err := x509.ParseCertificate(block.Bytes)
+// checkLeaf checks that certPEM is signed by ca (read from caFile), covers dnsNames and has
+// not expired.
+func checkLeaf(ca *x509.Certificate, caFile string, certPEM []byte, dnsNames []string, now time.Time) error {
+	cert, _, err := parseCert(certPEM)
 	if err != nil {
 		return err
 	}
 	if err := cert.CheckSignatureFrom(ca); err != nil {
-		return fmt.Errorf("not signed by ca.crt")
+		return fmt.Errorf("not signed by %s", caFile)
 	}
 	for _, n := range dnsNames {
 		if !slices.Contains(cert.DNSNames, n) {
-			return fmt.Errorf("does not cover %s (the Service name or namespace changed?)", n)
+			return fmt.Errorf("does not cover %s (the name or namespace changed?)", n)
 		}
 	}
 	if now.After(cert.NotAfter) {

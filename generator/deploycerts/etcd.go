@@ -1,17 +1,10 @@
 package deploycerts
 
 import (
-	"crypto"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"fmt"
 	"net"
-	"os"
 	"path"
-	"path/filepath"
 	"slices"
 	"time"
 
@@ -50,13 +43,7 @@ type EtcdSecrets struct {
 // certificate still covers memberDNSNames.
 func EnsureEtcd(moduleDir, dir string, secrets EtcdSecrets, namespace, clientName string, memberDNSNames []string, now time.Time) (*Material, error) {
 	p := func(name string) string { return path.Join(dir, name) }
-	read := func(name string) []byte {
-		data, err := os.ReadFile(filepath.Join(moduleDir, filepath.FromSlash(p(name))))
-		if err != nil {
-			return nil
-		}
-		return data
-	}
+	read := reader(moduleDir, dir)
 	fix := fmt.Sprintf("delete the etcd-* files in %s and generate again to issue new etcd certificates (then restart the etcd pods and the server)", dir)
 	caCert, caKey := read(etcdCACert), read(etcdCAKey)
 	memberCert, memberKey := read(etcdMemberCert), read(etcdMemberKey)
@@ -85,7 +72,7 @@ func EnsureEtcd(moduleDir, dir string, secrets EtcdSecrets, namespace, clientNam
 			return nil, err
 		}
 		m.Files = append(m.Files, File{p(etcdMemberCert), memberCert}, File{p(etcdMemberKey), memberKey})
-	} else if err := checkLeaf(ca, memberCert, memberDNSNames, now); err != nil {
+	} else if err := checkLeaf(ca, etcdCACert, memberCert, memberDNSNames, now); err != nil {
 		return nil, fmt.Errorf("%s/%s: %v; %s", dir, etcdMemberCert, err, fix)
 	}
 	if clientCert == nil || clientKey == nil {
@@ -93,7 +80,7 @@ func EnsureEtcd(moduleDir, dir string, secrets EtcdSecrets, namespace, clientNam
 			return nil, err
 		}
 		m.Files = append(m.Files, File{p(etcdClientCert), clientCert}, File{p(etcdClientKey), clientKey})
-	} else if err := checkLeaf(ca, clientCert, nil, now); err != nil {
+	} else if err := checkLeaf(ca, etcdCACert, clientCert, nil, now); err != nil {
 		return nil, fmt.Errorf("%s/%s: %v; %s", dir, etcdClientCert, err, fix)
 	}
 	var out []byte
@@ -124,48 +111,4 @@ func EnsureEtcd(moduleDir, dir string, secrets EtcdSecrets, namespace, clientNam
 // loopbackIPs returns the addresses a member certificate covers besides the members' names.
 func loopbackIPs() []net.IP {
 	return []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}
-}
-
-// newLeaf issues a certificate signed by ca for cn, dnsNames and ips with the given
-// extended key usages.
-func newLeaf(ca *x509.Certificate, signer crypto.Signer, cn string, dnsNames []string, ips []net.IP, usages []x509.ExtKeyUsage, now time.Time) ([]byte, []byte, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial(),
-		Subject:      pkix.Name{CommonName: cn},
-		DNSNames:     dnsNames,
-		IPAddresses:  ips,
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(5 * 365 * 24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		ExtKeyUsage:  usages,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, signer)
-	if err != nil {
-		return nil, nil, err
-	}
-	return encode(der, key)
-}
-
-// checkLeaf checks that certPEM is signed by ca, covers dnsNames and has not expired.
-func checkLeaf(ca *x509.Certificate, certPEM []byte, dnsNames []string, now time.Time) error {
-	cert, _, err := parseCert(certPEM)
-	if err != nil {
-		return err
-	}
-	if err := cert.CheckSignatureFrom(ca); err != nil {
-		return fmt.Errorf("not signed by %s", etcdCACert)
-	}
-	for _, n := range dnsNames {
-		if !slices.Contains(cert.DNSNames, n) {
-			return fmt.Errorf("does not cover %s (the server name or namespace changed?)", n)
-		}
-	}
-	if now.After(cert.NotAfter) {
-		return fmt.Errorf("expired on %s", cert.NotAfter.Format(time.DateOnly))
-	}
-	return nil
 }
