@@ -25,6 +25,8 @@ import (
 	conversiongen "k8s.io/code-generator/cmd/conversion-gen/generators"
 	deepcopyargs "k8s.io/code-generator/cmd/deepcopy-gen/args"
 	deepcopygen "k8s.io/code-generator/cmd/deepcopy-gen/generators"
+	defaulterargs "k8s.io/code-generator/cmd/defaulter-gen/args"
+	defaultergen "k8s.io/code-generator/cmd/defaulter-gen/generators"
 	informerargs "k8s.io/code-generator/cmd/informer-gen/args"
 	informergen "k8s.io/code-generator/cmd/informer-gen/generators"
 	listerargs "k8s.io/code-generator/cmd/lister-gen/args"
@@ -48,9 +50,14 @@ type runOptions struct {
 
 // step is one generator: its name systems, the packages it sees as inputs
 // (Context.Inputs) and its GetTargets; or, if action is set, a step that
-// runs no generator (models-schema).
+// runs no generator (models-schema). Every step is in the one list steps
+// returns, in order; a step that applies only sometimes says when.
 type step struct {
-	tool          string
+	tool string
+	// when, if set, says when the step applies; applies is whether it does
+	// for this Input. Steps that do not apply are left out of the run.
+	when          string
+	applies       bool
 	nameSystems   namer.NameSystems
 	defaultSystem string
 	inputs        []string
@@ -333,9 +340,14 @@ func (in Input) steps(schemaPath string, schema func(context.Context) error) ([]
 
 	cva := conversionargs.New()
 	cva.OutputFile = conversionFileName
+	converted := in.conversionPackages()
+
+	dfa := defaulterargs.New()
+	dfa.OutputFile = defaultsFileName
+	defaulted := in.defaulterPackages()
 
 	for tool, v := range map[string]interface{ Validate() error }{
-		toolDeepcopy: da, toolOpenAPI: oa, toolApplyConfig: aa, toolClient: ca, toolLister: la, toolInformer: ia, toolConversion: cva,
+		toolDeepcopy: da, toolDefaulter: dfa, toolOpenAPI: oa, toolApplyConfig: aa, toolClient: ca, toolLister: la, toolInformer: ia, toolConversion: cva,
 	} {
 		if err := v.Validate(); err != nil {
 			return nil, fmt.Errorf("codegen: %s arguments: %w", tool, err)
@@ -347,6 +359,13 @@ func (in Input) steps(schemaPath string, schema func(context.Context) error) ([]
 			tool: toolDeepcopy, nameSystems: deepcopygen.NameSystems(), defaultSystem: deepcopygen.DefaultNameSystem(),
 			inputs:  types,
 			targets: func(c *generator.Context) []generator.Target { return deepcopygen.GetTargets(c, da) },
+		},
+		{
+			tool: toolDefaulter, nameSystems: defaultergen.NameSystems(), defaultSystem: defaultergen.DefaultNameSystem(),
+			when:    "a types package has defaults (+kubebuilder:default, +default)",
+			applies: len(defaulted) > 0,
+			inputs:  defaulted,
+			targets: func(c *generator.Context) []generator.Target { return defaultergen.GetTargets(c, dfa) },
 		},
 		{
 			// OpenAPIModelName methods, so that the scheme and the definitions
@@ -364,7 +383,11 @@ func (in Input) steps(schemaPath string, schema func(context.Context) error) ([]
 				return openapigen.GetOpenAPITargets(c, oa, openAPIHeader)
 			},
 		},
-		{tool: toolModelsSchema, action: schema},
+		{
+			tool: toolModelsSchema, action: schema,
+			when:    "the caller compiles the OpenAPI schema that apply configurations need",
+			applies: schema != nil,
+		},
 		{
 			tool: toolApplyConfig, nameSystems: acgen.NameSystems(), defaultSystem: acgen.DefaultNameSystem(),
 			inputs:  served,
@@ -388,23 +411,20 @@ func (in Input) steps(schemaPath string, schema func(context.Context) error) ([]
 			inputs:        served,
 			targets:       func(c *generator.Context) []generator.Target { return informergen.GetTargets(c, ia) },
 		},
+		{
+			// Conversions between each non-storage version and its storage version
+			// (+k8s:conversion-gen injected). Last: the models-schema step compiles the
+			// types packages with what is staged so far, and the conversions need
+			// zz_generated.register.go (localSchemeBuilder), which aagen emits later, and
+			// may call functions the user has yet to write.
+			tool: toolConversion, nameSystems: conversiongen.NameSystems(), defaultSystem: conversiongen.DefaultNameSystem(),
+			when:    "a kind is served in a version other than its storage version",
+			applies: len(converted) > 0,
+			inputs:  converted,
+			targets: func(c *generator.Context) []generator.Target { return conversiongen.GetTargets(c, cva) },
+		},
 	}
-	if steps, err = in.withDefaulter(steps); err != nil {
-		return nil, err
-	}
-	steps = append(steps, step{
-		// Conversions between each non-storage version and its storage version
-		// (+k8s:conversion-gen injected). Last: the models-schema step compiles the
-		// types packages with what is staged so far, and the conversions need
-		// zz_generated.register.go (localSchemeBuilder), which aagen emits later, and
-		// may call functions the user has yet to write.
-		tool: toolConversion, nameSystems: conversiongen.NameSystems(), defaultSystem: conversiongen.DefaultNameSystem(),
-		inputs:  in.conversionPackages(),
-		targets: func(c *generator.Context) []generator.Target { return conversiongen.GetTargets(c, cva) },
-	})
-	return slices.DeleteFunc(steps, func(st step) bool {
-		return st.tool == toolModelsSchema && st.action == nil || st.tool == toolConversion && len(st.inputs) == 0
-	}), nil
+	return slices.DeleteFunc(steps, func(st step) bool { return st.when != "" && !st.applies }), nil
 }
 
 // clientGroups builds client-gen's Groups the way its --input-base/--input

@@ -13,9 +13,6 @@ import (
 	"strconv"
 	"strings"
 
-	defaulterargs "k8s.io/code-generator/cmd/defaulter-gen/args"
-	defaultergen "k8s.io/code-generator/cmd/defaulter-gen/generators"
-	"k8s.io/gengo/v2/generator"
 	"k8s.io/gengo/v2/types"
 )
 
@@ -104,7 +101,7 @@ func injectValidation(u types.Universe, in Input) {
 	}
 }
 
-// hasDefaults reports whether defaulter-gen has work.
+// defaulterPackages are the types packages with defaults: defaulter-gen's inputs.
 func (in Input) defaulterPackages() []string {
 	var out []string
 	for _, p := range in.Packages {
@@ -113,34 +110,6 @@ func (in Input) defaulterPackages() []string {
 		}
 	}
 	return out
-}
-
-// defaulterStep is defaulter-gen on the packages with defaults, or nil without any.
-func (in Input) defaulterStep() (*step, error) {
-	pkgs := in.defaulterPackages()
-	if len(pkgs) == 0 {
-		return nil, nil
-	}
-	a := defaulterargs.New()
-	a.OutputFile = defaultsFileName
-	if err := a.Validate(); err != nil {
-		return nil, fmt.Errorf("codegen: %s arguments: %w", toolDefaulter, err)
-	}
-	return &step{
-		tool: toolDefaulter, nameSystems: defaultergen.NameSystems(), defaultSystem: defaultergen.DefaultNameSystem(),
-		inputs:  pkgs,
-		targets: func(c *generator.Context) []generator.Target { return defaultergen.GetTargets(c, a) },
-	}, nil
-}
-
-// withDefaulter inserts the defaulter-gen step after deepcopy-gen.
-func (in Input) withDefaulter(steps []step) ([]step, error) {
-	st, err := in.defaulterStep()
-	if err != nil || st == nil {
-		return steps, err
-	}
-	i := slices.IndexFunc(steps, func(s step) bool { return s.tool == toolDeepcopy })
-	return slices.Insert(steps, i+1, *st), nil
 }
 
 // patchOpenAPI writes enum and format of the fields that have them into the property
