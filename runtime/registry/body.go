@@ -51,7 +51,9 @@ type BodyReport struct {
 	OverLimits field.ErrorList
 	// Absent are the JSON paths of required fields without a default that the body leaves
 	// out or sets to null, inside parents it sends (the top-level status excepted: the
-	// main resource does not write it).
+	// main resource does not write it). The Go zero value openapi-gen publishes as the
+	// default of every field without omitempty ("" or 0) does not count as a default:
+	// it says what decoding leaves there, not what the API chose.
 	Absent [][]string
 }
 
@@ -115,7 +117,7 @@ func absentRequired(value any, s *structuralschema.Structural, path []string, to
 				if v[name] != nil {
 					continue
 				}
-				if p, ok := s.Properties[name]; ok && p.Default.Object != nil {
+				if p, ok := s.Properties[name]; ok && p.Default.Object != nil && !zeroJSON(p.Default.Object) {
 					continue // a CRD would default it
 				}
 				out = append(out, append(slices.Clone(path), name))

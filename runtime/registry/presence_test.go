@@ -57,7 +57,7 @@ func presenceDefs(ref openapicommon.ReferenceCallback) map[string]openapicommon.
 		"com.example.v1.WidgetSpec": obj([]string{"dock", "code", "size", "enabled"}, map[string]spec.Schema{
 			"dock":    str,
 			"code":    {SchemaProps: spec.SchemaProps{Type: []string{"string"}, MinLength: ptr.To[int64](1)}},
-			"size":    {SchemaProps: spec.SchemaProps{Type: []string{"integer"}, Format: "int32"}},
+			"size":    {SchemaProps: spec.SchemaProps{Type: []string{"integer"}, Format: "int32", Default: 0}},
 			"color":   str,
 			"enabled": {SchemaProps: spec.SchemaProps{Type: []string{"boolean"}}},
 			"sub":     {SchemaProps: spec.SchemaProps{Ref: ref("com.example.v1.Sub")}},
