@@ -198,9 +198,10 @@ func TestValidation(t *testing.T) {
 		}
 		perOver := float64(cpuTicks(t, pid)-before) / over
 		t.Logf("server CPU: %.1f ticks per ordinary create, %.1f per refused 2.2 MB create", perCreate, perOver)
-		// Before the check, such a request cost 12.5 s of CPU, thousands of ordinary creates.
-		if perOver > 100*max(perCreate, 0.5) {
-			t.Errorf("a refused request over a limit cost %.0fx an ordinary create (%.1f vs %.1f clock ticks); want under 100x", perOver/max(perCreate, 0.5), perOver, perCreate)
+		// Before the check, such a request cost 12.5 s of CPU, thousands of ordinary creates;
+		// now parsing the 2.2 MB body dominates (tens of ordinary creates, more on a loaded machine).
+		if perOver > 250*max(perCreate, 0.5) {
+			t.Errorf("a refused request over a limit cost %.0fx an ordinary create (%.1f vs %.1f clock ticks); want under 250x", perOver/max(perCreate, 0.5), perOver, perCreate)
 		}
 	})
 
