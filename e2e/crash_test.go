@@ -253,20 +253,7 @@ func TestCrashRecovery(t *testing.T) {
 		known[fmt.Sprintf("compacted-%d", i)] = storedBoat{}
 		time.Sleep(2500 * time.Millisecond)
 	}
-	w, err := bc.Watch(ctx, metav1.ListOptions{ResourceVersion: firstRV})
-	if err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case ev := <-w.ResultChan():
-		status, _ := ev.Object.(*metav1.Status)
-		if ev.Type != watch.Error || status == nil || status.Code != 410 {
-			t.Fatalf("watch from a compacted resourceVersion: want 410 Gone, got %s %v", ev.Type, ev.Object)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("watch from a compacted resourceVersion: no event")
-	}
-	w.Stop()
+	expectGone(t, ctx, bc, firstRV)
 	relist, err := bc.List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -295,5 +282,25 @@ func TestCrashRecovery(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Errorf("watch after relist saw nothing")
+	}
+}
+
+// expectGone opens a watch from rv, which compaction has removed, and wants its one
+// event to be 410 Gone.
+func expectGone(t *testing.T, ctx context.Context, c dynamic.ResourceInterface, rv string) {
+	t.Helper()
+	w, err := c.Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	select {
+	case ev := <-w.ResultChan():
+		status, _ := ev.Object.(*metav1.Status)
+		if ev.Type != watch.Error || status == nil || status.Code != 410 {
+			t.Fatalf("watch from a compacted resourceVersion: want 410 Gone, got %s %v", ev.Type, ev.Object)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("watch from a compacted resourceVersion: no event")
 	}
 }

@@ -343,20 +343,7 @@ func storageCompaction(t *testing.T, start func(extra ...string) (*storageServer
 		}
 		time.Sleep(2500 * time.Millisecond)
 	}
-	w, err := bc.Watch(ctx, metav1.ListOptions{ResourceVersion: oldRV})
-	if err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case ev := <-w.ResultChan():
-		status, _ := ev.Object.(*metav1.Status)
-		if ev.Type != watch.Error || status == nil || status.Code != 410 {
-			t.Fatalf("watch from a compacted resourceVersion: want 410 Gone, got %s %v", ev.Type, ev.Object)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("watch from a compacted resourceVersion: no event")
-	}
-	w.Stop()
+	expectGone(t, ctx, bc, oldRV)
 	relist, err := bc.List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
