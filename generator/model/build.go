@@ -342,7 +342,7 @@ func (b *builder) kind(p *packages.Package, v *Version, d typeDecl) *Kind {
 			k.DeprecationWarning = v.Group.Name + "/" + v.Name + " " + name + " is deprecated"
 		}
 	}
-	if !b.semantics(p, k, d) {
+	if !b.jsonPathMarkers(p, k, d) {
 		good = false
 	}
 	if !good {

@@ -20,10 +20,10 @@ var (
 	columnFormats = []string{"int32", "int64", "float", "double", "byte", "date", "date-time", "password"}
 )
 
-// semantics reads the markers that shape how a kind is served beyond its names and scope:
+// jsonPathMarkers reads the markers that name JSON paths into a kind and shape how it is served:
 // printer columns, selectable fields and the /scale subresource. It reports false when
 // any of them is wrong.
-func (b *builder) semantics(p *packages.Package, k *Kind, d typeDecl) bool {
+func (b *builder) jsonPathMarkers(p *packages.Package, k *Kind, d typeDecl) bool {
 	obj := p.Types.Scope().Lookup(k.Name)
 	if obj == nil {
 		return false
