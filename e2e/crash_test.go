@@ -267,22 +267,7 @@ func TestCrashRecovery(t *testing.T) {
 			t.Errorf("%s missing from the relist", name)
 		}
 	}
-	w2, err := bc.Watch(ctx, metav1.ListOptions{ResourceVersion: relist.GetResourceVersion()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w2.Stop()
-	if _, err := bc.Create(ctx, boat("after-relist", nil, 1), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case ev := <-w2.ResultChan():
-		if ev.Type != watch.Added || ev.Object.(*unstructured.Unstructured).GetName() != "after-relist" {
-			t.Errorf("watch after relist got %s %v", ev.Type, ev.Object)
-		}
-	case <-time.After(30 * time.Second):
-		t.Errorf("watch after relist saw nothing")
-	}
+	expectWatchFromRelist(t, ctx, bc, relist.GetResourceVersion())
 }
 
 // expectGone opens a watch from rv, which compaction has removed, and wants its one
@@ -302,5 +287,27 @@ func expectGone(t *testing.T, ctx context.Context, c dynamic.ResourceInterface, 
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("watch from a compacted resourceVersion: no event")
+	}
+}
+
+// expectWatchFromRelist opens a watch from a relist's resourceVersion and wants it to
+// deliver the next create.
+func expectWatchFromRelist(t *testing.T, ctx context.Context, c dynamic.ResourceInterface, rv string) {
+	t.Helper()
+	w, err := c.Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if _, err := c.Create(ctx, boat("after-relist", nil, 1), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ev := <-w.ResultChan():
+		if o, ok := ev.Object.(*unstructured.Unstructured); ev.Type != watch.Added || !ok || o.GetName() != "after-relist" {
+			t.Errorf("watch after relist got %s %v", ev.Type, ev.Object)
+		}
+	case <-time.After(30 * time.Second):
+		t.Errorf("watch after relist saw nothing")
 	}
 }

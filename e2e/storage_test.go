@@ -351,22 +351,7 @@ func storageCompaction(t *testing.T, start func(extra ...string) (*storageServer
 	if got, want := len(relist.Items), len(before.Items)+3; got != want {
 		t.Errorf("relist: %d objects, want %d", got, want)
 	}
-	w2, err := bc.Watch(ctx, metav1.ListOptions{ResourceVersion: relist.GetResourceVersion()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w2.Stop()
-	if _, err := bc.Create(ctx, boat("after-relist", nil, 1), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case ev := <-w2.ResultChan():
-		if o, ok := ev.Object.(*unstructured.Unstructured); ev.Type != watch.Added || !ok || o.GetName() != "after-relist" {
-			t.Errorf("watch after relist got %s %v", ev.Type, ev.Object)
-		}
-	case <-time.After(30 * time.Second):
-		t.Errorf("watch after relist saw nothing")
-	}
+	expectWatchFromRelist(t, ctx, bc, relist.GetResourceVersion())
 }
 
 func rvInt(t *testing.T, rv string) int64 {

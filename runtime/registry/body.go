@@ -72,6 +72,9 @@ func (r *REST) InspectBody(version string, body []byte, yamlBody bool, opts Insp
 	if v == nil {
 		return out
 	}
+	if !opts.Limits && !v.hiddenRequired {
+		return out // nothing to look for: no parse on the hot path
+	}
 	if yamlBody {
 		var err error
 		if body, err = yaml.YAMLToJSON(body); err != nil {
@@ -96,7 +99,7 @@ func (r *REST) InspectBody(version string, body []byte, yamlBody bool, opts Insp
 			}
 		}
 	}
-	if opts.Absent {
+	if opts.Absent && v.hiddenRequired {
 		out.Absent = absentRequired(obj, v.structural, nil, true)
 	}
 	return out
@@ -202,4 +205,29 @@ func stringMap(v any) (map[string]string, bool) {
 		out[k] = fmt.Sprint(val)
 	}
 	return out, true
+}
+
+// hasHiddenRequired reports whether s has, anywhere, a required property that is not a
+// string and has no default other than its zero value.
+func hasHiddenRequired(s *structuralschema.Structural) bool {
+	if s == nil {
+		return false
+	}
+	if s.ValueValidation != nil {
+		for _, name := range s.ValueValidation.Required {
+			p, ok := s.Properties[name]
+			if ok && p.Type != "string" && (p.Default.Object == nil || zeroJSON(p.Default.Object)) {
+				return true
+			}
+		}
+	}
+	for _, p := range s.Properties {
+		if hasHiddenRequired(&p) {
+			return true
+		}
+	}
+	if s.AdditionalProperties != nil && hasHiddenRequired(s.AdditionalProperties.Structural) {
+		return true
+	}
+	return hasHiddenRequired(s.Items)
 }

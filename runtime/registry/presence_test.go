@@ -118,6 +118,12 @@ func TestAbsentFieldsOfTheBody(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !v.hiddenRequired {
+		t.Error("spec.size is a required integer, yet the schema is not marked as needing the body read")
+	}
+	if w, err := newSchemaValidator(&Schema{Definitions: defs("true"), Name: "com.example.v1.Widget"}); err != nil || !w.hiddenRequired {
+		t.Errorf("defs' required integer size: hiddenRequired=%v, err %v", w != nil && w.hiddenRequired, err)
+	}
 	var body map[string]any
 	if err := json.Unmarshal([]byte(`{"spec":{"dock":"north","code":"n","items":[{}]},"status":{}}`), &body); err != nil {
 		t.Fatal(err)

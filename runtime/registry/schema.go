@@ -51,6 +51,10 @@ type schemaValidator struct {
 	structural *structuralschema.Structural
 	validator  apiextensionsvalidation.SchemaValidator
 	cel        *cel.Validator // nil without CEL rules
+	// hiddenRequired is set when the schema has a required property that is not a string
+	// and has no default: one decoding cannot tell apart from its zero value, so a body
+	// that leaves it out must be read (BodyInspector).
+	hiddenRequired bool
 }
 
 // newSchemaValidator builds the validator of the kind. CEL rules that do not compile
@@ -74,7 +78,8 @@ func newSchemaValidator(s *Schema) (*schemaValidator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("schema of %s: %w", s.Name, err)
 	}
-	return &schemaValidator{structural: structural, validator: validator, cel: cel.NewValidator(structural, true, celconfig.PerCallLimit)}, nil
+	return &schemaValidator{structural: structural, validator: validator, cel: cel.NewValidator(structural, true, celconfig.PerCallLimit),
+		hiddenRequired: hasHiddenRequired(structural)}, nil
 }
 
 // compileRules compiles the CEL rules of every node, reporting the first node whose
