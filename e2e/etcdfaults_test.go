@@ -142,6 +142,7 @@ func heal(members []*faultMember) {
 // probeResult is one write the prober started.
 type probeResult struct {
 	name       string
+	length     int64 // the Boat's spec.lengthMeters
 	start, end time.Time
 	rv         string // set when acknowledged
 	err        error
@@ -173,9 +174,9 @@ func startProber(ctx context.Context, clients []dynamic.ResourceInterface, prefi
 			p.wg.Add(1)
 			go func(i int) {
 				defer p.wg.Done()
-				r := probeResult{name: fmt.Sprintf("%s-%d", prefix, i), start: time.Now()}
+				r := probeResult{name: fmt.Sprintf("%s-%d", prefix, i), length: int64(i), start: time.Now()}
 				rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-				obj, err := clients[i%len(clients)].Create(rctx, boat(r.name, nil, int64(i)), metav1.CreateOptions{})
+				obj, err := clients[i%len(clients)].Create(rctx, boat(r.name, nil, r.length), metav1.CreateOptions{})
 				cancel()
 				r.end, r.err = time.Now(), err
 				if err == nil {

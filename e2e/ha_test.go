@@ -277,7 +277,8 @@ func TestHA(t *testing.T) {
 }
 
 // haLoad is TestHA's write load: writers that create and update Boats, failing over between
-// the replicas, and a prober that measures how long a newly started write does not succeed.
+// the replicas, and a prober (startProber) that measures how long a newly started write does
+// not succeed: writers block on a request that hangs.
 type haLoad struct {
 	ctx     context.Context
 	t       *testing.T
@@ -285,6 +286,7 @@ type haLoad struct {
 	stats   haStats
 	stop    chan struct{}
 	wg      sync.WaitGroup
+	probes  *prober
 
 	mu         sync.Mutex
 	objects    map[string]*haObject // every Boat a writer or probe knows the state of
@@ -304,15 +306,26 @@ func startHALoad(ctx context.Context, t *testing.T, clients []dynamic.ResourceIn
 		l.wg.Add(1)
 		go l.writer(w)
 	}
-	l.wg.Add(1)
-	go l.prober()
+	l.probes = startProber(ctx, clients, "p")
 	return l
 }
 
-// finish stops the load and waits for every request in flight.
+// finish stops the load, waits for every request in flight and records the probes.
 func (l *haLoad) finish() {
 	close(l.stop)
 	l.wg.Wait()
+	for _, r := range l.probes.finish() {
+		if r.err != nil {
+			if !retriable(r.err) {
+				l.t.Errorf("probe %s: %v", r.name, r.err)
+			}
+			l.probeMaybe[r.name] = true
+			continue
+		}
+		l.stats.ack(r.end)
+		l.objects[r.name] = &haObject{rv: r.rv, length: r.length, how: "ack"}
+		l.probeOK = append(l.probeOK, r.start)
+	}
 }
 
 func (l *haLoad) stopped() bool {
@@ -432,45 +445,6 @@ func (l *haLoad) writer(w int) {
 			return
 		}
 		mine = append(mine, name)
-	}
-}
-
-// prober starts one create every 50ms, alternating replicas, each in its own goroutine and
-// without retries: writers block on a request that hangs, the prober measures how long a
-// newly started write does not succeed.
-func (l *haLoad) prober() {
-	defer l.wg.Done()
-	var inflight sync.WaitGroup
-	defer inflight.Wait()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for i := 0; ; i++ {
-		select {
-		case <-l.stop:
-			return
-		case <-tick.C:
-		}
-		inflight.Add(1)
-		go func(i int) {
-			defer inflight.Done()
-			name := fmt.Sprintf("p-%d", i)
-			started := time.Now()
-			rctx, rcancel := context.WithTimeout(l.ctx, 10*time.Second)
-			obj, err := l.clients[i%len(l.clients)].Create(rctx, boat(name, nil, int64(i)), metav1.CreateOptions{})
-			rcancel()
-			l.mu.Lock()
-			defer l.mu.Unlock()
-			if err != nil {
-				if !retriable(err) {
-					l.t.Errorf("probe %s: %v", name, err)
-				}
-				l.probeMaybe[name] = true
-				return
-			}
-			l.stats.ack(time.Now())
-			l.objects[name] = &haObject{rv: obj.GetResourceVersion(), length: int64(i), how: "ack"}
-			l.probeOK = append(l.probeOK, started)
-		}(i)
 	}
 }
 
