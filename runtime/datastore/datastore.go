@@ -35,6 +35,8 @@ import (
 	"github.com/k3s-io/kine/pkg/drivers/generic"
 	"github.com/k3s-io/kine/pkg/drivers/sqlite"
 	"github.com/k3s-io/kine/pkg/endpoint"
+
+	"github.com/aagen-dev/aagen/runtime/socketdir"
 )
 
 // SupportedSchemes lists the DSN schemes Start accepts, for messages.
@@ -66,7 +68,7 @@ type Config struct {
 type Server struct {
 	url       string
 	socketDir string
-	removeDir bool
+	ownDir    *socketdir.Dir // the socket directory New made; nil when Config.SocketDir was given
 	cancel    context.CancelFunc
 	wg        *sync.WaitGroup
 	closeOnce sync.Once
@@ -104,10 +106,11 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s := &Server{socketDir: cfg.SocketDir, wg: &sync.WaitGroup{}}
 	if s.socketDir == "" {
-		if s.socketDir, err = os.MkdirTemp("", "aagen-kine-"); err != nil {
-			return nil, fmt.Errorf("creating kine's socket directory: %w", err)
+		// socketdir also removes the directories of kines whose process was killed.
+		if s.ownDir, err = socketdir.Make("", "aagen-kine-"); err != nil {
+			return nil, fmt.Errorf("kine: %w", err)
 		}
-		s.removeDir = true
+		s.socketDir = s.ownDir.Path
 	} else if err := os.MkdirAll(s.socketDir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating kine's socket directory: %w", err)
 	}
@@ -153,9 +156,7 @@ func (s *Server) Close() {
 	s.closeOnce.Do(func() {
 		s.cancel()
 		s.wg.Wait()
-		if s.removeDir {
-			_ = os.RemoveAll(s.socketDir)
-		}
+		s.ownDir.Remove()
 	})
 }
 

@@ -14,6 +14,8 @@ import (
 
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/aagen-dev/aagen/runtime/socketdir"
 )
 
 const (
@@ -87,7 +89,7 @@ type Config struct {
 type Server struct {
 	etcd      *embed.Etcd
 	dir       string
-	socketDir string
+	socketDir *socketdir.Dir
 	clientURL string
 	log       *logState
 	lock      *dirLock
@@ -180,7 +182,7 @@ func (s *Server) Close() error {
 		s.log.closing.Store(true)
 		s.etcd.Close()
 		<-s.forwardDone
-		os.RemoveAll(s.socketDir)
+		s.socketDir.Remove()
 		s.lock.release()
 	})
 	return nil
@@ -271,39 +273,22 @@ func prepareDir(dir string) error {
 	return nil
 }
 
-// makeSocketDir creates the private directory that holds the client socket.
-// Its mode is 0700, so only the user running this process (and root) can
-// reach the socket: unix sockets need search permission on every directory
-// of their path.
-func makeSocketDir(parent string) (string, error) {
-	dir, err := os.MkdirTemp(parent, socketDirPattern)
-	if err != nil {
-		return "", fmt.Errorf("etcd: cannot create the socket directory in %q: %w; set Config.SocketParent to a writable directory", parent, err)
-	}
-	// MkdirTemp already uses 0700; chmod makes it independent of that detail.
-	if err := os.Chmod(dir, 0o700); err != nil {
-		os.RemoveAll(dir)
-		return "", fmt.Errorf("etcd: cannot restrict the socket directory %q: %w", dir, err)
-	}
-	return dir, nil
-}
-
 // start makes one attempt to start etcd and wait for it to be ready. keepLock
 // reports that the caller must not release lock: on success the Server owns
 // it; after a crash or an abandoned start, etcd may still hold the data
 // directory open.
 func start(ctx context.Context, c completed, lock *dirLock) (s *Server, keepLock bool, err error) {
-	socketDir, err := makeSocketDir(c.socketParent)
+	socketDir, err := socketdir.Make(c.socketParent, socketDirPattern)
 	if err != nil {
-		return nil, false, err
+		return nil, false, fmt.Errorf("etcd: %w; set Config.SocketParent to a writable directory", err)
 	}
 	keepSocketDir := false
 	defer func() {
 		if !keepSocketDir {
-			os.RemoveAll(socketDir)
+			socketDir.Remove()
 		}
 	}()
-	clientURL := url.URL{Scheme: "unix", Path: filepath.Join(socketDir, socketName)}
+	clientURL := url.URL{Scheme: "unix", Path: filepath.Join(socketDir.Path, socketName)}
 	peerURL, err := url.Parse(unusedPeerURL)
 	if err != nil {
 		return nil, false, fmt.Errorf("etcd: internal error: peer URL %q: %w", unusedPeerURL, err)
@@ -360,7 +345,7 @@ func start(ctx context.Context, c completed, lock *dirLock) (s *Server, keepLock
 				r.e.Close()
 			}
 			if !isCrash(r.err) {
-				os.RemoveAll(socketDir)
+				socketDir.Remove()
 				lock.release()
 			}
 		}()
