@@ -17,6 +17,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/aagen-dev/aagen/generator"
+	"github.com/aagen-dev/aagen/generator/deploycerts"
 	"github.com/aagen-dev/aagen/generator/emit"
 	"github.com/aagen-dev/aagen/generator/layout"
 	"github.com/aagen-dev/aagen/runtime/buildinfo"
@@ -230,11 +231,13 @@ func newCertsCommand() *cobra.Command {
 	var renew bool
 	cmd := &cobra.Command{
 		Use:   "certs [packages]",
-		Short: "Create (or renew) the CA and serving certificate of the deployed server",
+		Short: "Create (or renew) the certificates of the deployed server and its etcd",
 		Long: `certs creates, in <deploy-dir>/certs, a CA and a serving certificate for the server's
 Service (<name>.<namespace>.svc), the Secret that carries them, and writes the CA into every
-APIService's caBundle, by running generate. Existing certificates are kept unless --renew is
-given. With --cert-manager no local certificates are made: cert-manager issues them.`,
+APIService's caBundle, by running generate; and, when the manifests include the etcd
+StatefulSet, etcd's own CA with its member and client certificates. Existing certificates are
+kept unless --renew is given, which replaces all of them (restart etcd and the server after
+applying). With --cert-manager no local certificates are made: cert-manager issues them.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o := f.options(cmd, args)
@@ -248,7 +251,7 @@ given. With --cert-manager no local certificates are made: cert-manager issues t
 		},
 	}
 	f.add(cmd, false)
-	cmd.Flags().BoolVar(&renew, "renew", false, "replace the existing CA and serving certificate (the APIServices' caBundle changes)")
+	cmd.Flags().BoolVar(&renew, "renew", false, "replace every certificate: the serving CA and certificate (the APIServices' caBundle changes) and etcd's")
 	return cmd
 }
 
@@ -259,7 +262,7 @@ func removeCerts(o generator.Options) error {
 		return err
 	}
 	dir := filepath.Join(root, filepath.FromSlash(o.Deploy.Dir), "certs")
-	for _, name := range []string{"ca.crt", "ca.key", "tls.crt", "tls.key", "serving-cert.yaml"} {
+	for _, name := range deploycerts.FileNames() {
 		if err := os.Remove(filepath.Join(dir, name)); err != nil && !os.IsNotExist(err) {
 			return err
 		}

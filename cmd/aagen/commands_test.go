@@ -68,6 +68,11 @@ func TestCertsRenew(t *testing.T) {
 	certs := filepath.Join(dir, "config/deploy/certs")
 	caBefore, _ := os.ReadFile(filepath.Join(certs, "ca.crt"))
 	keyBefore, _ := os.ReadFile(filepath.Join(certs, "tls.key"))
+	etcdCABefore, _ := os.ReadFile(filepath.Join(certs, "etcd-ca.crt"))
+	etcdClientBefore, _ := os.ReadFile(filepath.Join(certs, "etcd-client.key"))
+	if len(etcdCABefore) == 0 || len(etcdClientBefore) == 0 {
+		t.Fatalf("the example has no etcd certificates in %s to renew", certs)
+	}
 	if _, stderr, err := aagen(t, "certs", "--no-go-mod", "-C", dir, "./pkg/apis/..."); err != nil {
 		t.Fatalf("certs: %v\n%s", err, stderr)
 	}
@@ -81,6 +86,11 @@ func TestCertsRenew(t *testing.T) {
 	key, _ := os.ReadFile(filepath.Join(certs, "tls.key"))
 	if bytes.Equal(ca, caBefore) || bytes.Equal(key, keyBefore) || len(ca) == 0 || len(key) == 0 {
 		t.Fatalf("certs --renew kept the CA or the serving key")
+	}
+	etcdCA, _ := os.ReadFile(filepath.Join(certs, "etcd-ca.crt"))
+	etcdClient, _ := os.ReadFile(filepath.Join(certs, "etcd-client.key"))
+	if bytes.Equal(etcdCA, etcdCABefore) || bytes.Equal(etcdClient, etcdClientBefore) || len(etcdCA) == 0 || len(etcdClient) == 0 {
+		t.Errorf("certs --renew kept etcd's CA or the server's etcd client key")
 	}
 	apiservices, _ := os.ReadFile(filepath.Join(dir, "config/deploy/zz_generated.apiservices.yaml"))
 	if !strings.Contains(string(apiservices), "caBundle: "+base64.StdEncoding.EncodeToString(ca)) {

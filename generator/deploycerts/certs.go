@@ -42,12 +42,31 @@ type Material struct {
 	Files []File
 }
 
+// Serving file names inside the certificate directory.
+const (
+	servingCACert     = "ca.crt"
+	servingCAKey      = "ca.key"
+	servingCert       = "tls.crt"
+	servingKey        = "tls.key"
+	servingSecretFile = "serving-cert.yaml"
+)
+
+// FileNames lists every file Ensure and EnsureEtcd may create in the certificate
+// directory: removing them all makes the next generation issue new certificates (aagen
+// certs --renew).
+func FileNames() []string {
+	return []string{
+		servingCACert, servingCAKey, servingCert, servingKey, servingSecretFile,
+		etcdCACert, etcdCAKey, etcdMemberCert, etcdMemberKey, etcdClientCert, etcdClientKey, EtcdSecretsFile,
+	}
+}
+
 // Ensure returns the material in dir (module-relative, under moduleDir), creating what is
 // missing. An existing serving certificate must cover dnsNames and be signed by the CA.
 func Ensure(moduleDir, dir, secretName, namespace string, dnsNames []string, now time.Time) (*Material, error) {
 	p := func(name string) string { return path.Join(dir, name) }
 	read := reader(moduleDir, dir)
-	caCert, caKey, tlsCert, tlsKey := read("ca.crt"), read("ca.key"), read("tls.crt"), read("tls.key")
+	caCert, caKey, tlsCert, tlsKey := read(servingCACert), read(servingCAKey), read(servingCert), read(servingKey)
 	fix := fmt.Sprintf("delete %s (or use --cert-manager) and generate again to issue new certificates", dir)
 	m := &Material{}
 	if caCert == nil {
@@ -58,7 +77,7 @@ func Ensure(moduleDir, dir, secretName, namespace string, dnsNames []string, now
 		if caCert, caKey, err = newCA(secretName+"-ca", now); err != nil {
 			return nil, err
 		}
-		m.Files = append(m.Files, File{p("ca.crt"), caCert}, File{p("ca.key"), caKey})
+		m.Files = append(m.Files, File{p(servingCACert), caCert}, File{p(servingCAKey), caKey})
 	}
 	ca, signer, err := parsePair(caCert, caKey)
 	if err != nil {
@@ -68,8 +87,8 @@ func Ensure(moduleDir, dir, secretName, namespace string, dnsNames []string, now
 		if tlsCert, tlsKey, err = newLeaf(ca, signer, dnsNames[0], dnsNames, nil, []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, now); err != nil {
 			return nil, err
 		}
-		m.Files = append(m.Files, File{p("tls.crt"), tlsCert}, File{p("tls.key"), tlsKey})
-	} else if err := checkLeaf(ca, "ca.crt", tlsCert, dnsNames, now); err != nil {
+		m.Files = append(m.Files, File{p(servingCert), tlsCert}, File{p(servingKey), tlsKey})
+	} else if err := checkLeaf(ca, servingCACert, tlsCert, dnsNames, now); err != nil {
 		return nil, fmt.Errorf("%s/tls.crt: %v; %s", dir, err, fix)
 	}
 	secret, err := yaml.Marshal(map[string]any{
@@ -83,7 +102,7 @@ func Ensure(moduleDir, dir, secretName, namespace string, dnsNames []string, now
 		return nil, err
 	}
 	m.Files = append(m.Files,
-		File{p("serving-cert.yaml"), append([]byte("# The serving certificate of the server; private: keep it out of version control.\n"), secret...)},
+		File{p(servingSecretFile), append([]byte("# The serving certificate of the server; private: keep it out of version control.\n"), secret...)},
 		File{p(".gitignore"), []byte("# Private keys and the Secret holding them.\n*\n!.gitignore\n")})
 	m.CACert = caCert
 	return m, nil
