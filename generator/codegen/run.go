@@ -393,7 +393,7 @@ func (in Input) steps(ctx context.Context, schemaPath string, schema func(contex
 		},
 		{
 			tool: toolApplyConfig, nameSystems: acgen.NameSystems(), defaultSystem: acgen.DefaultNameSystem(),
-			inputs:  served,
+			inputs: served,
 			targets: func(c *generator.Context) []generator.Target {
 				maps.Copy(aa.ExternalApplyConfigurations, externalApplyConfigurations(ctx, in, c.Universe))
 				return acgen.GetTargets(c, aa)

@@ -59,7 +59,7 @@ func ReferencedTypes(pkgs []*packages.Package) []TypeName {
 
 // referenceWalker collects the foreign named types a type reaches.
 type referenceWalker struct {
-	own  map[string]bool           // the import paths of the types packages
+	own  map[string]bool          // the import paths of the types packages
 	seen map[*types.TypeName]bool // named types already walked
 	out  []TypeName
 }
