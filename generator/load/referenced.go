@@ -3,6 +3,7 @@ package load
 import (
 	"go/types"
 	"slices"
+	"strings"
 
 	"golang.org/x/tools/go/packages"
 )
@@ -21,13 +22,19 @@ func (n TypeName) String() string { return n.Package + "." + n.Name }
 // other such types (the transitive closure), sorted by package and name: the types from
 // k8s.io/api, apimachinery, other modules or other packages of the module whose OpenAPI
 // definitions, apply configurations and schemas the generated server needs. Type
-// parameters and interface types have nothing to reach; predeclared types are left out.
+// parameters and interface types have nothing to reach; predeclared types and the standard
+// library's are left out, and a type that describes its own OpenAPI schema (metav1.Time,
+// intstr.IntOrString: an OpenAPIDefinition or OpenAPISchemaType method, which openapi-gen
+// does not look behind) is listed but not followed.
 func ReferencedTypes(pkgs []*packages.Package) []TypeName {
 	own := map[string]bool{}
+	w := referenceWalker{own: own, seen: map[*types.TypeName]bool{}}
 	for _, p := range pkgs {
 		own[p.PkgPath] = true
+		if p.Module != nil {
+			w.module = p.Module.Path
+		}
 	}
-	w := referenceWalker{own: own, seen: map[*types.TypeName]bool{}}
 	for _, p := range pkgs {
 		if p.Types == nil {
 			continue
@@ -59,9 +66,10 @@ func ReferencedTypes(pkgs []*packages.Package) []TypeName {
 
 // referenceWalker collects the foreign named types a type reaches.
 type referenceWalker struct {
-	own  map[string]bool          // the import paths of the types packages
-	seen map[*types.TypeName]bool // named types already walked
-	out  []TypeName
+	own    map[string]bool          // the import paths of the types packages
+	module string                   // the path of their module
+	seen   map[*types.TypeName]bool // named types already walked
+	out    []TypeName
 }
 
 func (w *referenceWalker) walk(t types.Type) {
@@ -70,14 +78,16 @@ func (w *referenceWalker) walk(t types.Type) {
 		w.walk(types.Unalias(t))
 	case *types.Named:
 		obj := t.Origin().Obj()
-		if obj.Pkg() == nil || w.seen[obj] {
-			return // predeclared (error) or done
+		if obj.Pkg() == nil || w.seen[obj] || w.standard(obj.Pkg().Path()) {
+			return // predeclared (error), done, or time.Time and the like
 		}
 		w.seen[obj] = true
 		if !w.own[obj.Pkg().Path()] {
 			w.out = append(w.out, TypeName{Package: obj.Pkg().Path(), Name: obj.Name()})
 		}
-		w.walk(t.Underlying())
+		if !ownSchema(t) {
+			w.walk(t.Underlying())
+		}
 	case *types.Pointer:
 		w.walk(t.Elem())
 	case *types.Slice:
@@ -94,4 +104,25 @@ func (w *referenceWalker) walk(t types.Type) {
 			}
 		}
 	}
+}
+
+// standard reports whether an import path is the standard library's: no dot in its first
+// element, and not in the module (whose path need not have one either).
+func (w *referenceWalker) standard(path string) bool {
+	first, _, _ := strings.Cut(path, "/")
+	inModule := w.module != "" && (path == w.module || strings.HasPrefix(path, w.module+"/"))
+	return !strings.Contains(first, ".") && !inModule
+}
+
+// ownSchema reports whether a named type describes its own OpenAPI schema, as openapi-gen
+// recognises it: an OpenAPIDefinition or OpenAPISchemaType method on the type or its pointer.
+func ownSchema(t *types.Named) bool {
+	ms := types.NewMethodSet(types.NewPointer(t))
+	for i := range ms.Len() {
+		switch ms.At(i).Obj().Name() {
+		case "OpenAPIDefinition", "OpenAPISchemaType":
+			return true
+		}
+	}
+	return false
 }
