@@ -171,6 +171,41 @@ func testCoreTypes(t *testing.T, ctx context.Context, cfg *rest.Config, dir, kub
 		}
 	})
 
+	t.Run("OpenAPI v2 and v3 define the core types with k8s.io/api's list-map keys", func(t *testing.T) {
+		for _, path := range []string{"/openapi/v2", "/openapi/v3/apis/" + webapp + "/v1"} {
+			code, body := httpGet(t, cfg, path)
+			if code != 200 {
+				t.Fatalf("GET %s: %d", path, code)
+			}
+			var doc struct {
+				Definitions map[string]json.RawMessage `json:"definitions"`
+				Components  struct {
+					Schemas map[string]json.RawMessage `json:"schemas"`
+				} `json:"components"`
+			}
+			if err := json.Unmarshal(body, &doc); err != nil {
+				t.Fatalf("GET %s: %v", path, err)
+			}
+			defs := doc.Definitions
+			if defs == nil {
+				defs = doc.Components.Schemas
+			}
+			podSpec := string(defs["io.k8s.api.core.v1.PodSpec"])
+			if !strings.Contains(podSpec, `"x-kubernetes-list-map-keys":["name"]`) || !strings.Contains(podSpec, `"x-kubernetes-patch-merge-key":"name"`) {
+				t.Errorf("%s: io.k8s.api.core.v1.PodSpec lacks the containers' list-map key: %.400s", path, podSpec)
+			}
+			for _, name := range []string{"io.k8s.api.core.v1.Container", "io.k8s.api.core.v1.ResourceRequirements", "io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector"} {
+				if defs[name] == nil {
+					t.Errorf("%s: no definition %s", path, name)
+				}
+			}
+			// Only the types the kinds reach are defined, not all of k8s.io/api/core/v1.
+			if defs["io.k8s.api.core.v1.Service"] != nil {
+				t.Errorf("%s defines io.k8s.api.core.v1.Service, which no kind uses", path)
+			}
+		}
+	})
+
 	t.Run("kubectl explain", func(t *testing.T) {
 		out, err := kubectl(t, kubeconfig, "", "explain", "workers.spec.template.spec.containers", "--api-version="+webapp+"/v1")
 		if err != nil {

@@ -3,8 +3,10 @@ package codegen
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -26,6 +28,9 @@ import (
 // k8s.io/api packages use k8s.io/client-go's apply configurations instead of new ones.
 
 const (
+	// tagModelNames marks, in the universe, a package of the module that gets a model
+	// package and a zz_generated.model_name.go from aagen (no tool reads it).
+	tagModelNames         = "aagen:model-names"
 	k8sAPIPrefix          = "k8s.io/api/"
 	clientGoApplyConfigs  = "k8s.io/client-go/applyconfigurations/"
 	applyConfigTypeSuffix = "ApplyConfiguration"
@@ -69,7 +74,10 @@ func (in Input) modulePackages(u types.Universe) []string {
 		if _, inModule := relImportPath(in.ModulePath, p); !inModule || pkg == nil {
 			continue
 		}
-		if !slices.ContainsFunc(pkg.Comments, func(l string) bool { return tagName(l) == tagModelPackage }) {
+		// Before injectReferenced: without a model package; after: marked by it.
+		hasOwn := slices.ContainsFunc(pkg.Comments, func(l string) bool { return tagName(l) == tagModelPackage })
+		marked := slices.ContainsFunc(pkg.Comments, func(l string) bool { return tagName(l) == tagModelNames })
+		if !hasOwn || marked {
 			out = append(out, p)
 		}
 	}
@@ -96,7 +104,7 @@ func injectReferenced(u types.Universe, in Input) {
 		}
 		var pkgTags []string
 		if inModule[path] {
-			pkgTags = append(pkgTags, "+"+tagModelPackage+"="+restFriendlyName(path))
+			pkgTags = append(pkgTags, "+"+tagModelPackage+"="+restFriendlyName(path), "+"+tagModelNames)
 		}
 		p.Comments = rewriteTags(p.Comments, dropNames(tagOpenAPI), pkgTags...)
 		p.DocComments = rewriteTags(p.DocComments, dropNames(tagOpenAPI), pkgTags...)
@@ -116,52 +124,61 @@ func injectReferenced(u types.Universe, in Input) {
 // externalApplyConfigurations maps the referenced struct types of k8s.io/api packages to
 // k8s.io/client-go's apply configuration packages, for those client-go has one for
 // (k8s.io/api/core/v1.Container: k8s.io/client-go/applyconfigurations/core/v1, whose
-// ContainerApplyConfiguration the generated builders then use). client-go's packages are
-// found with the go command from ModuleDir; without client-go in the module (it comes with
-// the generated clients) the types are used as they are.
+// ContainerApplyConfiguration the generated builders then use). client-go is taken at the
+// version of the k8s.io/api the types were loaded from (the two are released together),
+// from the vendor directory or the module cache (go mod download, which needs the module
+// proxy only if it is not there yet), whether or not the module requires client-go yet, so
+// that the output does not depend on what go.mod holds before the generated clients do.
+// Types client-go has no apply configuration for, or a k8s.io/api whose version cannot be
+// told (replaced by a directory), are used as they are.
 func externalApplyConfigurations(ctx context.Context, in Input, u types.Universe) map[types.Name]string {
-	byPkg := map[string][]types.Name{}
+	ext := map[types.Name]string{}
+	roots := map[string]string{} // k8s.io/api directory -> client-go's directory ("" unknown)
 	for _, n := range in.referencedTypeNames() {
 		rest, ok := strings.CutPrefix(n.Package, k8sAPIPrefix)
-		if !ok {
+		if !ok || u.Type(n).Kind != types.Struct || u[n.Package] == nil || u[n.Package].Dir == "" {
 			continue
 		}
-		if t := u.Type(n); t.Kind != types.Struct {
+		apiRoot := strings.TrimSuffix(filepath.ToSlash(u[n.Package].Dir), "/"+rest)
+		clientGo, seen := roots[apiRoot]
+		if !seen {
+			clientGo = clientGoDir(ctx, in, apiRoot)
+			roots[apiRoot] = clientGo
+		}
+		if clientGo == "" {
 			continue
 		}
-		acPkg := clientGoApplyConfigs + rest
-		byPkg[acPkg] = append(byPkg[acPkg], n)
+		dir := filepath.Join(clientGo, "applyconfigurations", filepath.FromSlash(rest))
+		// client-go names each apply configuration's file after its type, in lower case.
+		src, err := os.ReadFile(filepath.Join(dir, strings.ToLower(n.Name)+".go"))
+		if err == nil && bytes.Contains(src, []byte("type "+n.Name+applyConfigTypeSuffix+" struct")) {
+			ext[n] = clientGoApplyConfigs + rest
+		}
 	}
-	if len(byPkg) == 0 {
-		return nil
+	return ext
+}
+
+// clientGoDir returns the directory of k8s.io/client-go that goes with the k8s.io/api in
+// apiRoot (slash-separated): vendor/k8s.io/client-go next to a vendored k8s.io/api, else
+// k8s.io/client-go@<version> of the module cache, downloaded if needed. "" if there is none.
+func clientGoDir(ctx context.Context, in Input, apiRoot string) string {
+	if prefix, ok := strings.CutSuffix(apiRoot, "/vendor/k8s.io/api"); ok {
+		return filepath.FromSlash(prefix + "/vendor/k8s.io/client-go")
 	}
-	pkgs := sortedKeys(byPkg)
-	cmd := exec.CommandContext(ctx, "go", slices.Concat([]string{"list", "-e", "-f", "{{.ImportPath}} {{.Dir}}"}, pkgs)...)
+	_, version, ok := strings.Cut(path.Base(apiRoot), "@")
+	if !ok || !strings.HasSuffix(path.Dir(apiRoot), "/k8s.io") {
+		return ""
+	}
+	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", "k8s.io/client-go@"+version)
 	cmd.Dir = in.ModuleDir
 	cmd.Env = goEnv(in.ModuleDir)
 	out, err := cmd.Output()
 	if err != nil {
-		return nil
+		return ""
 	}
-	dirs := map[string]string{}
-	for _, line := range strings.Split(string(out), "\n") {
-		if p, dir, ok := strings.Cut(line, " "); ok && dir != "" {
-			dirs[p] = dir
-		}
+	var mod struct{ Dir string }
+	if json.Unmarshal(out, &mod) != nil {
+		return ""
 	}
-	ext := map[types.Name]string{}
-	for _, acPkg := range pkgs {
-		dir := dirs[acPkg]
-		if dir == "" {
-			continue
-		}
-		for _, n := range byPkg[acPkg] {
-			// client-go names each apply configuration's file after its type, in lower case.
-			src, err := os.ReadFile(filepath.Join(dir, strings.ToLower(n.Name)+".go"))
-			if err == nil && bytes.Contains(src, []byte("type "+n.Name+applyConfigTypeSuffix+" struct")) {
-				ext[n] = acPkg
-			}
-		}
-	}
-	return ext
+	return mod.Dir
 }
