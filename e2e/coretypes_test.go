@@ -62,7 +62,7 @@ func workerPodTemplate() corev1.PodTemplateSpec {
 				},
 				ImagePullPolicy: corev1.PullIfNotPresent,
 			}},
-			Volumes: []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(resource.MustParse("1Gi"))}}}},
+			Volumes:            []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(resource.MustParse("1Gi"))}}}},
 			RestartPolicy:      corev1.RestartPolicyAlways,
 			ServiceAccountName: "worker",
 			NodeSelector:       map[string]string{"kubernetes.io/os": "linux"},
