@@ -96,6 +96,9 @@ func TestVersions(t *testing.T) {
 			}
 			slices.Sort(names)
 			want := []string{"guestbooks", "guestbooks/scale", "guestbooks/status", "visitors", "visitors/status"}
+			if v == "v1" {
+				want = append(want, "workers", "workers/status") // v1 only
+			}
 			if !slices.Equal(names, want) {
 				t.Errorf("%s resources %v, want %v", v, names, want)
 			}
@@ -373,6 +376,10 @@ func TestVersions(t *testing.T) {
 
 	t.Run("each version validates and defaults with its own schema, like a CRD", func(t *testing.T) {
 		testVersionSchemasLikeCRD(t, ctx, cfg)
+	})
+
+	t.Run("fields of k8s.io/api and apimachinery types", func(t *testing.T) {
+		testCoreTypes(t, ctx, cfg, dir, up.kubeconfig)
 	})
 
 	t.Run("kubectl", func(t *testing.T) {

@@ -164,7 +164,7 @@ func Generate(ctx context.Context, o Options) (_ *Result, err error) {
 
 	t := time.Now()
 	logf("running code generators (deepcopy, openapi, clientset, listers, informers, apply configurations)")
-	files, stats, err := codegen.RunWithStats(ctx, codegenInput(m, generatedPkg))
+	files, stats, err := codegen.RunWithStats(ctx, codegenInput(m, generatedPkg, load.ReferencedTypes(loaded.Packages)))
 	if err != nil {
 		return nil, fmt.Errorf("code generation: %w", err)
 	}
@@ -376,8 +376,11 @@ func (e *StaleError) Error() string {
 	return fmt.Sprintf("generated files are out of date; run aagen generate:\n\t%s", strings.Join(e.Paths, "\n\t"))
 }
 
-func codegenInput(m *model.Model, generatedPkg string) codegen.Input {
+func codegenInput(m *model.Model, generatedPkg string, referenced []load.TypeName) codegen.Input {
 	in := codegen.Input{ModuleDir: m.ModuleDir, ModulePath: m.ModulePath, OutputPkg: generatedPkg}
+	for _, n := range referenced {
+		in.ReferencedTypes = append(in.ReferencedTypes, n.String())
+	}
 	if m.HasScale() {
 		in.ExtraOpenAPIPackages = []string{scalePackage}
 	}

@@ -105,6 +105,13 @@ type Input struct {
 	// defines, e.g. k8s.io/api/autoscaling/v1 for a /scale subresource. The
 	// user's module must require their modules.
 	ExtraOpenAPIPackages []string
+	// ReferencedTypes are the types declared outside the types packages that their
+	// types reach, directly or not, as fully qualified names
+	// ("k8s.io/api/core/v1.PodTemplateSpec"; the generator takes them from
+	// load.ReferencedTypes). Their packages are loaded too, openapi-gen defines these
+	// types, and those of k8s.io/api use k8s.io/client-go's apply configurations
+	// (see referenced.go). Types of the openapi extras may be listed; they change nothing.
+	ReferencedTypes []string
 }
 
 // File is a generated file.

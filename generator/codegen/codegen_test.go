@@ -664,7 +664,7 @@ func TestRunModelsSchemaMissingDefinition(t *testing.T) {
 	for _, want := range []string{
 		// openapi-gen refers to types outside its inputs by Go name.
 		"\n  k8s.io/api/autoscaling/v1.ScaleSpec (referenced by com.example.fixture.pkg.apis.shop.v1.GadgetSpec)\n",
-		"ExtraOpenAPIPackages",
+		"hint: aagen defines every type the served kinds reach",
 	} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("err = %v, want it to contain %q", err, want)
@@ -674,6 +674,34 @@ func TestRunModelsSchemaMissingDefinition(t *testing.T) {
 	if _, err := Run(context.Background(), fixtureInput(dir)); err != nil {
 		t.Errorf("with k8s.io/api/autoscaling/v1 definitions: %v", err)
 	}
+	// As it does when the type is referenced (what the generator passes, from
+	// load.ReferencedTypes): openapi-gen then defines that type of the package, not all
+	// of them, and the apply configurations use client-go's.
+	in.ReferencedTypes = []string{"k8s.io/api/autoscaling/v1.ScaleSpec"}
+	files, err := Run(context.Background(), in)
+	if err != nil {
+		t.Fatalf("with ScaleSpec referenced: %v", err)
+	}
+	defs := fileContent(t, files, "pkg/generated/openapi/zz_generated.openapi.go")
+	if !strings.Contains(defs, "autoscalingv1.ScaleSpec{}.OpenAPIModelName(): ") || strings.Contains(defs, "autoscalingv1.ScaleStatus{}") {
+		t.Errorf("openapi definitions: want ScaleSpec's and not ScaleStatus's (not referenced)")
+	}
+	ac := fileContent(t, files, "pkg/generated/applyconfiguration/shop/v1/gadgetspec.go")
+	if !strings.Contains(ac, `"k8s.io/client-go/applyconfigurations/autoscaling/v1"`) || !strings.Contains(ac, "*autoscalingv1.ScaleSpecApplyConfiguration") {
+		t.Errorf("GadgetSpec's apply configuration does not use client-go's ScaleSpecApplyConfiguration:\n%s", ac)
+	}
+}
+
+// fileContent returns the content of the file at path among files, failing the test without it.
+func fileContent(t *testing.T, files []File, path string) string {
+	t.Helper()
+	for _, f := range files {
+		if f.Path == path {
+			return string(f.Content)
+		}
+	}
+	t.Fatalf("no file %s among %d", path, len(files))
+	return ""
 }
 
 func TestSchemaGoEnv(t *testing.T) {
@@ -750,4 +778,45 @@ func TestInjectTags(t *testing.T) {
 	check()
 	injectTags(u, in) // idempotent
 	check()
+}
+
+// TestRunReferencedModulePackage: a served type uses a struct of another package of the
+// module, which has no OpenAPI tags at all. openapi-gen defines it under the package's
+// REST-friendly model name, which a zz_generated.model_name.go in that package provides,
+// as it does for the types packages, and the apply schema compiles.
+func TestRunReferencedModulePackage(t *testing.T) {
+	dir := copyFixture(t)
+	shared := filepath.Join(dir, "pkg", "shared")
+	if err := os.MkdirAll(shared, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	src := "package shared\n\n// Address is where a gadget ships to.\ntype Address struct {\n\t// Street is the street.\n\tStreet string `json:\"street\"`\n}\n"
+	if err := os.WriteFile(filepath.Join(shared, "shared.go"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	typesGo := filepath.Join(dir, "pkg", "apis", "shop", "v1", "types.go")
+	b, err := os.ReadFile(typesGo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = bytes.Replace(b, []byte("\tOwner string `json:\"owner,omitempty\"`\n"),
+		[]byte("\tOwner string `json:\"owner,omitempty\"`\n\t// ShipTo is the address.\n\t// +optional\n\tShipTo *shared.Address `json:\"shipTo,omitempty\"`\n"), 1)
+	b = bytes.Replace(b, []byte("import (\n"), []byte("import (\n\t\"example.com/fixture/pkg/shared\"\n"), 1)
+	if err := os.WriteFile(typesGo, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in := fixtureInput(dir)
+	in.ReferencedTypes = []string{fixtureModule + "/pkg/shared.Address"}
+	files, err := Run(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := fileContent(t, files, "pkg/shared/zz_generated.model_name.go")
+	if !strings.Contains(names, `return "com.example.fixture.pkg.shared.Address"`) {
+		t.Errorf("pkg/shared/zz_generated.model_name.go:\n%s", names)
+	}
+	defs := fileContent(t, files, "pkg/generated/openapi/zz_generated.openapi.go")
+	if !strings.Contains(defs, "shared.Address{}.OpenAPIModelName(): ") || !strings.Contains(defs, "Street is the street.") {
+		t.Errorf("openapi definitions lack shared.Address")
+	}
 }

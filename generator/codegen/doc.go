@@ -9,7 +9,8 @@
 //     express is rejected here or in step 3, with an error.
 //  2. Load once. One gengo parser.Parser loads the types packages plus
 //     k8s.io/apimachinery meta/v1, runtime, version, api/resource,
-//     util/intstr and Input.ExtraOpenAPIPackages (the openapi extras) in a
+//     util/intstr and Input.ExtraOpenAPIPackages (the openapi extras), and
+//     the packages of Input.ReferencedTypes, in a
 //     single LoadPackagesWithConfigForTesting call (two `go list` runs inside
 //     go/packages: one to resolve the patterns, one to load), then
 //     generator.NewContext builds the one universe.
@@ -175,8 +176,9 @@
 // shown as module paths, and a hint. A definition that a served kind
 // references but that is missing (a type from a package that is not an
 // openapi input, which openapi-gen refers to by its Go name) is reported by
-// name instead of applyconfiguration-gen's panic; the fix is to add the
-// package to Input.ExtraOpenAPIPackages.
+// name instead of applyconfiguration-gen's panic. The types packages reach
+// such types only through Input.ReferencedTypes, which openapi-gen defines
+// (see referenced.go), unless one opts out with +k8s:openapi-gen=false.
 //
 // The cost is one go command. With a warm build cache it is about 0.15s
 // when the compiled inputs are unchanged (go run caches the executable; the

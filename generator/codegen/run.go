@@ -103,7 +103,7 @@ func run(ctx context.Context, in Input, opts runOptions) (files []File, stats St
 		}
 	}
 
-	steps, err := in.steps(schemaPath, schemaAction)
+	steps, err := in.steps(ctx, schemaPath, schemaAction)
 	if err != nil {
 		return nil, stats, err
 	}
@@ -211,6 +211,7 @@ func load(in Input) (*generator.Context, error) {
 	}
 	injectTags(c.Universe, in)
 	injectValidation(c.Universe, in)
+	injectReferenced(c.Universe, in)
 	if err := checkUniverse(c.Universe, in); err != nil {
 		return nil, fmt.Errorf("codegen: %w", err)
 	}
@@ -264,7 +265,7 @@ func (in Input) conversionPackages() []string {
 }
 
 func (in Input) loadPatterns() []string {
-	pats := slices.Concat(in.typesPackages(), openAPIExtraPackages, in.ExtraOpenAPIPackages)
+	pats := slices.Concat(in.typesPackages(), openAPIExtraPackages, in.ExtraOpenAPIPackages, in.referencedPackages())
 	if len(in.conversionPackages()) > 0 {
 		// conversion-gen's peer packages, loaded here so that its own FindPackages and
 		// LoadPackages find them in the one load instead of resolving them from the
@@ -291,10 +292,10 @@ func (in Input) violationReport() io.Writer {
 // --openapi-schema of applyconfiguration-gen; schema, if not nil, writes it
 // and runs as the models-schema step, after the openapi steps (whose output
 // it compiles) and before applyconfiguration-gen.
-func (in Input) steps(schemaPath string, schema func(context.Context) error) ([]step, error) {
+func (in Input) steps(ctx context.Context, schemaPath string, schema func(context.Context) error) ([]step, error) {
 	types := in.typesPackages()
 	served := in.servedPackages()
-	all := slices.Concat(types, openAPIExtraPackages, in.ExtraOpenAPIPackages)
+	all := slices.Concat(types, openAPIExtraPackages, in.ExtraOpenAPIPackages, in.referencedPackages())
 	slices.Sort(all)
 	out := in.OutputPkg
 	applyPkg := path.Join(out, applyConfigDirName)
@@ -373,6 +374,8 @@ func (in Input) steps(schemaPath string, schema func(context.Context) error) ([]
 			tool: toolOpenAPI, nameSystems: openapigen.NameSystems(), defaultSystem: openapigen.DefaultNameSystem(),
 			inputs: types,
 			targets: func(c *generator.Context) []generator.Target {
+				// and the referenced packages of the module that get a model package injected
+				c.Inputs = slices.Concat(c.Inputs, in.modulePackages(c.Universe))
 				return openapigen.GetModelNameTargets(c, oa, openAPIHeader)
 			},
 		},
@@ -390,8 +393,11 @@ func (in Input) steps(schemaPath string, schema func(context.Context) error) ([]
 		},
 		{
 			tool: toolApplyConfig, nameSystems: acgen.NameSystems(), defaultSystem: acgen.DefaultNameSystem(),
-			inputs:  served,
-			targets: func(c *generator.Context) []generator.Target { return acgen.GetTargets(c, aa) },
+			inputs: served,
+			targets: func(c *generator.Context) []generator.Target {
+				maps.Copy(aa.ExternalApplyConfigurations, externalApplyConfigurations(ctx, in, c.Universe))
+				return acgen.GetTargets(c, aa)
+			},
 		},
 		{
 			tool: toolClient, nameSystems: clientgen.NameSystems(genutil.PluralExceptionListToMapOrDie(ca.PluralExceptions)),

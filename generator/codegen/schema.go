@@ -296,12 +296,12 @@ func (in Input) kindModelNames() []string {
 
 // checkSchemaRefs checks that defs has the definitions of roots and of every
 // definition they reference ("$ref": "#/definitions/<name>"), directly or
-// not. applyconfiguration-gen panics on a missing one. A definition is
-// missing when a served type uses a type of a package that is neither a
-// types package nor an openapi package (meta/v1 and so on, or
-// Input.ExtraOpenAPIPackages): the generated openapi package then refers to
-// a definition it does not have, which an API server's OpenAPI handler
-// would reject as well.
+// not. applyconfiguration-gen panics on a missing one. The types the served
+// kinds reach are defined (Input.ReferencedTypes); a definition is still
+// missing when such a type opts out with +k8s:openapi-gen=false or its
+// package was not loaded: the generated openapi package then refers to a
+// definition it does not have, which an API server's OpenAPI handler would
+// reject as well.
 func checkSchemaRefs(defs map[string]any, roots []string) error {
 	const prefix = "#/definitions/"
 	seen := map[string]bool{}
@@ -351,8 +351,8 @@ func checkSchemaRefs(defs map[string]any, roots []string) error {
 		lines = append(lines, fmt.Sprintf("  %s (referenced by %s)", name, strings.Join(srcs, ", ")))
 	}
 	return fmt.Errorf("the generated OpenAPI definitions lack definitions that the served kinds reference:\n%s\n"+
-		"hint: add the Go packages of these types to Input.ExtraOpenAPIPackages (their modules must be required), "+
-		"or set Input.SkipApplySchema (no Extract functions, empty apply schema)", strings.Join(lines, "\n"))
+		"hint: aagen defines every type the served kinds reach through their fields; these it could not "+
+		"(a type marked +k8s:openapi-gen=false, or a package the load did not find): give the fields types that have an OpenAPI definition", strings.Join(lines, "\n"))
 }
 
 // collectRefs appends every "$ref" string in a decoded JSON value.

@@ -44,3 +44,28 @@ func (in VisitorSpec) OpenAPIModelName() string {
 func (in VisitorStatus) OpenAPIModelName() string {
 	return "com.example.kbexample.api.v1.VisitorStatus"
 }
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in Worker) OpenAPIModelName() string {
+	return "com.example.kbexample.api.v1.Worker"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in WorkerList) OpenAPIModelName() string {
+	return "com.example.kbexample.api.v1.WorkerList"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in WorkerParent) OpenAPIModelName() string {
+	return "com.example.kbexample.api.v1.WorkerParent"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in WorkerSpec) OpenAPIModelName() string {
+	return "com.example.kbexample.api.v1.WorkerSpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in WorkerStatus) OpenAPIModelName() string {
+	return "com.example.kbexample.api.v1.WorkerStatus"
+}

@@ -29,6 +29,9 @@ func TestAPI(t *testing.T) {
 	t.Run("Visitor.webapp.example.com/v1", func(t *testing.T) {
 		servertest.CRUD[*apiv1.Visitor, *apiv1.VisitorList](t, cs.WebappV1().Visitors("default"), servertest.Sample(t, "../../config/samples", "webapp.example.com/v1", "Visitor", &apiv1.Visitor{}))
 	})
+	t.Run("Worker.webapp.example.com/v1", func(t *testing.T) {
+		servertest.CRUD[*apiv1.Worker, *apiv1.WorkerList](t, cs.WebappV1().Workers("default"), servertest.Sample(t, "../../config/samples", "webapp.example.com/v1", "Worker", &apiv1.Worker{}))
+	})
 	t.Run("Guestbook.webapp.example.com/v1beta1", func(t *testing.T) {
 		servertest.CRUD[*apiv1beta1.Guestbook, *apiv1beta1.GuestbookList](t, cs.WebappV1beta1().Guestbooks("default"), servertest.Sample(t, "../../config/samples", "webapp.example.com/v1beta1", "Guestbook", &apiv1beta1.Guestbook{}))
 	})

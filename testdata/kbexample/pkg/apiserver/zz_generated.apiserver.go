@@ -12,6 +12,7 @@ import (
 	"example.com/kbexample/pkg/generated/openapi"
 	apiguestbook "example.com/kbexample/pkg/registry/api/guestbook"
 	apivisitor "example.com/kbexample/pkg/registry/api/visitor"
+	apiworker "example.com/kbexample/pkg/registry/api/worker"
 	"github.com/aagen-dev/aagen/runtime/server"
 	"github.com/spf13/cobra"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
@@ -33,7 +34,7 @@ func NewScheme() (*runtime.Scheme, error) {
 	scheme.AddKnownTypes(schema.GroupVersion{
 		Group:   "webapp.example.com",
 		Version: runtime.APIVersionInternal,
-	}, &apiv1.Guestbook{}, &apiv1.GuestbookList{}, &apiv1.Visitor{}, &apiv1.VisitorList{})
+	}, &apiv1.Guestbook{}, &apiv1.GuestbookList{}, &apiv1.Visitor{}, &apiv1.VisitorList{}, &apiv1.Worker{}, &apiv1.WorkerList{})
 	if err := scheme.SetVersionPriority(apiv1.SchemeGroupVersion, apiv1beta1.SchemeGroupVersion); err != nil {
 		return nil, err
 	}
@@ -80,6 +81,10 @@ func NewSpec() (server.Spec, error) {
 				Plural:     "visitors",
 				Versions:   []server.ResourceVersion{{Name: "v1"}, {Name: "v1beta1"}},
 				NewStorage: apivisitor.NewStorage,
+			}, {
+				Plural:     "workers",
+				Versions:   []server.ResourceVersion{{Name: "v1"}},
+				NewStorage: apiworker.NewStorage,
 			}},
 		}},
 	}, nil

@@ -30,6 +30,14 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1.VisitorSpecApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("VisitorStatus"):
 		return &apiv1.VisitorStatusApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("Worker"):
+		return &apiv1.WorkerApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("WorkerParent"):
+		return &apiv1.WorkerParentApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("WorkerSpec"):
+		return &apiv1.WorkerSpecApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("WorkerStatus"):
+		return &apiv1.WorkerStatusApplyConfiguration{}
 
 		// Group=webapp.example.com, Version=v1beta1
 	case v1beta1.SchemeGroupVersion.WithKind("Guestbook"):

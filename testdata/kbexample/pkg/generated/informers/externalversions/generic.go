@@ -42,6 +42,8 @@ func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Webapp().V1().Guestbooks().Informer()}, nil
 	case v1.SchemeGroupVersion.WithResource("visitors"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Webapp().V1().Visitors().Informer()}, nil
+	case v1.SchemeGroupVersion.WithResource("workers"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Webapp().V1().Workers().Informer()}, nil
 
 		// Group=webapp.example.com, Version=v1beta1
 	case v1beta1.SchemeGroupVersion.WithResource("guestbooks"):

@@ -17,3 +17,11 @@ type VisitorListerExpansion interface{}
 // VisitorNamespaceListerExpansion allows custom methods to be added to
 // VisitorNamespaceLister.
 type VisitorNamespaceListerExpansion interface{}
+
+// WorkerListerExpansion allows custom methods to be added to
+// WorkerLister.
+type WorkerListerExpansion interface{}
+
+// WorkerNamespaceListerExpansion allows custom methods to be added to
+// WorkerNamespaceLister.
+type WorkerNamespaceListerExpansion interface{}

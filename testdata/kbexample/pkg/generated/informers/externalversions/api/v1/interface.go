@@ -12,6 +12,8 @@ type Interface interface {
 	Guestbooks() TypedGuestbookInformer
 	// Visitors returns a VisitorInformer.
 	Visitors() TypedVisitorInformer
+	// Workers returns a WorkerInformer.
+	Workers() TypedWorkerInformer
 }
 
 type version struct {
@@ -33,4 +35,9 @@ func (v *version) Guestbooks() TypedGuestbookInformer {
 // Visitors returns a TypedVisitorInformer.
 func (v *version) Visitors() TypedVisitorInformer {
 	return &visitorInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
+// Workers returns a TypedWorkerInformer.
+func (v *version) Workers() TypedWorkerInformer {
+	return &workerInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }

@@ -14,6 +14,7 @@ type WebappV1Interface interface {
 	RESTClient() rest.Interface
 	GuestbooksGetter
 	VisitorsGetter
+	WorkersGetter
 }
 
 // WebappV1Client is used to interact with features provided by the webapp.example.com group.
@@ -27,6 +28,10 @@ func (c *WebappV1Client) Guestbooks(namespace string) GuestbookInterface {
 
 func (c *WebappV1Client) Visitors(namespace string) VisitorInterface {
 	return newVisitors(c, namespace)
+}
+
+func (c *WebappV1Client) Workers(namespace string) WorkerInterface {
+	return newWorkers(c, namespace)
 }
 
 // NewForConfig creates a new WebappV1Client for the given config.

@@ -5,3 +5,5 @@ package v1
 type GuestbookExpansion interface{}
 
 type VisitorExpansion interface{}
+
+type WorkerExpansion interface{}

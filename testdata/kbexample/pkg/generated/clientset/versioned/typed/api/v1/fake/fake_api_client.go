@@ -20,6 +20,10 @@ func (c *FakeWebappV1) Visitors(namespace string) v1.VisitorInterface {
 	return newFakeVisitors(c, namespace)
 }
 
+func (c *FakeWebappV1) Workers(namespace string) v1.WorkerInterface {
+	return newFakeWorkers(c, namespace)
+}
+
 // RESTClient returns a RESTClient that is used to communicate
 // with API server by this client implementation.
 func (c *FakeWebappV1) RESTClient() rest.Interface {
