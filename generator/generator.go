@@ -243,6 +243,9 @@ func Generate(ctx context.Context, o Options) (_ *Result, err error) {
 			return nil, undo(err)
 		}
 	}
+	for _, r := range plan.Replaced {
+		report(fmt.Sprintf("note: replaced %s, written by %s, with aagen's own (aagen runs %s itself; it never touches files without a generator's header)", r.Path, r.Tool, r.Tool))
+	}
 	if o.Verbose {
 		for _, f := range plan.Write {
 			logf("  wrote %s", f.Path)

@@ -251,9 +251,9 @@ func (b *builder) kind(p *packages.Package, v *Version, d typeDecl) *Kind {
 		return nil
 	}
 	good := true
-	if !hasEmbedded(st, metav1Path, "TypeMeta", ",inline") {
+	if !embedsTypeMeta(st) {
 		b.errorf(d.pos, "add the field `metav1.TypeMeta `json:\",inline\"`` to "+name,
-			"kind %s does not embed metav1.TypeMeta with json:\",inline\"", name)
+			"kind %s does not embed metav1.TypeMeta with json:\",inline\" (or json:\"\")", name)
 		good = false
 	}
 	if !hasField(st, "ObjectMeta", metav1Path, "ObjectMeta", "metadata") {
@@ -359,7 +359,7 @@ func (b *builder) list(p *packages.Package, k *Kind, pos token.Position) {
 		b.errorf(pos, fix, "kind %s has no list type %s", k.Name, k.ListName)
 		return
 	}
-	if !hasEmbedded(st, metav1Path, "TypeMeta", ",inline") || !hasField(st, "ListMeta", metav1Path, "ListMeta", "metadata") {
+	if !embedsTypeMeta(st) || !hasField(st, "ListMeta", metav1Path, "ListMeta", "metadata") {
 		b.errorf(p.Fset.Position(p.Types.Scope().Lookup(k.ListName).Pos()), fix, "%s needs metav1.TypeMeta (inline) and metav1.ListMeta (json:\"metadata\")", k.ListName)
 		return
 	}
@@ -583,11 +583,19 @@ func isNamed(t types.Type, pkg, name string) bool {
 	return ok && n.Obj().Pkg() != nil && n.Obj().Pkg().Path() == pkg && n.Obj().Name() == name
 }
 
-func hasEmbedded(st *types.Struct, pkg, name, tag string) bool {
+// embedsTypeMeta reports whether st embeds metav1.TypeMeta inline: tagged json:",inline"
+// (kubebuilder's form), json:"" (the form k8s.io/api v0.37 and sample-apiserver use) or
+// without a json tag (an internal version's types, which are never serialized). encoding/json
+// inlines an embedded struct in all three.
+func embedsTypeMeta(st *types.Struct) bool {
 	for i := 0; i < st.NumFields(); i++ {
 		f := st.Field(i)
-		if f.Embedded() && isNamed(f.Type(), pkg, name) {
-			return reflect.StructTag(st.Tag(i)).Get("json") == tag
+		if f.Embedded() && isNamed(f.Type(), metav1Path, "TypeMeta") {
+			switch reflect.StructTag(st.Tag(i)).Get("json") {
+			case ",inline", "":
+				return true
+			}
+			return false
 		}
 	}
 	return false
