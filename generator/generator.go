@@ -145,6 +145,9 @@ func Generate(ctx context.Context, o Options) (_ *Result, err error) {
 		for _, v := range g.Versions {
 			scan = append(scan, m.RelPath(v.Dir))
 		}
+		if g.Internal != nil {
+			scan = append(scan, m.RelPath(g.Internal.Dir))
+		}
 	}
 
 	if m.HasScale() {
@@ -393,6 +396,13 @@ func codegenInput(m *model.Model, generatedPkg string) codegen.Input {
 			}
 			for _, k := range v.Kinds {
 				p.Kinds = append(p.Kinds, codegen.Kind{Name: k.Name, NamespaceScoped: k.NamespaceScoped, HasStatus: k.HasStatus, Plural: k.Plural, Unserved: k.Unserved})
+			}
+			in.Packages = append(in.Packages, p)
+		}
+		if v := g.Internal; v != nil {
+			p := codegen.Package{ImportPath: v.ImportPath, Dir: v.Dir, Group: g.Name, GroupPackageName: g.PackageName, Internal: true}
+			for _, k := range v.Kinds {
+				p.Kinds = append(p.Kinds, codegen.Kind{Name: k.Name, NamespaceScoped: k.NamespaceScoped, HasStatus: k.HasStatus, Plural: k.Plural, Unserved: true})
 			}
 			in.Packages = append(in.Packages, p)
 		}

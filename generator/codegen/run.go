@@ -240,6 +240,18 @@ func (in Input) typesPackages() []string {
 	return out // sorted by complete
 }
 
+// externalPackages are the types packages other than internal ones: those
+// openapi-gen describes.
+func (in Input) externalPackages() []string {
+	var out []string
+	for _, p := range in.Packages {
+		if !p.Internal {
+			out = append(out, p.ImportPath)
+		}
+	}
+	return out
+}
+
 // servedPackages are the types packages that serve a kind: the inputs of the
 // client, lister, informer and apply configuration generators.
 func (in Input) servedPackages() []string {
@@ -293,8 +305,9 @@ func (in Input) violationReport() io.Writer {
 // it compiles) and before applyconfiguration-gen.
 func (in Input) steps(schemaPath string, schema func(context.Context) error) ([]step, error) {
 	types := in.typesPackages()
+	external := in.externalPackages()
 	served := in.servedPackages()
-	all := slices.Concat(types, openAPIExtraPackages, in.ExtraOpenAPIPackages)
+	all := slices.Concat(external, openAPIExtraPackages, in.ExtraOpenAPIPackages)
 	slices.Sort(all)
 	out := in.OutputPkg
 	applyPkg := path.Join(out, applyConfigDirName)
@@ -371,7 +384,7 @@ func (in Input) steps(schemaPath string, schema func(context.Context) error) ([]
 			// OpenAPIModelName methods, so that the scheme and the definitions
 			// agree on REST-friendly names (and kinds get their GVK extension).
 			tool: toolOpenAPI, nameSystems: openapigen.NameSystems(), defaultSystem: openapigen.DefaultNameSystem(),
-			inputs: types,
+			inputs: external,
 			targets: func(c *generator.Context) []generator.Target {
 				return openapigen.GetModelNameTargets(c, oa, openAPIHeader)
 			},

@@ -156,7 +156,7 @@ func installGroup(srv *genericapiserver.GenericAPIServer, spec Spec, g Group, co
 		if err != nil {
 			return nil, fmt.Errorf("building storage for %s.%s: %w", r.Plural, g.Name, err)
 		}
-		migrated = append(migrated, migratedResources(spec.Scheme, g.Name, storage)...)
+		migrated = append(migrated, migratedResources(spec.Scheme, spec.StorageVersions, g.Name, storage)...)
 		for _, v := range r.Versions {
 			gv := schema.GroupVersion{Group: g.Name, Version: v.Name}
 			if info.VersionedResourcesStorageMap[v.Name] == nil {
