@@ -106,6 +106,9 @@ func Go(m *model.Model, o Options) ([]File, error) {
 	if err := add(path.Join(layout.APIServerDir, "zz_generated.apiserver.go"), Generated, apiserver(m, o)); err != nil {
 		return nil, err
 	}
+	if err := add(admissionPath(), UserOwned, admissionHooks(o)); err != nil {
+		return nil, err
+	}
 	if err := add(apiTestPath(), Generated, apiTest(m, o)); err != nil {
 		return nil, err
 	}
@@ -484,7 +487,15 @@ func apiserver(m *model.Model, o Options) *jen.File {
 		))
 	}
 
-	if multi {
+	internalHub := false
+	for _, g := range m.Groups {
+		internalHub = internalHub || g.Internal != nil
+	}
+	if internalHub {
+		f.Comment("NewScheme returns a new scheme that knows every kind in every version. A group's internal")
+		f.Comment("package holds the internal (hub) version of its kinds; every version converts to and from")
+		f.Comment("it (RegisterConversions: zz_generated.conversion.go and your Convert_ functions).")
+	} else if multi {
 		f.Comment("NewScheme returns a new scheme that knows every kind in every version. The Go types of each")
 		f.Comment("kind's storage version are also its internal (hub) version; the other versions convert to")
 		f.Comment("and from them (RegisterConversions, zz_generated.conversion.go and your conversion.go).")
@@ -537,8 +548,11 @@ func apiserver(m *model.Model, o Options) *jen.File {
 			field("StorageVersions", jen.Index().Qual(pkgSchema, "GroupVersion").Values(storageVersions...)),
 			field("OpenAPIDefinitions", jen.Qual(openapiPkg, "GetOpenAPIDefinitions")),
 			field("Groups", jen.Index().Qual(pkgServer, "Group").Values(groups...)),
+			field("Admission", jen.Id("newAdmission").Call()),
 		)), jen.Nil()),
 	)
+	f.Line()
+	newAdmission(f, o)
 	f.Line()
 	f.Comment("NewCommand returns the server's command line; running it serves the API until ctx ends.")
 	f.Func().Id("NewCommand").Params(jen.Id("ctx").Qual("context", "Context"), jen.List(jen.Id("stdout"), jen.Id("stderr")).Qual("io", "Writer")).

@@ -120,11 +120,24 @@ func New(spec Spec, o *Options) (*genericapiserver.GenericAPIServer, genericapis
 		if err := applyLocalAuthentication(cfg, local); err != nil {
 			return nil, nil, err
 		}
+		if o.admission != nil {
+			// Without kube-apiserver, the server's own admission plugins alone.
+			chain, err := o.admission.localChain()
+			if err != nil {
+				return nil, nil, fmt.Errorf("admission plugins: %w", err)
+			}
+			cfg.AdmissionControl = chain
+		}
 	}
 
 	srv, err := cfg.Complete().New(spec.Name, genericapiserver.NewEmptyDelegate())
 	if err != nil {
 		return nil, nil, err
+	}
+	if o.admission != nil {
+		if err := srv.AddPostStartHook("aagen-admission-informers", o.admission.startHook()); err != nil {
+			return nil, nil, err
+		}
 	}
 	var migrated []migratedResource
 	for _, g := range spec.Groups {
