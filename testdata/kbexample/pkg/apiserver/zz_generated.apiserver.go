@@ -9,6 +9,8 @@ import (
 
 	apiv1 "example.com/kbexample/api/v1"
 	apiv1beta1 "example.com/kbexample/api/v1beta1"
+	"example.com/kbexample/pkg/generated/clientset/versioned"
+	"example.com/kbexample/pkg/generated/informers/externalversions"
 	"example.com/kbexample/pkg/generated/openapi"
 	apiguestbook "example.com/kbexample/pkg/registry/api/guestbook"
 	apivisitor "example.com/kbexample/pkg/registry/api/visitor"
@@ -18,6 +20,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
+	rest "k8s.io/client-go/rest"
 )
 
 // NewScheme returns a new scheme that knows every kind in every version. The Go types of each
@@ -82,7 +86,24 @@ func NewSpec() (server.Spec, error) {
 				NewStorage: apivisitor.NewStorage,
 			}},
 		}},
+		Admission: newAdmission(),
 	}, nil
+}
+
+// newAdmission describes the server's own admission plugins (admission.go): they get the
+// generated informers of its API, on a clientset of the server's loopback connection.
+func newAdmission() *server.Admission {
+	return &server.Admission{
+		Register: registerAdmissionPlugins,
+		Initializers: func(loopback *rest.Config) ([]admission.PluginInitializer, func(<-chan struct{}), error) {
+			client, err := versioned.NewForConfig(loopback)
+			if err != nil {
+				return nil, nil, err
+			}
+			informers := externalversions.NewSharedInformerFactory(client, 0)
+			return admissionInitializers(informers), informers.Start, nil
+		},
+	}
 }
 
 // NewCommand returns the server's command line; running it serves the API until ctx ends.
