@@ -1,0 +1,65 @@
+package model_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestOwnRegistrationNames keeps what a package declares itself (a type named Kind, its
+// own GroupName and Resource) and leaves the rest to the generated registration; TypeMeta
+// tagged json:"" is accepted as k8s.io/api v0.37 writes it.
+func TestOwnRegistrationNames(t *testing.T) {
+	types := strings.ReplaceAll(goodKind, "`json:\",inline\"`", "`json:\"\"`")
+	m, _, err := build(t, module(t, map[string]string{
+		"apis/shop/v1/doc.go":   docGo,
+		"apis/shop/v1/types.go": types,
+		"apis/shop/v1/own.go": "package v1\n\nimport \"k8s.io/apimachinery/pkg/runtime/schema\"\n\n" +
+			"const GroupName = \"shop.example.com\"\n\n// Kind is the user's own type.\ntype Kind string\n\n" +
+			"func Resource(r string) schema.GroupResource { return schema.GroupResource{Group: GroupName, Resource: r} }\n",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := m.Groups[0].Versions[0]
+	if !slices.Equal(v.Declared, []string{"GroupName", "Kind", "Resource"}) || v.OwnRegistration {
+		t.Errorf("Declared %v, OwnRegistration %v; want GroupName, Kind, Resource and no own AddToScheme", v.Declared, v.OwnRegistration)
+	}
+}
+
+// TestInternalPackage makes the group's internal package (named in the versions'
+// +k8s:conversion-gen) every kind's hub: the storage type, not served, converted to by
+// every version; objects are written to etcd in the most preferred version that defines
+// every kind.
+func TestInternalPackage(t *testing.T) {
+	internal := strings.NewReplacer("package v1", "package shop", "`json:\",inline\"`", "", "`json:\"metadata,omitempty\"`", "",
+		"`json:\"spec\"`", "", "`json:\"status\"`", "", "`json:\"items\"`", "", "`json:\"size\"`", "", "`json:\"ready\"`", "").Replace(goodKind)
+	doc := "// +k8s:conversion-gen=example.com/marina/apis/shop\n" + docGo
+	m, _, err := build(t, module(t, map[string]string{
+		"apis/shop/doc.go":           strings.Replace(docGo, "package v1", "package shop", 1),
+		"apis/shop/types.go":         internal,
+		"apis/shop/v1/doc.go":        doc,
+		"apis/shop/v1/types.go":      goodKind,
+		"apis/shop/v1beta1/doc.go":   strings.Replace(doc, "package v1", "package v1beta1", 1),
+		"apis/shop/v1beta1/types.go": strings.Replace(goodKind, "package v1", "package v1beta1", 1),
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := m.Groups[0]
+	if g.Internal == nil || !g.Internal.Internal || len(g.Versions) != 2 {
+		t.Fatalf("internal %+v, %d versions; want the internal package apart from v1 and v1beta1", g.Internal, len(g.Versions))
+	}
+	r := g.Resources[0]
+	if r.Storage.Version != g.Internal || !r.Storage.Unserved || len(r.Served()) != 2 {
+		t.Errorf("storage %s (unserved %v), served in %d versions; want the internal kind, unserved, and two served versions", r.Storage.Version.Name, r.Storage.Unserved, len(r.Served()))
+	}
+	for _, v := range g.Versions {
+		if v.ConvertTo != g.Internal {
+			t.Errorf("%s converts to %v, want the internal package", v.Name, v.ConvertTo)
+		}
+	}
+	if r.StoredIn() != g.Versions[0] || g.Versions[0].Name != "v1" {
+		t.Errorf("stored in %s, want v1 (preferred, defines every kind)", r.StoredIn().Name)
+	}
+}
