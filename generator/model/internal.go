@@ -170,4 +170,3 @@ func containsVersion(vs []*Version, v *Version) bool {
 	}
 	return false
 }
-
