@@ -36,7 +36,7 @@ type ownAdmission struct {
 
 // registerAdmission registers spec's own plugins with upstream's admission options, which
 // enable them (or not, by flag) when the server is delegated to by kube-apiserver. It
-// returns nil when the server has none.
+// returns nil when the server has none (Register registered nothing).
 func registerAdmission(spec *Spec, o *Options) *ownAdmission {
 	a := spec.Admission
 	if a == nil || a.Register == nil || o.Recommended.Admission == nil {
@@ -50,6 +50,9 @@ func registerAdmission(spec *Spec, o *Options) *ownAdmission {
 		if !slices.Contains(before, name) {
 			own.plugins = append(own.plugins, name)
 		}
+	}
+	if len(own.plugins) == 0 {
+		return nil // nothing registered: no initializers, no informers to start
 	}
 	o.Recommended.Admission.RecommendedPluginOrder = append(o.Recommended.Admission.RecommendedPluginOrder, own.plugins...)
 	o.Recommended.ExtraAdmissionInitializers = func(c *genericapiserver.RecommendedConfig) ([]admission.PluginInitializer, error) {

@@ -68,3 +68,12 @@ func TestOwnAdmissionPlugins(t *testing.T) {
 		t.Error("an uninitialized plugin built a chain; want its ValidateInitialization error")
 	}
 }
+
+// TestNoOwnAdmissionPlugins leaves upstream's admission as it is when the spec's Register
+// registers nothing (the admission.go aagen creates).
+func TestNoOwnAdmissionPlugins(t *testing.T) {
+	o := NewOptions(&Spec{Name: "t", Scheme: runtime.NewScheme(), Admission: &Admission{Register: func(*admission.Plugins) {}}})
+	if o.admission != nil || o.Recommended.ExtraAdmissionInitializers == nil || len(o.Recommended.Admission.RecommendedPluginOrder) != 5 {
+		t.Errorf("own admission %v, plugin order %v; want none and upstream's five", o.admission, o.Recommended.Admission.RecommendedPluginOrder)
+	}
+}
