@@ -61,9 +61,9 @@ func Packages(ctx context.Context, dir string, patterns []string) (*Result, erro
 	for _, p := range pkgs {
 		for _, e := range p.Errors {
 			msg := e.Error()
-			if e.Kind == packages.TypeError && GeneratedRef(msg) {
+			if e.Kind == packages.TypeError && generatedRef(msg) {
 				// Hand-written code calls what the generated files define, and the
-				// load leaves those out (see GeneratedRef).
+				// load leaves those out (see generatedRef).
 				continue
 			}
 			if !seen[msg] {
@@ -99,14 +99,14 @@ var generatedNames = []string{
 	"GroupName", "SchemeGroupVersion", "SchemeBuilder", "localSchemeBuilder", "AddToScheme", "Kind", "Resource",
 }
 
-// GeneratedRef reports whether a type error is hand-written code's reference to what a
+// generatedRef reports whether a type error is hand-written code's reference to what a
 // generated file declares: the load leaves generated files out (so that stale ones never
 // hide or break the types), and the run generates them again. Upstream's layout relies on
 // this everywhere: register.go builds DeepCopyObject-implementing kinds into a scheme,
 // defaults.go calls RegisterDefaults, conversion.go calls autoConvert_ functions, other
 // files use zz_generated.register.go's GroupName. An unfinished conversion stub's TODO
 // line is one too: it stops the build on purpose, not the load.
-func GeneratedRef(msg string) bool {
+func generatedRef(msg string) bool {
 	if strings.Contains(msg, "missing method DeepCopy") {
 		return true
 	}

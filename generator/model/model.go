@@ -96,7 +96,7 @@ type Version struct {
 	// DefaultFuncs is set when the package declares SetDefaults_<Type> functions (upstream's
 	// defaults.go): defaulter-gen then writes RegisterDefaults calling them.
 	DefaultFuncs bool
-	// Declared are the registration identifiers (RegistrationNames) the package declares
+	// Declared are the registration identifiers (registrationNames) the package declares
 	// itself, in upstream's register.go or kubebuilder's groupversion_info.go; aagen's
 	// zz_generated.register.go declares the others, the way register-gen does.
 	Declared []string

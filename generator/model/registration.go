@@ -8,10 +8,10 @@ import (
 	"golang.org/x/tools/go/packages"
 )
 
-// RegistrationNames are the identifiers of a types package's scheme registration, as
+// registrationNames are the identifiers of a types package's scheme registration, as
 // register-gen writes them into zz_generated.register.go: aagen generates those a package
 // does not declare itself (Version.Declared) and keeps the package's own.
-var RegistrationNames = []string{"GroupName", "SchemeGroupVersion", "Kind", "Resource", "SchemeBuilder", "localSchemeBuilder", "AddToScheme"}
+var registrationNames = []string{"GroupName", "SchemeGroupVersion", "Kind", "Resource", "SchemeBuilder", "localSchemeBuilder", "AddToScheme"}
 
 const (
 	pkgRuntimePath = "k8s.io/apimachinery/pkg/runtime"
@@ -30,7 +30,7 @@ func (v *Version) Declares(name string) bool { return slices.Contains(v.Declared
 func (b *builder) registration(p *packages.Package, group string) ([]string, bool) {
 	var declared []string
 	ok := true
-	for _, name := range RegistrationNames {
+	for _, name := range registrationNames {
 		obj := p.Types.Scope().Lookup(name)
 		if obj == nil {
 			continue
