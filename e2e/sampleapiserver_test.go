@@ -72,10 +72,15 @@ func TestSampleAPIServerLayout(t *testing.T) {
 		"import (\n", "import (\n\t\""+module+"/pkg/apis/wardle/validation\"\n")
 	copySample("pkg/admission", "pkg/admission")
 	rewriteImports(t, filepath.Join(dir, "pkg/admission"), "k8s.io/sample-apiserver/", module+"/")
+	// A plugin of the user's own that gets the generated informers without an initializer.
+	if err := os.MkdirAll(filepath.Join(dir, "pkg/admission/plugin/nofischernames"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "pkg/admission/plugin/nofischernames/admission.go"), strings.ReplaceAll(noFischerNamesPlugin, "MODULE", module))
 	edit(t, filepath.Join(dir, "pkg/apiserver/admission.go"),
-		"func registerAdmissionPlugins(plugins *admission.Plugins) {}", "func registerAdmissionPlugins(plugins *admission.Plugins) {\n\tbanflunder.Register(plugins)\n}",
+		"func registerAdmissionPlugins(plugins *admission.Plugins) {}", "func registerAdmissionPlugins(plugins *admission.Plugins) {\n\tbanflunder.Register(plugins)\n\tnofischernames.Register(plugins)\n}",
 		"PluginInitializer {\n\treturn nil\n}", "PluginInitializer {\n\treturn []admission.PluginInitializer{wardleinitializer.New(informers)}\n}",
-		"import (\n", "import (\n\t\""+module+"/pkg/admission/plugin/banflunder\"\n\t\""+module+"/pkg/admission/wardleinitializer\"\n")
+		"import (\n", "import (\n\t\""+module+"/pkg/admission/plugin/banflunder\"\n\t\""+module+"/pkg/admission/plugin/nofischernames\"\n\t\""+module+"/pkg/admission/wardleinitializer\"\n")
 	goModTidy(t, dir)
 
 	up := startUpPattern(t, dir, "./pkg/apis/...", 20*time.Minute)
@@ -189,7 +194,71 @@ func TestSampleAPIServerLayout(t *testing.T) {
 	if _, err := flunders("v1beta1").Create(ctx, obj("v1beta1", "Flunder", "allowed", nil), metav1.CreateOptions{}); err != nil {
 		t.Errorf("creating a Flunder no Fischer disallows: %v", err)
 	}
+	// The user's own plugin, handed the generated informers through WantsInformers.
+	_, err = flunders("v1beta1").Create(ctx, obj("v1beta1", "Flunder", "strict", nil), metav1.CreateOptions{})
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "a Fischer is named strict") {
+		t.Errorf("creating a Flunder named like a Fischer: err = %v; want 403 Forbidden from NoFischerNames", err)
+	}
 }
+
+// noFischerNamesPlugin is an admission plugin a user writes: a Flunder may not take a
+// Fischer's name. It gets the generated informers through the generated WantsInformers.
+const noFischerNamesPlugin = `// Package nofischernames keeps Flunders from taking the names of Fischers.
+package nofischernames
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"k8s.io/apiserver/pkg/admission"
+
+	"MODULE/pkg/apis/wardle"
+	"MODULE/pkg/generated/informers/externalversions"
+	listers "MODULE/pkg/generated/listers/wardle/v1alpha1"
+)
+
+// Register registers the plugin as NoFischerNames.
+func Register(plugins *admission.Plugins) {
+	plugins.Register("NoFischerNames", func(io.Reader) (admission.Interface, error) {
+		return &plugin{Handler: admission.NewHandler(admission.Create)}, nil
+	})
+}
+
+type plugin struct {
+	*admission.Handler
+	fischers listers.FischerLister
+}
+
+// SetInformers implements the generated apiserver.WantsInformers.
+func (p *plugin) SetInformers(f externalversions.SharedInformerFactory) {
+	p.fischers = f.Wardle().V1alpha1().Fischers().Lister()
+	p.SetReadyFunc(f.Wardle().V1alpha1().Fischers().Informer().HasSynced)
+}
+
+// ValidateInitialization implements admission.InitializationValidator.
+func (p *plugin) ValidateInitialization() error {
+	if p.fischers == nil {
+		return errors.New("no informers")
+	}
+	return nil
+}
+
+// Validate implements admission.ValidationInterface.
+func (p *plugin) Validate(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {
+	if a.GetKind().GroupKind() != wardle.Kind("Flunder") {
+		return nil
+	}
+	if !p.WaitForReady() {
+		return admission.NewForbidden(a, errors.New("not yet ready"))
+	}
+	if _, err := p.fischers.Get(a.GetName()); err == nil {
+		return admission.NewForbidden(a, fmt.Errorf("a Fischer is named %s", a.GetName()))
+	}
+	return nil
+}
+`
 
 // sampleAPIServerSource returns the directory of k8s.io/sample-apiserver in the Go module
 // cache, downloading it through the module proxy if it is not there yet.

@@ -36,8 +36,9 @@ func admissionHooks(o Options) *jen.File {
 	f.Func().Id("registerAdmissionPlugins").Params(jen.Id("plugins").Op("*").Qual(pkgAdmission, "Plugins")).Block()
 	f.Line()
 	f.Comment("admissionInitializers returns the initializers that hand the plugins what they need.")
-	f.Comment("informers are the generated informers of this server's own API, started with the server;")
-	f.Comment("an initializer like sample-apiserver's wardleinitializer passes them on:")
+	f.Comment("informers are the generated informers of this server's own API, started with the server.")
+	f.Comment("A plugin with a SetInformers(externalversions.SharedInformerFactory) method (WantsInformers)")
+	f.Comment("gets them without one; an initializer like sample-apiserver's wardleinitializer passes them on:")
 	f.Comment("")
 	f.Comment("\treturn []admission.PluginInitializer{wardleinitializer.New(informers)}")
 	f.Func().Id("admissionInitializers").Params(jen.Id("informers").Qual(informersPkg, "SharedInformerFactory")).
@@ -68,8 +69,28 @@ func newAdmission(f *jen.File, o Options) {
 				jen.List(jen.Id("client"), jen.Err()).Op(":=").Qual(clientsetPkg, "NewForConfig").Call(jen.Id("loopback")),
 				jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Nil(), jen.Err())),
 				jen.Id("informers").Op(":=").Qual(informersPkg, "NewSharedInformerFactory").Call(jen.Id("client"), jen.Lit(0)),
-				jen.Return(jen.Id("admissionInitializers").Call(jen.Id("informers")), jen.Id("informers").Dot("Start"), jen.Nil()),
+				jen.Id("initializers").Op(":=").Append(
+					jen.Index().Qual(pkgAdmission, "PluginInitializer").Values(jen.Id("informersInitializer").Values(jen.Id("informers"))),
+					jen.Id("admissionInitializers").Call(jen.Id("informers")).Op("...")),
+				jen.Return(jen.Id("initializers"), jen.Id("informers").Dot("Start"), jen.Nil()),
 			)),
 		))),
+	)
+	f.Line()
+	f.Comment("WantsInformers is implemented by admission plugins that read this server's own API (as")
+	f.Comment("sample-apiserver's WantsInternalWardleInformerFactory): the server hands them its generated")
+	f.Comment("informers, started with the server. A plugin implements it without importing this package.")
+	f.Type().Id("WantsInformers").Interface(
+		jen.Id("SetInformers").Params(jen.Qual(informersPkg, "SharedInformerFactory")),
+	)
+	f.Line()
+	f.Comment("informersInitializer hands the generated informers to every plugin that wants them.")
+	f.Type().Id("informersInitializer").Struct(jen.Id("informers").Qual(informersPkg, "SharedInformerFactory"))
+	f.Line()
+	f.Comment("Initialize implements admission.PluginInitializer.")
+	f.Func().Params(jen.Id("i").Id("informersInitializer")).Id("Initialize").Params(jen.Id("plugin").Qual(pkgAdmission, "Interface")).Block(
+		jen.If(jen.List(jen.Id("w"), jen.Id("ok")).Op(":=").Id("plugin").Assert(jen.Id("WantsInformers")), jen.Id("ok")).Block(
+			jen.Id("w").Dot("SetInformers").Call(jen.Id("i").Dot("informers")),
+		),
 	)
 }

@@ -17,8 +17,9 @@ import (
 func registerAdmissionPlugins(plugins *admission.Plugins) {}
 
 // admissionInitializers returns the initializers that hand the plugins what they need.
-// informers are the generated informers of this server's own API, started with the server;
-// an initializer like sample-apiserver's wardleinitializer passes them on:
+// informers are the generated informers of this server's own API, started with the server.
+// A plugin with a SetInformers(externalversions.SharedInformerFactory) method (WantsInformers)
+// gets them without one; an initializer like sample-apiserver's wardleinitializer passes them on:
 //
 //	return []admission.PluginInitializer{wardleinitializer.New(informers)}
 func admissionInitializers(informers externalversions.SharedInformerFactory) []admission.PluginInitializer {

@@ -101,8 +101,28 @@ func newAdmission() *server.Admission {
 				return nil, nil, err
 			}
 			informers := externalversions.NewSharedInformerFactory(client, 0)
-			return admissionInitializers(informers), informers.Start, nil
+			initializers := append([]admission.PluginInitializer{informersInitializer{informers}}, admissionInitializers(informers)...)
+			return initializers, informers.Start, nil
 		},
+	}
+}
+
+// WantsInformers is implemented by admission plugins that read this server's own API (as
+// sample-apiserver's WantsInternalWardleInformerFactory): the server hands them its generated
+// informers, started with the server. A plugin implements it without importing this package.
+type WantsInformers interface {
+	SetInformers(externalversions.SharedInformerFactory)
+}
+
+// informersInitializer hands the generated informers to every plugin that wants them.
+type informersInitializer struct {
+	informers externalversions.SharedInformerFactory
+}
+
+// Initialize implements admission.PluginInitializer.
+func (i informersInitializer) Initialize(plugin admission.Interface) {
+	if w, ok := plugin.(WantsInformers); ok {
+		w.SetInformers(i.informers)
 	}
 }
 
