@@ -195,7 +195,7 @@ func register(v *model.Version) *jen.File {
 	for _, k := range v.Kinds {
 		objs = append(objs, jen.Op("&").Id(k.Name).Values(), jen.Op("&").Id(k.ListName).Values())
 	}
-	if !v.OwnRegistration {
+	if !v.OwnRegistration() {
 		body := []jen.Code{jen.Id("scheme").Dot("AddKnownTypes").Call(append([]jen.Code{jen.Id("SchemeGroupVersion")}, objs...)...)}
 		if !v.Internal {
 			body = append(body, jen.Qual(pkgMetav1, "AddToGroupVersion").Call(jen.Id("scheme"), jen.Id("SchemeGroupVersion")))

@@ -232,7 +232,7 @@ func (b *builder) pkg(p *packages.Package) {
 		}
 	}
 	v := &Version{Group: g, Name: verName, ImportPath: p.PkgPath, PkgName: p.Name, Dir: dir, Pos: pkgPos, Internal: internal,
-		Declared: declared, OwnRegistration: slices.Contains(declared, "AddToScheme"), DefaultFuncs: declaresDefaultFuncs(p)}
+		Declared: declared, DefaultFuncs: declaresDefaultFuncs(p)}
 	for _, d := range kindDecls {
 		if k := b.kind(p, v, d); k != nil {
 			v.Kinds = append(v.Kinds, k)

@@ -22,8 +22,8 @@ func TestOwnRegistrationNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	v := m.Groups[0].Versions[0]
-	if !slices.Equal(v.Declared, []string{"GroupName", "Kind", "Resource"}) || v.OwnRegistration {
-		t.Errorf("Declared %v, OwnRegistration %v; want GroupName, Kind, Resource and no own AddToScheme", v.Declared, v.OwnRegistration)
+	if !slices.Equal(v.Declared, []string{"GroupName", "Kind", "Resource"}) || v.OwnRegistration() {
+		t.Errorf("Declared %v, OwnRegistration %v; want GroupName, Kind, Resource and no own AddToScheme", v.Declared, v.OwnRegistration())
 	}
 }
 

@@ -100,11 +100,6 @@ type Version struct {
 	// itself, in upstream's register.go or kubebuilder's groupversion_info.go; aagen's
 	// zz_generated.register.go declares the others, the way register-gen does.
 	Declared []string
-	// OwnRegistration is set when the package declares AddToScheme itself (upstream's
-	// SchemeBuilder with addKnownTypes, or kubebuilder's, filled by SchemeBuilder.Register
-	// in init): aagen then generates no AddToScheme, and the server calls the package's own,
-	// as it calls the generated one elsewhere.
-	OwnRegistration bool
 	// ConvertTo is the storage (hub) version this package's kinds convert to when some of
 	// them are stored in another version of the group; nil when nothing converts.
 	// conversion-gen writes zz_generated.conversion.go here, with functions in both directions.

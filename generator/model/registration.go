@@ -21,6 +21,12 @@ const (
 // Declares reports whether the package declares the registration identifier name itself.
 func (v *Version) Declares(name string) bool { return slices.Contains(v.Declared, name) }
 
+// OwnRegistration reports whether the package registers its kinds itself, declaring
+// AddToScheme (upstream's SchemeBuilder with addKnownTypes, or kubebuilder's, filled by
+// SchemeBuilder.Register in init): aagen then generates no AddToScheme, and the server
+// calls the package's own, as it calls the generated one elsewhere.
+func (v *Version) OwnRegistration() bool { return v.Declares("AddToScheme") }
+
 // registration finds the registration identifiers p declares itself (upstream's register.go:
 // GroupName, SchemeGroupVersion, SchemeBuilder, localSchemeBuilder, AddToScheme, Kind,
 // Resource; kubebuilder's groupversion_info.go: SchemeBuilder, AddToScheme; or a type of
