@@ -145,6 +145,9 @@ func Generate(ctx context.Context, o Options) (_ *Result, err error) {
 		for _, v := range g.Versions {
 			scan = append(scan, m.RelPath(v.Dir))
 		}
+		if g.Internal != nil {
+			scan = append(scan, m.RelPath(g.Internal.Dir))
+		}
 	}
 
 	if m.HasScale() {
@@ -242,6 +245,9 @@ func Generate(ctx context.Context, o Options) (_ *Result, err error) {
 		if err := tidy(ctx, m.ModuleDir); err != nil {
 			return nil, undo(err)
 		}
+	}
+	for _, r := range plan.Replaced {
+		report(fmt.Sprintf("note: replaced %s, written by %s, with aagen's own (aagen runs %s itself; it never touches files without a generator's header)", r.Path, r.Tool, r.Tool))
 	}
 	if o.Verbose {
 		for _, f := range plan.Write {
@@ -393,6 +399,13 @@ func codegenInput(m *model.Model, generatedPkg string, referenced []load.TypeNam
 			}
 			for _, k := range v.Kinds {
 				p.Kinds = append(p.Kinds, codegen.Kind{Name: k.Name, NamespaceScoped: k.NamespaceScoped, HasStatus: k.HasStatus, Plural: k.Plural, Unserved: k.Unserved})
+			}
+			in.Packages = append(in.Packages, p)
+		}
+		if v := g.Internal; v != nil {
+			p := codegen.Package{ImportPath: v.ImportPath, Dir: v.Dir, Group: g.Name, GroupPackageName: g.PackageName, Internal: true}
+			for _, k := range v.Kinds {
+				p.Kinds = append(p.Kinds, codegen.Kind{Name: k.Name, NamespaceScoped: k.NamespaceScoped, HasStatus: k.HasStatus, Plural: k.Plural, Unserved: true})
 			}
 			in.Packages = append(in.Packages, p)
 		}

@@ -48,7 +48,12 @@ type Package struct {
 	// applyconfiguration-gen take it from the import path, so the two must agree.
 	GroupPackageName string
 	Version          string // e.g. v1; must be the last element of ImportPath
-	Kinds            []Kind
+	// Internal marks the group's internal (unversioned) package, as in
+	// k8s.io/sample-apiserver: Version is empty, its types are a hub other
+	// packages convert to (ConvertTo), and it gets deepcopy only (no OpenAPI,
+	// no clients: it is never served nor serialized).
+	Internal bool
+	Kinds    []Kind
 	// ConvertTo is the import path of the storage (hub) version package this
 	// package's kinds convert to, or empty. conversion-gen then writes
 	// zz_generated.conversion.go here (+k8s:conversion-gen=<ConvertTo> is
@@ -62,7 +67,7 @@ type Package struct {
 
 // served reports whether p serves at least one kind (and so gets clients).
 func (p Package) served() bool {
-	return slices.ContainsFunc(p.Kinds, func(k Kind) bool { return !k.Unserved })
+	return !p.Internal && slices.ContainsFunc(p.Kinds, func(k Kind) bool { return !k.Unserved })
 }
 
 // Input is everything Run needs. Nothing else (no tags in the user's files
@@ -260,16 +265,23 @@ func (in Input) complete() (Input, error) {
 		if !groupRE.MatchString(p.Group) {
 			fail("package %q: group %q is not a lower-case DNS subdomain whose first label is a Go identifier ([a-z][a-z0-9]*)", where, p.Group)
 		}
-		if !versionRE.MatchString(p.Version) {
+		switch {
+		case p.Internal:
+			if p.Version != "" {
+				fail("package %q: an internal package has no version, got %q", where, p.Version)
+			}
+			if path.Base(p.ImportPath) != p.GroupPackageName {
+				fail("package %q: an internal package is the group's directory %q", where, p.GroupPackageName)
+			}
+		case !versionRE.MatchString(p.Version):
 			fail("package %q: version %q is not a Kubernetes API version like v1, v1beta1, v2alpha3", where, p.Version)
-		}
-		if path.Base(p.ImportPath) != p.Version {
+		case path.Base(p.ImportPath) != p.Version:
 			fail("package %q: version %q must be the last element of the import path", where, p.Version)
 		}
 		if !pkgNameRE.MatchString(p.GroupPackageName) {
 			fail("package %q: group package name %q is not [a-z][a-z0-9]*", where, p.GroupPackageName)
 		}
-		if path.Base(path.Dir(p.ImportPath)) != p.GroupPackageName {
+		if !p.Internal && path.Base(path.Dir(p.ImportPath)) != p.GroupPackageName {
 			fail("package %q: group package name %q must be the parent directory of the version directory (lister-gen, informer-gen and applyconfiguration-gen derive it from the import path)", where, p.GroupPackageName)
 		}
 		if g, ok := groupOfPkgName[p.GroupPackageName]; ok && g != p.Group {

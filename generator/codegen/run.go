@@ -241,6 +241,18 @@ func (in Input) typesPackages() []string {
 	return out // sorted by complete
 }
 
+// externalPackages are the types packages other than internal ones: those
+// openapi-gen describes.
+func (in Input) externalPackages() []string {
+	var out []string
+	for _, p := range in.Packages {
+		if !p.Internal {
+			out = append(out, p.ImportPath)
+		}
+	}
+	return out
+}
+
 // servedPackages are the types packages that serve a kind: the inputs of the
 // client, lister, informer and apply configuration generators.
 func (in Input) servedPackages() []string {
@@ -294,8 +306,9 @@ func (in Input) violationReport() io.Writer {
 // it compiles) and before applyconfiguration-gen.
 func (in Input) steps(ctx context.Context, schemaPath string, schema func(context.Context) error) ([]step, error) {
 	types := in.typesPackages()
+	external := in.externalPackages()
 	served := in.servedPackages()
-	all := slices.Concat(types, openAPIExtraPackages, in.ExtraOpenAPIPackages, in.referencedPackages())
+	all := slices.Concat(external, openAPIExtraPackages, in.ExtraOpenAPIPackages, in.referencedPackages())
 	slices.Sort(all)
 	out := in.OutputPkg
 	applyPkg := path.Join(out, applyConfigDirName)
@@ -372,7 +385,7 @@ func (in Input) steps(ctx context.Context, schemaPath string, schema func(contex
 			// OpenAPIModelName methods, so that the scheme and the definitions
 			// agree on REST-friendly names (and kinds get their GVK extension).
 			tool: toolOpenAPI, nameSystems: openapigen.NameSystems(), defaultSystem: openapigen.DefaultNameSystem(),
-			inputs: types,
+			inputs: external,
 			targets: func(c *generator.Context) []generator.Target {
 				// and the referenced packages of the module that get a model package injected
 				c.Inputs = slices.Concat(c.Inputs, in.modulePackages(c.Universe))

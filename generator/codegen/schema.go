@@ -286,6 +286,9 @@ func truncate(b []byte, n int) string {
 func (in Input) kindModelNames() []string {
 	var out []string
 	for _, p := range in.Packages {
+		if p.Internal {
+			continue // never serialized: no definitions
+		}
 		for _, k := range p.Kinds {
 			out = append(out, restFriendlyName(p.ImportPath)+"."+k.Name)
 		}

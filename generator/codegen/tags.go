@@ -99,6 +99,10 @@ func injectTags(u types.Universe, in Input) {
 			"+" + tagGroupName + "=" + pkg.Group,
 			"+" + tagModelPackage + "=" + restFriendlyName(pkg.ImportPath),
 		}
+		if pkg.Internal {
+			// Never serialized: deep copies only.
+			pkgTags = []string{"+" + tagDeepcopy + "=package", "+" + tagGroupName + "=" + pkg.Group}
+		}
 		if pkg.ConvertTo != "" {
 			pkgTags = append(pkgTags, "+"+tagConversion+"="+pkg.ConvertTo)
 		}
@@ -133,7 +137,7 @@ func injectTags(u types.Universe, in Input) {
 					add = append(add, "+"+tagDeepcopyInterfaces+"="+runtimeObject)
 				}
 			}
-			if isKind && !k.Unserved {
+			if isKind && !k.Unserved && !pkg.Internal {
 				add = append(add, "+"+tagGenclient)
 				if !k.NamespaceScoped {
 					add = append(add, "+"+tagNonNamespaced)
@@ -199,6 +203,9 @@ func checkUniverse(u types.Universe, in Input) error {
 			fail("package %s: +%s: %v", pkg.ImportPath, tagGroupGoName, err)
 		}
 		for _, k := range pkg.Kinds {
+			if pkg.Internal {
+				continue // internal types have no json tags, and no clients
+			}
 			checkObjectType(p, k.Name, "ObjectMeta", fail)
 			checkObjectType(p, k.Name+"List", "ListMeta", fail)
 		}

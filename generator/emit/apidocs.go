@@ -129,7 +129,7 @@ func (d *docWriter) resource(r *model.Resource) error {
 		d.printf("| Categories | %s |\n", codeList(first.Categories))
 	}
 	if r.Storage != nil {
-		d.printf("| Storage version | `%s` |\n", r.Storage.Version.Name)
+		d.printf("| Storage version | `%s` |\n", r.StoredIn().Name)
 	}
 	for _, k := range r.Versions {
 		if err := d.version(k); err != nil {

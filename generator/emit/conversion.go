@@ -151,7 +151,11 @@ func ConversionFile(m *model.Model, v *model.Version, missing []MissingConversio
 	fmt.Fprintf(&b, "// This file is yours: aagen created it once and never overwrites it.\n\n")
 	fmt.Fprintf(&b, "package %s\n\n", v.PkgName)
 	fmt.Fprintf(&b, "import (\n\t%s %s\n\t%s\n)\n\n", hub.PkgName, strconv.Quote(hub.ImportPath), strconv.Quote(pkgConversion))
-	fmt.Fprintf(&b, `// Conversions between %[1]s and %[2]s, the storage version, that conversion-gen cannot write
+	hubName := hub.Name + ", the storage version,"
+	if hub.Internal {
+		hubName = hub.PkgName + ", the internal version,"
+	}
+	fmt.Fprintf(&b, `// Conversions between %[1]s and %[2]s that conversion-gen cannot write
 // because fields were renamed, moved or changed type between the versions. The generated
 // zz_generated.conversion.go calls each Convert_ function below; each starts with the
 // generated autoConvert_ function, which copies every field that matches by name and type.
@@ -159,7 +163,7 @@ func ConversionFile(m *model.Model, v *model.Version, missing []MissingConversio
 // TODO_convert_... line under them: it is there so that the package does not compile until
 // you have. A field left out is lost when an object written in one version is read in the
 // other. aagen generate lists the functions still missing.
-`, v.Name, hub.Name)
+`, v.Name, hubName)
 	for _, mc := range missing {
 		in, out := mc.In, mc.Out
 		if in == "" || out == "" {

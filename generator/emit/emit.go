@@ -83,7 +83,11 @@ func Go(m *model.Model, o Options) ([]File, error) {
 		return nil
 	}
 	for _, g := range m.Groups {
-		for _, v := range g.Versions {
+		versions := g.Versions
+		if g.Internal != nil {
+			versions = append([]*model.Version{g.Internal}, versions...)
+		}
+		for _, v := range versions {
 			if err := add(path.Join(m.RelPath(v.Dir), "zz_generated.register.go"), Generated, register(v)); err != nil {
 				return nil, err
 			}
@@ -100,6 +104,9 @@ func Go(m *model.Model, o Options) ([]File, error) {
 		}
 	}
 	if err := add(path.Join(layout.APIServerDir, "zz_generated.apiserver.go"), Generated, apiserver(m, o)); err != nil {
+		return nil, err
+	}
+	if err := add(admissionPath(), UserOwned, admissionHooks(o)); err != nil {
 		return nil, err
 	}
 	if err := add(apiTestPath(), Generated, apiTest(m, o)); err != nil {
@@ -126,7 +133,12 @@ func RegistryImportPath(m *model.Model, k *model.Kind) string {
 }
 
 // typesAlias is the import alias of a types package: <group><version>.
-func typesAlias(v *model.Version) string { return v.Group.PackageName + v.Name }
+func typesAlias(v *model.Version) string {
+	if v.Internal {
+		return v.Group.PackageName
+	}
+	return v.Group.PackageName + v.Name
+}
 
 func newGenerated(pkgName string, constraint bool) *jen.File {
 	f := jen.NewFile(pkgName)
@@ -137,43 +149,62 @@ func newGenerated(pkgName string, constraint bool) *jen.File {
 	return f
 }
 
+// register renders zz_generated.register.go: register-gen's registration, without what the
+// package declares itself (v.Declared), so generated names never collide with the user's.
 func register(v *model.Version) *jen.File {
 	f := newGenerated(v.PkgName, true)
 	f.ImportName(pkgRuntime, "runtime")
 	f.ImportName(pkgSchema, "schema")
 	f.ImportAlias(pkgMetav1, "metav1")
-	f.Comment("GroupName is the API group of this package.")
-	f.Const().Id("GroupName").Op("=").Lit(v.Group.Name)
-	f.Line()
-	f.Comment("SchemeGroupVersion is the group and version of this package.")
-	f.Var().Id("SchemeGroupVersion").Op("=").Qual(pkgSchema, "GroupVersion").Values(jen.Dict{
-		jen.Id("Group"):   jen.Id("GroupName"),
-		jen.Id("Version"): jen.Lit(v.Name),
-	})
-	f.Line()
-	f.Comment("Kind takes an unqualified kind and returns it qualified with this package's group.")
-	f.Func().Id("Kind").Params(jen.Id("kind").String()).Qual(pkgSchema, "GroupKind").Block(
-		jen.Return(jen.Id("SchemeGroupVersion").Dot("WithKind").Call(jen.Id("kind")).Dot("GroupKind").Call()),
-	)
-	f.Line()
-	f.Comment("Resource takes an unqualified resource and returns it qualified with this package's group.")
-	f.Func().Id("Resource").Params(jen.Id("resource").String()).Qual(pkgSchema, "GroupResource").Block(
-		jen.Return(jen.Id("SchemeGroupVersion").Dot("WithResource").Call(jen.Id("resource")).Dot("GroupResource").Call()),
-	)
-	f.Line()
+	if len(v.Declared) > 0 {
+		f.Commentf("The package declares %s itself; this file declares the rest of the registration.", strings.Join(v.Declared, ", "))
+		f.Line()
+	}
+	if !v.Declares("GroupName") {
+		f.Comment("GroupName is the API group of this package.")
+		f.Const().Id("GroupName").Op("=").Lit(v.Group.Name)
+		f.Line()
+	}
+	if !v.Declares("SchemeGroupVersion") {
+		version := jen.Lit(v.Name)
+		if v.Internal {
+			version = jen.Qual(pkgRuntime, "APIVersionInternal")
+		}
+		f.Comment("SchemeGroupVersion is the group and version of this package.")
+		f.Var().Id("SchemeGroupVersion").Op("=").Qual(pkgSchema, "GroupVersion").Values(jen.Dict{
+			jen.Id("Group"):   jen.Id("GroupName"),
+			jen.Id("Version"): version,
+		})
+		f.Line()
+	}
+	if !v.Declares("Kind") {
+		f.Comment("Kind takes an unqualified kind and returns it qualified with this package's group.")
+		f.Func().Id("Kind").Params(jen.Id("kind").String()).Qual(pkgSchema, "GroupKind").Block(
+			jen.Return(jen.Id("SchemeGroupVersion").Dot("WithKind").Call(jen.Id("kind")).Dot("GroupKind").Call()),
+		)
+		f.Line()
+	}
+	if !v.Declares("Resource") {
+		f.Comment("Resource takes an unqualified resource and returns it qualified with this package's group.")
+		f.Func().Id("Resource").Params(jen.Id("resource").String()).Qual(pkgSchema, "GroupResource").Block(
+			jen.Return(jen.Id("SchemeGroupVersion").Dot("WithResource").Call(jen.Id("resource")).Dot("GroupResource").Call()),
+		)
+		f.Line()
+	}
 	var objs []jen.Code
 	for _, k := range v.Kinds {
 		objs = append(objs, jen.Op("&").Id(k.Name).Values(), jen.Op("&").Id(k.ListName).Values())
 	}
-	if !v.OwnRegistration {
+	if !v.OwnRegistration() {
+		body := []jen.Code{jen.Id("scheme").Dot("AddKnownTypes").Call(append([]jen.Code{jen.Id("SchemeGroupVersion")}, objs...)...)}
+		if !v.Internal {
+			body = append(body, jen.Qual(pkgMetav1, "AddToGroupVersion").Call(jen.Id("scheme"), jen.Id("SchemeGroupVersion")))
+		}
+		body = append(body, jen.Return(jen.Nil()))
 		f.Comment("AddToScheme registers this package's kinds with scheme.")
-		f.Func().Id("AddToScheme").Params(jen.Id("scheme").Op("*").Qual(pkgRuntime, "Scheme")).Error().Block(
-			jen.Id("scheme").Dot("AddKnownTypes").Call(append([]jen.Code{jen.Id("SchemeGroupVersion")}, objs...)...),
-			jen.Qual(pkgMetav1, "AddToGroupVersion").Call(jen.Id("scheme"), jen.Id("SchemeGroupVersion")),
-			jen.Return(jen.Nil()),
-		)
+		f.Func().Id("AddToScheme").Params(jen.Id("scheme").Op("*").Qual(pkgRuntime, "Scheme")).Error().Block(body...)
 	}
-	if v.ConvertTo != nil {
+	if v.ConvertTo != nil && !v.Declares("localSchemeBuilder") {
 		f.Line()
 		f.Commentf("localSchemeBuilder is where conversion-gen's init (zz_generated.conversion.go) adds")
 		f.Commentf("RegisterConversions, the conversions between %s and the storage version %s. The server", v.Name, v.ConvertTo.Name)
@@ -395,6 +426,11 @@ func apiserver(m *model.Model, o Options) *jen.File {
 	var adds, internal, storageVersions, groups []jen.Code
 	multi := false
 	for _, g := range m.Groups {
+		if v := g.Internal; v != nil {
+			// The group's internal package registers its types as the internal version.
+			f.ImportAlias(v.ImportPath, typesAlias(v))
+			adds = append(adds, jen.Qual(v.ImportPath, "AddToScheme"))
+		}
 		for _, v := range g.Versions {
 			f.ImportAlias(v.ImportPath, typesAlias(v))
 			// Every version package registers its kinds with AddToScheme: the one
@@ -418,7 +454,7 @@ func apiserver(m *model.Model, o Options) *jen.File {
 		for _, r := range g.Resources {
 			k := r.Storage
 			objs = append(objs, jen.Op("&").Qual(k.Version.ImportPath, k.Name).Values(), jen.Op("&").Qual(k.Version.ImportPath, k.ListName).Values())
-			storageVersion[k.Version] = true
+			storageVersion[r.StoredIn()] = true
 			var versions []jen.Code
 			for _, kv := range r.Served() {
 				fields := []jen.Code{field("Name", jen.Lit(kv.Version.Name))}
@@ -451,7 +487,15 @@ func apiserver(m *model.Model, o Options) *jen.File {
 		))
 	}
 
-	if multi {
+	internalHub := false
+	for _, g := range m.Groups {
+		internalHub = internalHub || g.Internal != nil
+	}
+	if internalHub {
+		f.Comment("NewScheme returns a new scheme that knows every kind in every version. A group's internal")
+		f.Comment("package holds the internal (hub) version of its kinds; every version converts to and from")
+		f.Comment("it (RegisterConversions: zz_generated.conversion.go and your Convert_ functions).")
+	} else if multi {
 		f.Comment("NewScheme returns a new scheme that knows every kind in every version. The Go types of each")
 		f.Comment("kind's storage version are also its internal (hub) version; the other versions convert to")
 		f.Comment("and from them (RegisterConversions, zz_generated.conversion.go and your conversion.go).")
@@ -504,8 +548,11 @@ func apiserver(m *model.Model, o Options) *jen.File {
 			field("StorageVersions", jen.Index().Qual(pkgSchema, "GroupVersion").Values(storageVersions...)),
 			field("OpenAPIDefinitions", jen.Qual(openapiPkg, "GetOpenAPIDefinitions")),
 			field("Groups", jen.Index().Qual(pkgServer, "Group").Values(groups...)),
+			field("Admission", jen.Id("newAdmission").Call()),
 		)), jen.Nil()),
 	)
+	f.Line()
+	newAdmission(f, o)
 	f.Line()
 	f.Comment("NewCommand returns the server's command line; running it serves the API until ctx ends.")
 	f.Func().Id("NewCommand").Params(jen.Id("ctx").Qual("context", "Context"), jen.List(jen.Id("stdout"), jen.Id("stderr")).Qual("io", "Writer")).

@@ -61,14 +61,9 @@ func Packages(ctx context.Context, dir string, patterns []string) (*Result, erro
 	for _, p := range pkgs {
 		for _, e := range p.Errors {
 			msg := e.Error()
-			if e.Kind == packages.TypeError && strings.Contains(msg, "missing method DeepCopy") {
-				// Hand-written registration (kubebuilder's SchemeBuilder.Register) needs the
-				// deepcopy code this run generates.
-				continue
-			}
-			if e.Kind == packages.TypeError && conversionRef(msg) {
-				// Hand-written conversions (conversion.go) call the functions
-				// conversion-gen generates, and their stubs stop the build on purpose.
+			if e.Kind == packages.TypeError && generatedRef(msg) {
+				// Hand-written code calls what the generated files define, and the
+				// load leaves those out (see generatedRef).
 				continue
 			}
 			if !seen[msg] {
@@ -94,11 +89,33 @@ func Packages(ctx context.Context, dir string, patterns []string) (*Result, erro
 	return &Result{ModuleDir: modDir, ModulePath: modPath, Packages: pkgs}, nil
 }
 
-// conversionRef reports whether a type error is a hand-written conversion's reference to
-// a generated conversion function or an unfinished stub's TODO line.
-func conversionRef(msg string) bool {
-	for _, p := range []string{"undefined: autoConvert_", "undefined: Convert_", "undefined: TODO_convert_"} {
-		if strings.Contains(msg, p) {
+// generatedNames are the identifiers that the usual generators' files declare (aagen's
+// own and those of deepcopy-gen, conversion-gen, defaulter-gen, register-gen and
+// controller-gen), as they appear in "undefined: <name>" type errors; a trailing "_" is a
+// prefix.
+var generatedNames = []string{
+	"autoConvert_", "Convert_", "TODO_convert_", "RegisterConversions",
+	"RegisterDefaults", "SetObjectDefaults_",
+	"GroupName", "SchemeGroupVersion", "SchemeBuilder", "localSchemeBuilder", "AddToScheme", "Kind", "Resource",
+}
+
+// generatedRef reports whether a type error is hand-written code's reference to what a
+// generated file declares: the load leaves generated files out (so that stale ones never
+// hide or break the types), and the run generates them again. Upstream's layout relies on
+// this everywhere: register.go builds DeepCopyObject-implementing kinds into a scheme,
+// defaults.go calls RegisterDefaults, conversion.go calls autoConvert_ functions, other
+// files use zz_generated.register.go's GroupName. An unfinished conversion stub's TODO
+// line is one too: it stops the build on purpose, not the load.
+func generatedRef(msg string) bool {
+	if strings.Contains(msg, "missing method DeepCopy") {
+		return true
+	}
+	_, name, ok := strings.Cut(msg, "undefined: ")
+	if !ok {
+		return false
+	}
+	for _, n := range generatedNames {
+		if name == n || strings.HasSuffix(n, "_") && strings.HasPrefix(name, n) {
 			return true
 		}
 	}

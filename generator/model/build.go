@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -31,7 +32,7 @@ var versionRE = regexp.MustCompile(`^v[1-9][0-9]*((alpha|beta)[1-9][0-9]*)?$`)
 // Build makes the model of the loaded packages. It returns the model and warnings, or an
 // *Error holding every problem found (not just the first).
 func Build(res *load.Result, reg *markers.Registry) (*Model, []Diagnostic, error) {
-	b := &builder{reg: reg, groups: map[string]*Group{}, storageMarkers: map[*Kind]token.Position{}}
+	b := &builder{reg: reg, groups: map[string]*Group{}, storageMarkers: map[*Kind]token.Position{}, conversionTargets: conversionTargets(res.Packages)}
 	m := &Model{ModuleDir: res.ModuleDir, ModulePath: res.ModulePath}
 	for _, p := range res.Packages {
 		b.pkg(p)
@@ -70,6 +71,9 @@ type builder struct {
 	diags  []Diagnostic
 	// storageMarkers are the positions of +kubebuilder:storageversion, by kind.
 	storageMarkers map[*Kind]token.Position
+	// conversionTargets are the import paths version packages name in
+	// +k8s:conversion-gen=<path>: the internal (hub) packages of their groups.
+	conversionTargets map[string]bool
 }
 
 func (b *builder) errorf(pos token.Position, fix, format string, args ...any) {
@@ -172,8 +176,12 @@ func (b *builder) pkg(p *packages.Package) {
 		ok = false
 	}
 	verName := p.Name
-	if !versionRE.MatchString(verName) {
-		b.errorf(pkgPos, "name the package (and its directory) after its version: v1, v1beta1, v2alpha1, ...",
+	internal := !versionRE.MatchString(verName) && b.conversionTargets[p.PkgPath]
+	if internal {
+		verName = runtimeAPIVersionInternal
+	} else if !versionRE.MatchString(verName) {
+		b.errorf(pkgPos, "name the package (and its directory) after its version: v1, v1beta1, v2alpha1, ...; "+
+			"for the group's internal (hub) package, as in k8s.io/sample-apiserver, put `// +k8s:conversion-gen="+p.PkgPath+"` in the doc.go of each version package",
 			"package name %q is not a Kubernetes API version", verName)
 		ok = false
 	}
@@ -182,25 +190,21 @@ func (b *builder) pkg(p *packages.Package) {
 			"package %s declares group %s but no kinds", p.PkgPath, group)
 		return
 	}
-	// A kubebuilder project registers its kinds itself: groupversion_info.go declares
-	// SchemeBuilder and AddToScheme (controller-runtime's scheme.Builder) and each types file
-	// calls SchemeBuilder.Register in init. aagen keeps that and generates the rest.
-	ownRegistration := isVar(p, "SchemeBuilder") && isVar(p, "AddToScheme")
-	for _, name := range []string{"GroupName", "SchemeGroupVersion", "Kind", "Resource", "AddToScheme", "localSchemeBuilder"} {
-		if name == "AddToScheme" && ownRegistration {
-			continue
-		}
-		if obj := p.Types.Scope().Lookup(name); obj != nil {
-			b.errorf(p.Fset.Position(obj.Pos()), "delete it (usually register.go or groupversion_info.go): aagen generates the registration in zz_generated.register.go",
-				"package %s declares %s, which aagen generates", p.Name, name)
-			ok = false
-		}
-	}
+	// A package may register its kinds itself: upstream's register.go (SchemeBuilder,
+	// localSchemeBuilder, addKnownTypes, AddToScheme, GroupName, ...) or a kubebuilder
+	// project's groupversion_info.go (controller-runtime's scheme.Builder, filled by each
+	// types file's init). aagen keeps what the package declares and generates the rest.
+	declared, regOK := b.registration(p, group)
+	ok = ok && regOK
 	if !ok {
 		return
 	}
 	dir := packageDir(p)
 	pkgName := filepath.Base(filepath.Dir(dir))
+	if internal {
+		// The internal package is the group's directory itself; its versions are below it.
+		pkgName = filepath.Base(dir)
+	}
 	if !goIdentRE.MatchString(pkgName) {
 		b.errorf(pkgPos, "put version packages in a directory named after the group, e.g. pkg/apis/shop/v1 (lower-case letters and digits)",
 			"directory %q above %s cannot name the group's Go packages (clients, listers, storage)", pkgName, verName)
@@ -220,20 +224,29 @@ func (b *builder) pkg(p *packages.Package) {
 			"versions of group %s live under different directories (%s and %s)", group, g.PackageName, pkgName)
 		return
 	}
-	for _, v := range g.Versions {
-		if v.Name == verName {
+	for _, v := range append(slices.Clone(g.Versions), g.Internal) {
+		if v != nil && v.Name == verName {
 			b.errorf(pkgPos, "keep one package per group and version",
 				"%s/%s is defined twice: in %s and in %s", group, verName, v.ImportPath, p.PkgPath)
 			return
 		}
 	}
-	v := &Version{Group: g, Name: verName, ImportPath: p.PkgPath, PkgName: p.Name, Dir: dir, Pos: pkgPos, OwnRegistration: ownRegistration}
+	v := &Version{Group: g, Name: verName, ImportPath: p.PkgPath, PkgName: p.Name, Dir: dir, Pos: pkgPos, Internal: internal,
+		Declared: declared, DefaultFuncs: declaresDefaultFuncs(p)}
 	for _, d := range kindDecls {
 		if k := b.kind(p, v, d); k != nil {
 			v.Kinds = append(v.Kinds, k)
 		}
 	}
 	sort.Slice(v.Kinds, func(i, j int) bool { return v.Kinds[i].Name < v.Kinds[j].Name })
+	if internal {
+		// Never serialized: no validation markers, no JSON paths; it is not served.
+		for _, k := range v.Kinds {
+			k.Unserved = true
+		}
+		g.Internal = v
+		return
+	}
 	b.validations(p, v, decls)
 	g.Versions = append(g.Versions, v)
 }
@@ -251,18 +264,18 @@ func (b *builder) kind(p *packages.Package, v *Version, d typeDecl) *Kind {
 		return nil
 	}
 	good := true
-	if !hasEmbedded(st, metav1Path, "TypeMeta", ",inline") {
+	if !embedsTypeMeta(st) {
 		b.errorf(d.pos, "add the field `metav1.TypeMeta `json:\",inline\"`` to "+name,
-			"kind %s does not embed metav1.TypeMeta with json:\",inline\"", name)
+			"kind %s does not embed metav1.TypeMeta with json:\",inline\" (or json:\"\")", name)
 		good = false
 	}
-	if !hasField(st, "ObjectMeta", metav1Path, "ObjectMeta", "metadata") {
+	if !hasField(st, "ObjectMeta", metav1Path, "ObjectMeta", "metadata") && !v.Internal {
 		b.errorf(d.pos, "add the field `metav1.ObjectMeta `json:\"metadata,omitempty\"`` to "+name,
 			"kind %s has no metav1.ObjectMeta field with json:\"metadata\"", name)
 		good = false
 	}
 	b.list(p, k, d.pos)
-	if !b.checkFields(p, name, st) {
+	if !v.Internal && !b.checkFields(p, name, st) {
 		good = false
 	}
 
@@ -342,7 +355,7 @@ func (b *builder) kind(p *packages.Package, v *Version, d typeDecl) *Kind {
 			k.DeprecationWarning = v.Group.Name + "/" + v.Name + " " + name + " is deprecated"
 		}
 	}
-	if !b.jsonPathMarkers(p, k, d) {
+	if !v.Internal && !b.jsonPathMarkers(p, k, d) {
 		good = false
 	}
 	if !good {
@@ -359,7 +372,7 @@ func (b *builder) list(p *packages.Package, k *Kind, pos token.Position) {
 		b.errorf(pos, fix, "kind %s has no list type %s", k.Name, k.ListName)
 		return
 	}
-	if !hasEmbedded(st, metav1Path, "TypeMeta", ",inline") || !hasField(st, "ListMeta", metav1Path, "ListMeta", "metadata") {
+	if !embedsTypeMeta(st) || !hasField(st, "ListMeta", metav1Path, "ListMeta", "metadata") && !k.Version.Internal {
 		b.errorf(p.Fset.Position(p.Types.Scope().Lookup(k.ListName).Pos()), fix, "%s needs metav1.TypeMeta (inline) and metav1.ListMeta (json:\"metadata\")", k.ListName)
 		return
 	}
@@ -370,7 +383,7 @@ func (b *builder) list(p *packages.Package, k *Kind, pos token.Position) {
 		}
 		if sl, ok := f.Type().(*types.Slice); ok {
 			if n, ok := sl.Elem().(*types.Named); ok && n.Obj().Name() == k.Name && n.Obj().Pkg() == p.Types {
-				if jsonTagName(st.Tag(i)) != "items" {
+				if jsonTagName(st.Tag(i)) != "items" && !k.Version.Internal {
 					b.errorf(p.Fset.Position(f.Pos()), "tag it `json:\"items\"`", "%s.Items must have json name \"items\"", k.ListName)
 				}
 				return
@@ -387,6 +400,11 @@ func (b *builder) checkServer(m *Model) {
 	pkgNames := map[string]string{}
 	short := map[string]*Kind{}
 	for _, g := range m.Groups {
+		if len(g.Versions) == 0 {
+			b.errorf(g.Internal.Pos, "add a version package (e.g. "+g.PackageName+"/v1alpha1) whose doc.go has `// +k8s:conversion-gen="+g.Internal.ImportPath+"`",
+				"group %s has an internal package but no version to serve", g.Name)
+			continue
+		}
 		if other, dup := pkgNames[g.PackageName]; dup {
 			b.errorf(g.Versions[0].Pos, "put the groups' versions under directories with different names",
 				"groups %s and %s both live in directories named %q, which name their Go packages", other, g.Name, g.PackageName)
@@ -427,6 +445,9 @@ func (b *builder) checkVersions(g *Group) {
 		}
 	}
 	sort.Strings(names)
+	if b.checkInternal(g, names, byName) {
+		return
+	}
 	hubs := map[*Version]map[*Version][]string{} // version -> storage versions -> kinds
 	for _, name := range names {
 		ks := byName[name] // preferred version first
@@ -583,11 +604,19 @@ func isNamed(t types.Type, pkg, name string) bool {
 	return ok && n.Obj().Pkg() != nil && n.Obj().Pkg().Path() == pkg && n.Obj().Name() == name
 }
 
-func hasEmbedded(st *types.Struct, pkg, name, tag string) bool {
+// embedsTypeMeta reports whether st embeds metav1.TypeMeta inline: tagged json:",inline"
+// (kubebuilder's form), json:"" (the form k8s.io/api v0.37 and sample-apiserver use) or
+// without a json tag (an internal version's types, which are never serialized). encoding/json
+// inlines an embedded struct in all three.
+func embedsTypeMeta(st *types.Struct) bool {
 	for i := 0; i < st.NumFields(); i++ {
 		f := st.Field(i)
-		if f.Embedded() && isNamed(f.Type(), pkg, name) {
-			return reflect.StructTag(st.Tag(i)).Get("json") == tag
+		if f.Embedded() && isNamed(f.Type(), metav1Path, "TypeMeta") {
+			switch reflect.StructTag(st.Tag(i)).Get("json") {
+			case ",inline", "":
+				return true
+			}
+			return false
 		}
 	}
 	return false

@@ -31,6 +31,17 @@ type Group struct {
 	PackageName string
 	// Versions are the group's types packages, preferred first (Kubernetes version priority).
 	Versions []*Version
+	// Internal is the group's internal (unversioned) package when it has one, as in
+	// k8s.io/sample-apiserver: a package named after the group directory (not a version)
+	// that the version packages name in +k8s:conversion-gen. Its types are every kind's hub:
+	// what the storage holds and what each version converts to and from. It is not served
+	// and not in Versions.
+	Internal *Version
+	// StorageVersion is, with an internal package, the version objects are written to etcd
+	// in: the most preferred version that defines every kind of the group (or the one marked
+	// +kubebuilder:storageversion). Nil without an internal package (each kind's storage
+	// version is then its hub).
+	StorageVersion *Version
 	// Resources are the group's kinds, each across all the versions that define it, by kind name.
 	Resources []*Resource
 }
@@ -46,8 +57,17 @@ type Resource struct {
 	// Versions are the kind in each version of the group that defines it, preferred first.
 	Versions []*Kind
 	// Storage is the kind in its storage version: its Go type is what the storage holds
-	// and what the other versions convert to and from.
+	// and what the other versions convert to and from. With an internal package it is the
+	// kind in that package (not served; not in Versions).
 	Storage *Kind
+}
+
+// StoredIn returns the version the resource's objects are written to etcd in.
+func (r *Resource) StoredIn() *Version {
+	if r.Group.StorageVersion != nil {
+		return r.Group.StorageVersion
+	}
+	return r.Storage.Version
 }
 
 // Served returns the kind in each version it is served in, preferred first.
@@ -70,11 +90,16 @@ type Version struct {
 	ImportPath, Dir, PkgName string
 	// Kinds are the kinds defined in this package, sorted by name.
 	Kinds []*Kind
-	// OwnRegistration is set when the package registers its kinds itself the way a
-	// kubebuilder project does (groupversion_info.go declaring SchemeBuilder and AddToScheme,
-	// types calling SchemeBuilder.Register in init): aagen then generates no AddToScheme,
-	// and the server calls the package's own, as it calls the generated one elsewhere.
-	OwnRegistration bool
+	// Internal is set on a group's internal package (Group.Internal); Name is then
+	// runtime.APIVersionInternal ("__internal").
+	Internal bool
+	// DefaultFuncs is set when the package declares SetDefaults_<Type> functions (upstream's
+	// defaults.go): defaulter-gen then writes RegisterDefaults calling them.
+	DefaultFuncs bool
+	// Declared are the registration identifiers (registrationNames) the package declares
+	// itself, in upstream's register.go or kubebuilder's groupversion_info.go; aagen's
+	// zz_generated.register.go declares the others, the way register-gen does.
+	Declared []string
 	// ConvertTo is the storage (hub) version this package's kinds convert to when some of
 	// them are stored in another version of the group; nil when nothing converts.
 	// conversion-gen writes zz_generated.conversion.go here, with functions in both directions.

@@ -110,8 +110,13 @@ type TypeValidation struct {
 	Fields []FieldValidation
 }
 
-// HasDefaults reports whether any field of the version has a default value.
+// HasDefaults reports whether any field of the version has a default value, or the package
+// declares defaulting functions of its own (SetDefaults_<Type>): defaulter-gen then writes
+// RegisterDefaults.
 func (v *Version) HasDefaults() bool {
+	if v.DefaultFuncs {
+		return true
+	}
 	for _, t := range v.Validations {
 		for _, f := range t.Fields {
 			if f.Default != "" {

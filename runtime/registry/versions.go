@@ -17,8 +17,12 @@ import (
 type versionedSchemas struct {
 	scheme *runtime.Scheme
 	group  string
-	// storage is the version of the Go type the storage holds.
+	// storage is the version of the Go type the storage holds: runtime.APIVersionInternal
+	// for an internal type (k8s.io/sample-apiserver's layout).
 	storage string
+	// unqualified is the version requests without request info are checked in: the
+	// storage version, or for an internal type the preferred served version.
+	unqualified string
 	// byVersion holds a validator for each served version with a schema.
 	byVersion map[string]*schemaValidator
 }
@@ -50,6 +54,17 @@ func newVersionedSchemas[T Object](scheme *runtime.Scheme, r *Resource[T]) (*ver
 			break
 		}
 	}
+	out.unqualified = out.storage
+	if out.storage == "" {
+		for _, gvk := range kinds {
+			if gvk.Group == r.Group && gvk.Version == runtime.APIVersionInternal {
+				// An internal type is never serialized, nor validated as itself: every
+				// request is checked in its own version after conversion.
+				out.storage = runtime.APIVersionInternal
+				out.unqualified = r.Versions[0].Name
+			}
+		}
+	}
 	if out.storage == "" {
 		return nil, fmt.Errorf("the storage type %T is registered in no version of %s", r.New(), r.Group)
 	}
@@ -63,7 +78,7 @@ func (s *versionedSchemas) validate(ctx context.Context, obj, old runtime.Object
 	if s == nil || len(s.byVersion) == 0 {
 		return nil
 	}
-	version := s.storage
+	version := s.unqualified
 	if info, ok := genericapirequest.RequestInfoFrom(ctx); ok && info.APIGroup == s.group {
 		if _, ok := s.byVersion[info.APIVersion]; ok {
 			version = info.APIVersion

@@ -40,6 +40,9 @@ type Options struct {
 	// StorageMigrationQPS bounds the objects a second the storage-version migration
 	// rewrites (see StorageVersionsPath).
 	StorageMigrationQPS float64
+
+	// admission is the spec's own admission plugins, registered by NewOptions.
+	admission *ownAdmission
 }
 
 // NewOptions returns the default options for spec.
@@ -47,7 +50,7 @@ func NewOptions(spec *Spec) *Options {
 	codecs := spec.codecs()
 	o := genericoptions.NewRecommendedOptions("/registry/"+spec.Name, codecs.LegacyCodec(spec.StorageVersions...))
 	o.Etcd.StorageConfig.EncodeVersioner = schema.GroupVersions(spec.StorageVersions)
-	return &Options{
+	opts := &Options{
 		Recommended:     o,
 		LocalDir:        DefaultLocalDir,
 		EmbeddedEtcdDir: DefaultEmbeddedEtcdDir,
@@ -55,6 +58,8 @@ func NewOptions(spec *Spec) *Options {
 
 		StorageMigrationQPS: DefaultStorageMigrationQPS,
 	}
+	opts.admission = registerAdmission(spec, opts)
+	return opts
 }
 
 // AddFlags adds every option to fs.

@@ -120,11 +120,24 @@ func New(spec Spec, o *Options) (*genericapiserver.GenericAPIServer, genericapis
 		if err := applyLocalAuthentication(cfg, local); err != nil {
 			return nil, nil, err
 		}
+		if o.admission != nil {
+			// Without kube-apiserver, the server's own admission plugins alone.
+			chain, err := o.admission.localChain()
+			if err != nil {
+				return nil, nil, fmt.Errorf("admission plugins: %w", err)
+			}
+			cfg.AdmissionControl = chain
+		}
 	}
 
 	srv, err := cfg.Complete().New(spec.Name, genericapiserver.NewEmptyDelegate())
 	if err != nil {
 		return nil, nil, err
+	}
+	if o.admission != nil {
+		if err := srv.AddPostStartHook("aagen-admission-informers", o.admission.startHook()); err != nil {
+			return nil, nil, err
+		}
 	}
 	var migrated []migratedResource
 	for _, g := range spec.Groups {
@@ -156,7 +169,7 @@ func installGroup(srv *genericapiserver.GenericAPIServer, spec Spec, g Group, co
 		if err != nil {
 			return nil, fmt.Errorf("building storage for %s.%s: %w", r.Plural, g.Name, err)
 		}
-		migrated = append(migrated, migratedResources(spec.Scheme, g.Name, storage)...)
+		migrated = append(migrated, migratedResources(spec.Scheme, spec.StorageVersions, g.Name, storage)...)
 		for _, v := range r.Versions {
 			gv := schema.GroupVersion{Group: g.Name, Version: v.Name}
 			if info.VersionedResourcesStorageMap[v.Name] == nil {

@@ -36,6 +36,8 @@ type Spec struct {
 	OpenAPIDefinitions openapicommon.GetOpenAPIDefinitions
 	// Groups are the served API groups.
 	Groups []Group
+	// Admission, when set, adds the server's own in-process admission plugins.
+	Admission *Admission
 }
 
 // Group is one served API group.

@@ -81,7 +81,7 @@ type storageMigrator struct {
 
 // migratedResources are the main storages (not subresources) among one kind's storage,
 // keyed "plural" and "plural/sub".
-func migratedResources(scheme *runtime.Scheme, group string, built map[string]rest.Storage) []migratedResource {
+func migratedResources(scheme *runtime.Scheme, storageVersions []schema.GroupVersion, group string, built map[string]rest.Storage) []migratedResource {
 	var out []migratedResource
 	for name, s := range built {
 		r, ok := s.(*registry.REST)
@@ -92,7 +92,13 @@ func migratedResources(scheme *runtime.Scheme, group string, built map[string]re
 		if err != nil || len(gvks) == 0 {
 			continue
 		}
-		out = append(out, migratedResource{gr: schema.GroupResource{Group: group, Resource: name}, version: gvks[0].Version, store: r.Store})
+		// The version the encoder writes (the storage codec's versioner): the storage type's
+		// own, or for an internal type, the group's storage version.
+		version := gvks[0].Version
+		if gvk, ok := schema.GroupVersions(storageVersions).KindForGroupVersionKinds(gvks); ok {
+			version = gvk.Version
+		}
+		out = append(out, migratedResource{gr: schema.GroupResource{Group: group, Resource: name}, version: version, store: r.Store})
 	}
 	return out
 }

@@ -8,6 +8,8 @@ import (
 	"io"
 
 	marinav1alpha1 "example.com/marina/pkg/apis/marina/v1alpha1"
+	"example.com/marina/pkg/generated/clientset/versioned"
+	"example.com/marina/pkg/generated/informers/externalversions"
 	"example.com/marina/pkg/generated/openapi"
 	marinaboat "example.com/marina/pkg/registry/marina/boat"
 	marinadock "example.com/marina/pkg/registry/marina/dock"
@@ -18,6 +20,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
+	rest "k8s.io/client-go/rest"
 )
 
 // NewScheme returns a new scheme that knows every served kind. Each kind's own version is
@@ -82,7 +86,44 @@ func NewSpec() (server.Spec, error) {
 				NewStorage: marinafleet.NewStorage,
 			}},
 		}},
+		Admission: newAdmission(),
 	}, nil
+}
+
+// newAdmission describes the server's own admission plugins (admission.go): they get the
+// generated informers of its API, on a clientset of the server's loopback connection.
+func newAdmission() *server.Admission {
+	return &server.Admission{
+		Register: registerAdmissionPlugins,
+		Initializers: func(loopback *rest.Config) ([]admission.PluginInitializer, func(<-chan struct{}), error) {
+			client, err := versioned.NewForConfig(loopback)
+			if err != nil {
+				return nil, nil, err
+			}
+			informers := externalversions.NewSharedInformerFactory(client, 0)
+			initializers := append([]admission.PluginInitializer{informersInitializer{informers}}, admissionInitializers(informers)...)
+			return initializers, informers.Start, nil
+		},
+	}
+}
+
+// WantsInformers is implemented by admission plugins that read this server's own API (as
+// sample-apiserver's WantsInternalWardleInformerFactory): the server hands them its generated
+// informers, started with the server. A plugin implements it without importing this package.
+type WantsInformers interface {
+	SetInformers(externalversions.SharedInformerFactory)
+}
+
+// informersInitializer hands the generated informers to every plugin that wants them.
+type informersInitializer struct {
+	informers externalversions.SharedInformerFactory
+}
+
+// Initialize implements admission.PluginInitializer.
+func (i informersInitializer) Initialize(plugin admission.Interface) {
+	if w, ok := plugin.(WantsInformers); ok {
+		w.SetInformers(i.informers)
+	}
 }
 
 // NewCommand returns the server's command line; running it serves the API until ctx ends.

@@ -6,6 +6,8 @@ package v1
 
 import "k8s.io/apimachinery/pkg/runtime/schema"
 
+// The package declares SchemeBuilder, AddToScheme itself; this file declares the rest of the registration.
+
 // GroupName is the API group of this package.
 const GroupName = "webapp.example.com"
 

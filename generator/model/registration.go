@@ -1,0 +1,95 @@
+package model
+
+import (
+	"go/constant"
+	"go/types"
+	"slices"
+
+	"golang.org/x/tools/go/packages"
+)
+
+// registrationNames are the identifiers of a types package's scheme registration, as
+// register-gen writes them into zz_generated.register.go: aagen generates those a package
+// does not declare itself (Version.Declared) and keeps the package's own.
+var registrationNames = []string{"GroupName", "SchemeGroupVersion", "Kind", "Resource", "SchemeBuilder", "localSchemeBuilder", "AddToScheme"}
+
+const (
+	pkgRuntimePath = "k8s.io/apimachinery/pkg/runtime"
+	pkgSchemaPath  = "k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Declares reports whether the package declares the registration identifier name itself.
+func (v *Version) Declares(name string) bool { return slices.Contains(v.Declared, name) }
+
+// OwnRegistration reports whether the package registers its kinds itself, declaring
+// AddToScheme (upstream's SchemeBuilder with addKnownTypes, or kubebuilder's, filled by
+// SchemeBuilder.Register in init): aagen then generates no AddToScheme, and the server
+// calls the package's own, as it calls the generated one elsewhere.
+func (v *Version) OwnRegistration() bool { return v.Declares("AddToScheme") }
+
+// registration finds the registration identifiers p declares itself (upstream's register.go:
+// GroupName, SchemeGroupVersion, SchemeBuilder, localSchemeBuilder, AddToScheme, Kind,
+// Resource; kubebuilder's groupversion_info.go: SchemeBuilder, AddToScheme; or a type of
+// its own named Kind or Resource) and checks that those the generated server and
+// code-generator's files use have the shape they need. It returns the declared names
+// and whether they are usable.
+func (b *builder) registration(p *packages.Package, group string) ([]string, bool) {
+	var declared []string
+	ok := true
+	for _, name := range registrationNames {
+		obj := p.Types.Scope().Lookup(name)
+		if obj == nil {
+			continue
+		}
+		declared = append(declared, name)
+		pos := p.Fset.Position(obj.Pos())
+		switch name {
+		case "GroupName":
+			c, isConst := obj.(*types.Const)
+			if !isConst || c.Val().Kind() != constant.String || constant.StringVal(c.Val()) != group {
+				b.errorf(pos, "declare `const GroupName = \""+group+"\"` (the package's +groupName), or delete it: aagen then generates it",
+					"package %s declares GroupName, but not as the constant %q of its +groupName", p.Name, group)
+				ok = false
+			}
+		case "SchemeGroupVersion":
+			if _, isVar := obj.(*types.Var); !isVar || !isNamed(obj.Type(), pkgSchemaPath, "GroupVersion") {
+				b.errorf(pos, "declare `var SchemeGroupVersion = schema.GroupVersion{Group: GroupName, Version: \""+p.Name+"\"}`, or delete it: aagen then generates it",
+					"package %s declares SchemeGroupVersion, but not as a variable of type schema.GroupVersion (the generated server registers the version with it)", p.Name)
+				ok = false
+			}
+		case "AddToScheme":
+			if !isAddToScheme(obj) {
+				b.errorf(pos, "declare `AddToScheme = SchemeBuilder.AddToScheme` (a func(*runtime.Scheme) error), or delete it: aagen then generates it",
+					"package %s declares AddToScheme, but not as a func(*runtime.Scheme) error (the generated server calls it to register the package's kinds)", p.Name)
+				ok = false
+			}
+		case "localSchemeBuilder":
+			t := obj.Type()
+			if ptr, isPtr := t.(*types.Pointer); isPtr {
+				t = ptr.Elem()
+			}
+			if _, isVar := obj.(*types.Var); !isVar || !isNamed(t, pkgRuntimePath, "SchemeBuilder") {
+				b.errorf(pos, "declare `localSchemeBuilder = &SchemeBuilder` with `SchemeBuilder runtime.SchemeBuilder` (upstream's register.go), or rename it",
+					"package %s declares localSchemeBuilder, but not as a runtime.SchemeBuilder (or a pointer to one), where conversion-gen's generated init registers the conversions", p.Name)
+				ok = false
+			}
+		}
+	}
+	return declared, ok
+}
+
+// isAddToScheme reports whether obj is a function or function variable of type
+// func(*runtime.Scheme) error.
+func isAddToScheme(obj types.Object) bool {
+	switch obj.(type) {
+	case *types.Var, *types.Func:
+	default:
+		return false
+	}
+	sig, ok := obj.Type().Underlying().(*types.Signature)
+	if !ok || sig.Params().Len() != 1 || sig.Results().Len() != 1 || sig.Variadic() {
+		return false
+	}
+	ptr, ok := sig.Params().At(0).Type().(*types.Pointer)
+	return ok && isNamed(ptr.Elem(), pkgRuntimePath, "Scheme") && types.Identical(sig.Results().At(0).Type(), types.Universe.Lookup("error").Type())
+}
