@@ -116,6 +116,7 @@ func New(spec Spec, o *Options) (*genericapiserver.GenericAPIServer, genericapis
 	if err := ro.ApplyTo(cfg); err != nil {
 		return nil, nil, fmt.Errorf("applying options: %w", err)
 	}
+	withCachedFrontProxyVerification(&cfg.Authentication)
 	if local != nil {
 		if err := applyLocalAuthentication(cfg, local); err != nil {
 			return nil, nil, err
