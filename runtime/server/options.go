@@ -47,6 +47,7 @@ func NewOptions(spec *Spec) *Options {
 	codecs := spec.codecs()
 	o := genericoptions.NewRecommendedOptions("/registry/"+spec.Name, codecs.LegacyCodec(spec.StorageVersions...))
 	o.Etcd.StorageConfig.EncodeVersioner = schema.GroupVersions(spec.StorageVersions)
+	withoutSecondFlowControl(o)
 	return &Options{
 		Recommended:     o,
 		LocalDir:        DefaultLocalDir,
