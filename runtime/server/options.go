@@ -61,6 +61,7 @@ func NewOptions(spec *Spec) *Options {
 // AddFlags adds every option to fs.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.Recommended.AddFlags(fs)
+	addFeatureGateFlag(fs)
 	fs.BoolVar(&o.Local, "local", o.Local,
 		"Run standalone without kube-apiserver: serve with a certificate from a local CA, accept only client certificates from that CA, "+
 			"write a kubeconfig to --local-dir and print 'export KUBECONFIG=...' once ready. Listens on 127.0.0.1:8443 unless "+
