@@ -45,7 +45,7 @@ type Options struct {
 // NewOptions returns the default options for spec.
 func NewOptions(spec *Spec) *Options {
 	codecs := spec.codecs()
-	o := genericoptions.NewRecommendedOptions("/registry/"+spec.Name, codecs.LegacyCodec(spec.StorageVersions...))
+	o := genericoptions.NewRecommendedOptions("/registry/"+spec.Name, newInterningCodec(codecs.LegacyCodec(spec.StorageVersions...)))
 	o.Etcd.StorageConfig.EncodeVersioner = schema.GroupVersions(spec.StorageVersions)
 	withoutSecondFlowControl(o)
 	return &Options{
