@@ -21,7 +21,7 @@ const (
 	// maxInternedFieldsLen is the longest managed-fields set kept.
 	maxInternedFieldsLen = 4096
 	// maxInternedFieldsBytes bounds the bytes of all managed-fields sets kept.
-	maxInternedFieldsBytes = 1 << 20
+	maxInternedFieldsBytes = 256 << 10
 )
 
 // interningCodec is the storage codec with one addition: the metadata of every object it
