@@ -204,6 +204,9 @@ func (v *cachedChainVerifier) checkCommonName(cn string) error {
 // chainKey identifies a presented chain by the SHA-256 of its certificates' DER bytes
 // (DER is self-delimiting, so the concatenation is unambiguous).
 func chainKey(certs []*x509.Certificate) [sha256.Size]byte {
+	if len(certs) == 1 {
+		return sha256.Sum256(certs[0].Raw) // the usual case, without a hasher to allocate
+	}
 	h := sha256.New()
 	for _, c := range certs {
 		h.Write(c.Raw)
