@@ -336,3 +336,53 @@ func TestFrontProxyFirstFallsBackToTheDelegate(t *testing.T) {
 		t.Errorf("the delegate answered %d requests, want 2", n)
 	}
 }
+
+// intermediate returns a CA signed by ca.
+func (ca *testCA) intermediate(t *testing.T, name string) *testCA {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(2),
+		Subject:               pkix.Name{CommonName: name},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(24 * time.Hour),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &testCA{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
+}
+
+// A chain with an intermediate the client sends is verified with it, once.
+func TestCachedFrontProxyWithAnIntermediate(t *testing.T) {
+	root := newTestCA(t, "front-proxy-root")
+	mid := root.intermediate(t, "front-proxy-intermediate")
+	f := newFrontProxyFixture(t, root)
+	leaf := mid.issue(t, "front-proxy-client", time.Now().Add(time.Hour))
+	leaf.Certificate = append(leaf.Certificate, mid.cert.Raw)
+	c := f.client(leaf)
+	for i := range 2 {
+		if code, body := f.get(t, c, "alice"); code != http.StatusOK || body != "alice" {
+			t.Fatalf("request %d: got %d %q, want 200 alice", i, code, body)
+		}
+	}
+	if n := f.verifies.Load(); n != 1 {
+		t.Errorf("Verify ran %d times, want 1", n)
+	}
+	// Without the intermediate the leaf does not chain to the root, cache or not.
+	alone := mid.issue(t, "front-proxy-client", time.Now().Add(time.Hour))
+	if code, body := f.get(t, f.client(alone), "alice"); code != http.StatusUnauthorized {
+		t.Errorf("a leaf without its intermediate: got %d %q, want 401", code, body)
+	}
+}
