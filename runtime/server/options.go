@@ -90,6 +90,9 @@ func (o *Options) Validate() error {
 		errs = append(errs, fmt.Errorf("--embedded-etcd-dir must not be empty when --etcd-servers is not set"))
 	}
 	errs = append(errs, o.validateDatastore()...)
+	if err := o.validateStorageMediaType(); err != nil {
+		errs = append(errs, err)
+	}
 	if o.Local && o.LocalDir == "" {
 		errs = append(errs, fmt.Errorf("--local-dir must not be empty with --local"))
 	}
