@@ -200,6 +200,43 @@ func TestAggregation(t *testing.T) {
 		_, err = victor.Create(ctx, boat("eridanus", nil, 7), metav1.CreateOptions{})
 		wantForbidden(t, "view user, create", err, `User "victor" cannot create resource "boats"`)
 
+		// No second priority and fairness behind kube-apiserver's: the generated server,
+		// run with its Deployment's arguments, answers without APF's response headers.
+		// (alice's requests are not exempt: kube-apiserver's APF answers them with the headers.)
+		aliceCfg := cp.PKI.FrontProxy(backend, "alice", "system:authenticated")
+		client, err := rest.HTTPClientFor(aliceCfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := client.Get(aliceCfg.Host + "/apis/marina.example.com/v1alpha1/namespaces/" + ns + "/boats")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Errorf("direct list as alice: %d", resp.StatusCode)
+		}
+		for _, h := range []string{"X-Kubernetes-Pf-Flowschema-Uid", "X-Kubernetes-Pf-Prioritylevel-Uid"} {
+			if v := resp.Header.Get(h); v != "" {
+				t.Errorf("the generated server runs priority and fairness: %s: %s", h, v)
+			}
+		}
+		// The same request through kube-apiserver, whose APF does set them.
+		viaKube := rest.CopyConfig(cp.Admin)
+		viaKube.Impersonate = rest.ImpersonationConfig{UserName: "alice", Groups: []string{"system:authenticated"}}
+		kubeClient, err := rest.HTTPClientFor(viaKube)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err = kubeClient.Get(viaKube.Host + "/apis/marina.example.com/v1alpha1/namespaces/" + ns + "/boats")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.Header.Get("X-Kubernetes-Pf-Flowschema-Uid") == "" {
+			t.Errorf("kube-apiserver's answer has no APF headers (%d): the check above proves nothing", resp.StatusCode)
+		}
+
 		// The same headers from a certificate the request-header CA did not sign are not
 		// believed: the server authenticates the certificate's own name instead.
 		_, err = direct(cp.PKI.UntrustedFrontProxy(t, backend, "alice", "system:authenticated")).List(ctx, metav1.ListOptions{})

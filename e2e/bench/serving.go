@@ -120,7 +120,7 @@ func serving(root string, cfg servingConfig) (string, error) {
 		return "", err
 	}
 	r.Logf("deploying the example behind kube-apiserver")
-	backend := cluster.Deploy(r, ctx, cp, dir, serverBin, etcdURL)
+	backend := cluster.Deploy(r, ctx, cp, dir, serverBin, etcdURL, cborServerArgs...)
 
 	adminHTTP, err := rest.HTTPClientFor(cp.Admin)
 	if err != nil {
@@ -250,6 +250,12 @@ func serving(root string, cfg servingConfig) (string, error) {
 		mem[s.name] = memory{heapPerObject: float64(heap1-heap0) / float64(cfg.objects), peakRSSAdded: float64(peakRSS(s.store) - rss0)}
 	}
 
+	r.Logf("serving: CBOR next to JSON")
+	cborTable, err := cborRows(subjects[:2], cfg)
+	if err != nil {
+		return "", err
+	}
+
 	// The floor for writes: etcd puts of the same size at the same concurrency.
 	size, err := storedSize(subjects[0])
 	if err != nil {
@@ -277,6 +283,9 @@ func serving(root string, cfg servingConfig) (string, error) {
 	}
 	fmt.Fprintf(&b, "| etcd put (floor for writes) | etcd | %d | %.0f | %s | %s | %s | | | |\n", etcdPut.ops, etcdPut.rate(),
 		ms(etcdPut.pct(0.5)), ms(etcdPut.pct(0.99)), ms(etcdPut.cpu/time.Duration(etcdPut.ops)))
+	fmt.Fprintln(&b, "\nCBOR (--feature-gates=CBORServingAndStorage=true) next to JSON, same subject, same objects, back to back:")
+	fmt.Fprintln(&b)
+	b.WriteString(cborTable)
 	fmt.Fprintln(&b, "\n| startup to /readyz, delegating to kube-apiserver, same etcd (median of 3) | generated server | sample-apiserver | ratio |")
 	fmt.Fprintln(&b, "| --- | --- | --- | --- |")
 	fmt.Fprintf(&b, "| process start to /readyz ok | %.2fs | %.2fs | %.2f |\n", startRows[0].Seconds(), startRows[1].Seconds(), float64(startRows[0])/float64(startRows[1]))

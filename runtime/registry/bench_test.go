@@ -131,9 +131,16 @@ func BenchmarkValidate(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	typed := &schemaWidgetTyped{TypeMeta: metav1.TypeMeta{APIVersion: "example.com/v1", Kind: "Widget"}, ObjectMeta: metav1.ObjectMeta{Name: "w"},
+	// Metadata as a create has it when it is validated (uid, timestamps, labels,
+	// managed fields), on both sides.
+	typed := &schemaWidgetTyped{TypeMeta: metav1.TypeMeta{APIVersion: "example.com/v1", Kind: "Widget"}, ObjectMeta: fullMetadata("w", ""),
 		Spec: schemaWidgetSpec{Size: 2, Color: "red", Count: intstr.FromString("3")}}
 	obj := schemaWidget(map[string]any{"size": int64(2), "color": "red", "count": "3"})
+	meta, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&typed.ObjectMeta)
+	if err != nil {
+		b.Fatal(err)
+	}
+	obj.Object["metadata"] = meta
 	ctx := context.Background()
 	pair(b, func() error {
 		if errs := v.validate(ctx, typed, nil); len(errs) > 0 {

@@ -134,7 +134,7 @@ func pathString(p *field.Path) string {
 
 // validate checks obj (and, on update, the change from old) like a CRD's strategy does.
 func (v *schemaValidator) validate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
-	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	u, err := schemaInput(obj)
 	if err != nil {
 		return field.ErrorList{field.InternalError(nil, err)}
 	}
@@ -151,7 +151,7 @@ func (v *schemaValidator) validate(ctx context.Context, obj, old runtime.Object)
 		errs = apiextensionsvalidation.ValidateCustomResource(nil, u, v.validator)
 		errs = append(errs, structurallisttype.ValidateListSetsAndMaps(nil, v.structural, u)...)
 	} else {
-		if ou, err = runtime.DefaultUnstructuredConverter.ToUnstructured(old); err != nil {
+		if ou, err = schemaInput(old); err != nil {
 			return field.ErrorList{field.InternalError(nil, err)}
 		}
 		dropUnset(old, ou, v.structural)

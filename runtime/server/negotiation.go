@@ -3,8 +3,11 @@ package server
 import (
 	"reflect"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	genericapiserver "k8s.io/apiserver/pkg/server"
 )
 
 // protobufMarshaller is what the protobuf serializer needs of an object to encode it
@@ -79,4 +82,13 @@ func (g Group) groupVersions() []schema.GroupVersion {
 		}
 	}
 	return out
+}
+
+// newGroupInfo returns the APIGroupInfo of g with upstream's serializer for API groups
+// (NewDefaultAPIGroupInfo's: lists streamed item by item in JSON and protobuf, and CBOR
+// when the CBORServingAndStorage feature gate is on), narrowed by groupSerializer.
+func newGroupInfo(spec Spec, g Group, codecs serializer.CodecFactory) genericapiserver.APIGroupInfo {
+	info := genericapiserver.NewDefaultAPIGroupInfo(g.Name, spec.Scheme, metav1.ParameterCodec, codecs)
+	info.NegotiatedSerializer = groupSerializer(info.NegotiatedSerializer, spec.Scheme, g.groupVersions())
+	return info
 }

@@ -48,8 +48,9 @@ type Options struct {
 // NewOptions returns the default options for spec.
 func NewOptions(spec *Spec) *Options {
 	codecs := spec.codecs()
-	o := genericoptions.NewRecommendedOptions("/registry/"+spec.Name, codecs.LegacyCodec(spec.StorageVersions...))
+	o := genericoptions.NewRecommendedOptions("/registry/"+spec.Name, newInterningCodec(codecs.LegacyCodec(spec.StorageVersions...)))
 	o.Etcd.StorageConfig.EncodeVersioner = schema.GroupVersions(spec.StorageVersions)
+	withoutSecondFlowControl(o)
 	opts := &Options{
 		Recommended:     o,
 		LocalDir:        DefaultLocalDir,
@@ -65,6 +66,7 @@ func NewOptions(spec *Spec) *Options {
 // AddFlags adds every option to fs.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.Recommended.AddFlags(fs)
+	addFeatureGateFlag(fs)
 	fs.BoolVar(&o.Local, "local", o.Local,
 		"Run standalone without kube-apiserver: serve with a certificate from a local CA, accept only client certificates from that CA, "+
 			"write a kubeconfig to --local-dir and print 'export KUBECONFIG=...' once ready. Listens on 127.0.0.1:8443 unless "+
@@ -93,6 +95,9 @@ func (o *Options) Validate() error {
 		errs = append(errs, fmt.Errorf("--embedded-etcd-dir must not be empty when --etcd-servers is not set"))
 	}
 	errs = append(errs, o.validateDatastore()...)
+	if err := o.validateStorageMediaType(); err != nil {
+		errs = append(errs, err)
+	}
 	if o.Local && o.LocalDir == "" {
 		errs = append(errs, fmt.Errorf("--local-dir must not be empty with --local"))
 	}

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -116,6 +115,7 @@ func New(spec Spec, o *Options) (*genericapiserver.GenericAPIServer, genericapis
 	if err := ro.ApplyTo(cfg); err != nil {
 		return nil, nil, fmt.Errorf("applying options: %w", err)
 	}
+	withCachedFrontProxyVerification(&cfg.Authentication)
 	if local != nil {
 		if err := applyLocalAuthentication(cfg, local); err != nil {
 			return nil, nil, err
@@ -161,8 +161,7 @@ func New(spec Spec, o *Options) (*genericapiserver.GenericAPIServer, genericapis
 // version the resource is served in.
 // It returns the resources whose stored objects the storage-version migration looks at.
 func installGroup(srv *genericapiserver.GenericAPIServer, spec Spec, g Group, codecs serializer.CodecFactory, getter generic.RESTOptionsGetter, inspectors bodyInspectors) ([]migratedResource, error) {
-	info := genericapiserver.NewDefaultAPIGroupInfo(g.Name, spec.Scheme, metav1.ParameterCodec, codecs)
-	info.NegotiatedSerializer = groupSerializer(codecs, spec.Scheme, g.groupVersions())
+	info := newGroupInfo(spec, g, codecs)
 	var migrated []migratedResource
 	for _, r := range g.Resources {
 		storage, err := r.NewStorage(spec.Scheme, getter)

@@ -1,0 +1,217 @@
+package server
+
+import (
+	"crypto/sha256"
+	"crypto/x509"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authentication/authenticatorfactory"
+	"k8s.io/apiserver/pkg/authentication/group"
+	"k8s.io/apiserver/pkg/authentication/request/headerrequest"
+	x509request "k8s.io/apiserver/pkg/authentication/request/x509"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+)
+
+// Bounds of the front-proxy certificate cache.
+const (
+	// verifiedChainTTL is how long a verified front-proxy certificate chain is trusted
+	// without verifying it again (never past a certificate's NotAfter, never across a
+	// change of the CA bundle).
+	verifiedChainTTL = time.Minute
+	// maxVerifiedChains bounds the cache; a cluster has one or a few front proxies.
+	maxVerifiedChains = 64
+)
+
+// withCachedFrontProxyVerification puts, in front of the delegating authenticator that
+// RecommendedOptions built, a front-proxy (request-header) authenticator that verifies the
+// proxy's client certificate once per certificate chain and CA bundle instead of once per
+// request (cachedChainVerifier). kube-apiserver's aggregator sends every request it proxies
+// with the same front-proxy certificate over reused connections, and upstream's
+// x509.Verifier runs crypto/x509's Verify, an ECDSA or RSA signature check, on each of
+// them.
+//
+// On success the answer is the one upstream's authenticator gives (the front proxy is the
+// first authenticator of its union, and the authenticated group is added the same way);
+// on anything else (no front-proxy certificate, no user header, a refused certificate or
+// common name) the request goes to the upstream authenticator unchanged.
+func withCachedFrontProxyVerification(auth *genericapiserver.AuthenticationInfo) {
+	rh := auth.RequestHeaderConfig
+	if rh == nil || auth.Authenticator == nil {
+		return
+	}
+	auth.Authenticator = frontProxyFirst{
+		frontProxy: group.NewAuthenticatedGroupAdder(newCachedFrontProxyAuthenticator(rh)),
+		delegate:   auth.Authenticator,
+	}
+}
+
+// newCachedFrontProxyAuthenticator is headerrequest.NewDynamicVerifyOptionsSecure with
+// a cachedChainVerifier in place of x509request.Verifier.
+func newCachedFrontProxyAuthenticator(rh *authenticatorfactory.RequestHeaderConfig) *cachedChainVerifier {
+	headers := headerrequest.NewDynamic(rh.UsernameHeaders, rh.UIDHeaders, rh.GroupHeaders, rh.ExtraHeaderPrefixes)
+	return newCachedChainVerifier(rh.CAContentProvider.VerifyOptions, headers, rh.AllowedClientNames)
+}
+
+// frontProxyFirst answers with frontProxy when it authenticates the request, else with
+// delegate.
+type frontProxyFirst struct {
+	frontProxy, delegate authenticator.Request
+}
+
+// AuthenticateRequest implements authenticator.Request.
+func (a frontProxyFirst) AuthenticateRequest(req *http.Request) (*authenticator.Response, bool, error) {
+	if resp, ok, err := a.frontProxy.AuthenticateRequest(req); ok && err == nil {
+		return resp, true, nil
+	}
+	return a.delegate.AuthenticateRequest(req)
+}
+
+// cachedChainVerifier does what k8s.io/apiserver's x509request.Verifier does (verify the
+// request's client certificate against the CA bundle, check its common name, then ask
+// next), but remembers chains it verified: a request presenting the same certificates
+// (leaf and intermediates, compared by a SHA-256 of their DER bytes) while the CA
+// bundle is the same (the same *x509.CertPool from the provider, which builds a new pool
+// whenever its content changes) and before verifiedChainTTL and every certificate's
+// NotAfter skips crypto/x509's Verify. Failures are not remembered. The common-name
+// check runs on every request, as the allowed names can change on their own.
+type cachedChainVerifier struct {
+	verifyOptions x509request.VerifyOptionFunc
+	next          authenticator.Request
+	allowedNames  x509request.StringSliceProvider
+
+	// verify is crypto/x509's Verify; tests count its calls.
+	verify func(cert *x509.Certificate, opts x509.VerifyOptions) ([][]*x509.Certificate, error)
+	// now is time.Now; tests move it.
+	now func() time.Time
+
+	mu       sync.Mutex
+	verified map[[sha256.Size]byte]verifiedChain
+}
+
+// verifiedChain is a cache entry: the pools the chain was verified against and until
+// when it is trusted.
+type verifiedChain struct {
+	roots, intermediates *x509.CertPool
+	until                time.Time
+}
+
+func newCachedChainVerifier(opts x509request.VerifyOptionFunc, next authenticator.Request, allowedNames x509request.StringSliceProvider) *cachedChainVerifier {
+	return &cachedChainVerifier{
+		verifyOptions: opts,
+		next:          next,
+		allowedNames:  allowedNames,
+		verify: func(cert *x509.Certificate, opts x509.VerifyOptions) ([][]*x509.Certificate, error) {
+			return cert.Verify(opts)
+		},
+		now:      time.Now,
+		verified: map[[sha256.Size]byte]verifiedChain{},
+	}
+}
+
+// AuthenticateRequest implements authenticator.Request.
+func (v *cachedChainVerifier) AuthenticateRequest(req *http.Request) (*authenticator.Response, bool, error) {
+	if req.TLS == nil || len(req.TLS.PeerCertificates) == 0 {
+		return nil, false, nil
+	}
+	opts, ok := v.verifyOptions()
+	if !ok {
+		// No CA bundle (yet): no opinion, as upstream.
+		return nil, false, nil
+	}
+	certs := req.TLS.PeerCertificates
+	if err := v.verifyChain(certs, opts); err != nil {
+		return nil, false, err
+	}
+	if err := v.checkCommonName(certs[0].Subject.CommonName); err != nil {
+		return nil, false, err
+	}
+	return v.next.AuthenticateRequest(req)
+}
+
+// verifyChain verifies certs (leaf first) against opts unless the same chain was
+// verified against the same pools and is still trusted.
+func (v *cachedChainVerifier) verifyChain(certs []*x509.Certificate, opts x509.VerifyOptions) error {
+	now := v.now()
+	// A caller-fixed verification time is not now: verify every time.
+	cacheable := opts.CurrentTime.IsZero()
+	key := chainKey(certs)
+	intermediates := opts.Intermediates
+	if cacheable {
+		v.mu.Lock()
+		e, found := v.verified[key]
+		v.mu.Unlock()
+		if found && e.roots == opts.Roots && e.intermediates == intermediates && now.Before(e.until) {
+			return nil
+		}
+	}
+	if opts.Intermediates == nil && len(certs) > 1 {
+		opts.Intermediates = x509.NewCertPool()
+		for _, c := range certs[1:] {
+			opts.Intermediates.AddCert(c)
+		}
+	}
+	chains, err := v.verify(certs[0], opts)
+	if err != nil {
+		return err
+	}
+	if !cacheable {
+		return nil
+	}
+	until := now.Add(verifiedChainTTL)
+	for _, c := range certs {
+		if c.NotAfter.Before(until) {
+			until = c.NotAfter
+		}
+	}
+	for _, chain := range chains {
+		for _, c := range chain {
+			if c.NotAfter.Before(until) {
+				until = c.NotAfter
+			}
+		}
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if len(v.verified) >= maxVerifiedChains {
+		clear(v.verified)
+	}
+	v.verified[key] = verifiedChain{roots: opts.Roots, intermediates: intermediates, until: until}
+	return nil
+}
+
+// checkCommonName is x509request.Verifier's subject check: with allowed names, the
+// leaf's common name must be one of them.
+func (v *cachedChainVerifier) checkCommonName(cn string) error {
+	if v.allowedNames == nil {
+		return nil
+	}
+	allowed := v.allowedNames.Value()
+	if len(allowed) == 0 {
+		return nil
+	}
+	for _, name := range allowed {
+		if name == cn {
+			return nil
+		}
+	}
+	return fmt.Errorf("x509: subject with cn=%s is not in the allowed list", cn)
+}
+
+// chainKey identifies a presented chain by the SHA-256 of its certificates' DER bytes
+// (DER is self-delimiting, so the concatenation is unambiguous).
+func chainKey(certs []*x509.Certificate) [sha256.Size]byte {
+	if len(certs) == 1 {
+		return sha256.Sum256(certs[0].Raw) // the usual case, without a hasher to allocate
+	}
+	h := sha256.New()
+	for _, c := range certs {
+		h.Write(c.Raw)
+	}
+	var key [sha256.Size]byte
+	h.Sum(key[:0])
+	return key
+}

@@ -1,0 +1,45 @@
+package server
+
+import (
+	"testing"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+// The generated server's handler chain has no priority and fairness of its own unless
+// --enable-priority-and-fairness asks for it: k8s.io/apiserver's DefaultBuildHandlerChain
+// installs the APF filter exactly when the config's FlowControl is set, and the
+// max-in-flight limit otherwise.
+func TestPriorityAndFairnessOffByDefault(t *testing.T) {
+	for _, c := range []struct {
+		args    []string
+		wantAPF bool
+	}{
+		{nil, false},
+		{[]string{"--enable-priority-and-fairness=true"}, true},
+	} {
+		scheme := runtime.NewScheme()
+		spec := &Spec{Name: "t", Scheme: scheme}
+		o := NewOptions(spec)
+		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+		o.AddFlags(fs)
+		if err := fs.Parse(c.args); err != nil {
+			t.Fatal(err)
+		}
+		cfg := genericapiserver.NewRecommendedConfig(spec.codecs())
+		client := fake.NewClientset()
+		if err := o.Recommended.Features.ApplyTo(&cfg.Config, client, informers.NewSharedInformerFactory(client, 0)); err != nil {
+			t.Fatal(err)
+		}
+		if got := cfg.FlowControl != nil; got != c.wantAPF {
+			t.Errorf("args %v: priority and fairness installed = %v, want %v", c.args, got, c.wantAPF)
+		}
+		if !c.wantAPF && cfg.MaxRequestsInFlight+cfg.MaxMutatingRequestsInFlight <= 0 {
+			t.Errorf("args %v: without APF the max-in-flight limit must bound requests, got %d+%d", c.args, cfg.MaxRequestsInFlight, cfg.MaxMutatingRequestsInFlight)
+		}
+	}
+}
