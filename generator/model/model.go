@@ -48,6 +48,9 @@ type Resource struct {
 	// Storage is the kind in its storage version: its Go type is what the storage holds
 	// and what the other versions convert to and from.
 	Storage *Kind
+	// Backend is set when the kind is served from the user's own backend (+aagen:backend)
+	// instead of etcd: see backend.go.
+	Backend bool
 }
 
 // Served returns the kind in each version it is served in, preferred first.
@@ -120,7 +123,10 @@ type Kind struct {
 	// warning sent with every response in this version (a default when the marker has none).
 	Deprecated         bool
 	DeprecationWarning string
-	Pos                token.Position
+	// Backend is set by +aagen:backend (see Resource.Backend); BackendPos is the marker's position.
+	Backend    bool
+	BackendPos token.Position
+	Pos        token.Position
 }
 
 // PrintColumn is one column of kubectl get, with the meaning of a CRD's
