@@ -60,8 +60,9 @@ func backendStorage(r *model.Resource) *jen.File {
 		}
 		fields = append(fields, field("SelectableFields", jen.Index().Qual(pkgBackend, "SelectableField").Types(ptr.Clone()).Values(sel...)))
 	}
-	f.Commentf("NewStorage builds the REST storage of %s.%s, served by the backend NewBackend returns", k.Plural, v.Group.Name)
-	f.Commentf("(%s, yours) instead of etcd: discovery lists exactly the verbs it implements.", BackendFileName)
+	f.Commentf("NewStorage builds the REST storage of %s.%s:", k.Plural, v.Group.Name)
+	f.Commentf("the backend NewBackend returns (%s, yours) serves it instead of etcd, and discovery lists", BackendFileName)
+	f.Comment("exactly the verbs the backend implements.")
 	f.Func().Id("NewStorage").Params(
 		jen.Id("_").Op("*").Qual(pkgRuntime, "Scheme"),
 		jen.Id("_").Qual(pkgGeneric, "RESTOptionsGetter"),
@@ -109,8 +110,8 @@ func backendStub(m *model.Model, k *model.Kind) *jen.File {
 	f.HeaderComment("// This file is yours: aagen created it once and never overwrites it.")
 	ptr := jen.Op("*").Qual(v.ImportPath, k.Name)
 	rel := path.Join(layout.RegistryDir, v.Group.PackageName, RegistryPackage(k), BackendFileName)
-	f.Commentf("NewBackend returns what serves %s.%s (+aagen:backend). It implements backend.Reader", k.Plural, v.Group.Name)
-	f.Comment("(Get, List). Add methods to serve more: Watch (backend.Watcher) for watch and kubectl get -w;")
+	f.Commentf("NewBackend returns what serves %s.%s (+aagen:backend):", k.Plural, v.Group.Name)
+	f.Comment("a backend.Reader (Get, List). Add methods to serve more: Watch (backend.Watcher) for watch and kubectl get -w;")
 	f.Comment("Create, Update and Delete (backend.Writer) for writes; Start (backend.Starter) to start with a")
 	f.Comment("loopback client once the server runs, e.g. to read other kinds through informers. Discovery")
 	f.Comment("lists exactly the verbs implemented; the others are answered 405 MethodNotAllowed.")
@@ -125,7 +126,8 @@ func backendStub(m *model.Model, k *model.Kind) *jen.File {
 	if k.NamespaceScoped {
 		nsDoc = "namespace is the request's namespace."
 	}
-	f.Commentf("Get returns the object named name, or an error wrapping backend.ErrNotFound (404). %s", nsDoc)
+	f.Comment("Get returns the object named name, or an error wrapping backend.ErrNotFound (404).")
+	f.Comment(nsDoc)
 	f.Func().Params(jen.Id("b").Op("*").Id("Backend")).Id("Get").Params(jen.Id("ctx").Qual("context", "Context"), jen.List(jen.Id("namespace"), jen.Id("name")).String()).
 		Params(ptr.Clone(), jen.Error()).Block(
 		jen.Return(jen.Nil(), jen.Qual("fmt", "Errorf").Call(jen.Lit("get "+k.Plural+"."+v.Group.Name+": not implemented yet: write Get in "+rel))),

@@ -156,8 +156,8 @@ func (r *reader[T]) NewList() runtime.Object { return r.cfg.NewListFunc() }
 func (r *reader[T]) Destroy()                {}
 func (r *reader[T]) NamespaceScoped() bool   { return r.cfg.NamespaceScoped }
 func (r *reader[T]) GetSingularName() string { return r.cfg.SingularName }
-func (r *reader[T]) ShortNames() []string     { return r.cfg.ShortNames }
-func (r *reader[T]) Categories() []string     { return r.cfg.Categories }
+func (r *reader[T]) ShortNames() []string    { return r.cfg.ShortNames }
+func (r *reader[T]) Categories() []string    { return r.cfg.Categories }
 func (r *reader[T]) namespace(ctx context.Context) string {
 	if !r.cfg.NamespaceScoped {
 		return ""

@@ -35,7 +35,7 @@ var testGV = schema.GroupVersion{Group: "test.example.com", Version: "v1"}
 
 // testSpec serves two resources in test.example.com/v1: "configmaps" read-write with watch
 // (the in-memory backend) and "computed", read-only Secrets derived from the ConfigMaps.
-func testSpec(t *testing.T, m *memory) server.Spec {
+func testSpec(t *testing.T, m *memory, d derived) server.Spec {
 	scheme := runtime.NewScheme()
 	for _, gv := range []schema.GroupVersion{testGV, {Group: testGV.Group, Version: runtime.APIVersionInternal}} {
 		scheme.AddKnownTypes(gv, &corev1.ConfigMap{}, &corev1.ConfigMapList{}, &corev1.Secret{}, &corev1.SecretList{})
@@ -50,7 +50,7 @@ func testSpec(t *testing.T, m *memory) server.Spec {
 			Resource: schema.GroupResource{Group: testGV.Group, Resource: "computed"}, SingularName: "computed", NamespaceScoped: true,
 			NewFunc:     func() *corev1.Secret { return &corev1.Secret{} },
 			NewListFunc: func() runtime.Object { return &corev1.SecretList{} },
-			Backend:     derived{m},
+			Backend:     d,
 		}
 		rwS, err := New(rw)
 		if err != nil {
@@ -74,8 +74,16 @@ func testSpec(t *testing.T, m *memory) server.Spec {
 }
 
 // derived computes a read-only Secret from each ConfigMap, as a kind computed from data the
-// server holds.
-type derived struct{ m *memory }
+// server holds. It is a Starter: started sends the loopback configuration Start is given.
+type derived struct {
+	m       *memory
+	started chan *clientrest.Config
+}
+
+func (d derived) Start(_ context.Context, loopback *clientrest.Config) error {
+	d.started <- loopback
+	return nil
+}
 
 func (d derived) Get(ctx context.Context, ns, name string) (*corev1.Secret, error) {
 	c, err := d.m.Get(ctx, ns, name)
@@ -132,7 +140,18 @@ func permissiveDefinitions(scheme *runtime.Scheme) openapicommon.GetOpenAPIDefin
 // with 409 on a stale resourceVersion and 404 with a Status body.
 func TestServed(t *testing.T) {
 	m := newMemory()
-	srv := servertest.Start(t, testSpec(t, m))
+	started := make(chan *clientrest.Config, 1)
+	srv := servertest.Start(t, testSpec(t, m, derived{m, started}))
+	// The server started the backend (a Starter) once, before it was ready, with a loopback
+	// configuration that reaches it.
+	select {
+	case loopback := <-started:
+		if _, err := discovery.NewDiscoveryClientForConfigOrDie(loopback).ServerResourcesForGroupVersion(testGV.String()); err != nil {
+			t.Errorf("discovery through the loopback configuration Start was given: %v", err)
+		}
+	default:
+		t.Error("the server is ready but did not start the backend")
+	}
 	dc := discovery.NewDiscoveryClientForConfigOrDie(srv.Config)
 	list, err := dc.ServerResourcesForGroupVersion(testGV.String())
 	if err != nil {

@@ -14,8 +14,9 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 )
 
-// NewStorage builds the REST storage of dockoccupancies.marina.example.com, served by the backend NewBackend returns
-// (backend.go, yours) instead of etcd: discovery lists exactly the verbs it implements.
+// NewStorage builds the REST storage of dockoccupancies.marina.example.com:
+// the backend NewBackend returns (backend.go, yours) serves it instead of etcd, and discovery lists
+// exactly the verbs the backend implements.
 func NewStorage(_ *runtime.Scheme, _ generic.RESTOptionsGetter) (map[string]rest.Storage, error) {
 	b, err := NewBackend()
 	if err != nil {
