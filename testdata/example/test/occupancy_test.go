@@ -94,6 +94,21 @@ func TestDockOccupancy(t *testing.T) {
 			}
 		}
 	}
+	// OpenAPI v3 publishes the kind's schema and only its read paths' operations.
+	doc, err := cs.MarinaV1alpha1().RESTClient().Get().AbsPath("/openapi/v3/apis/marina.example.com/v1alpha1").DoRaw(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"/apis/marina.example.com/v1alpha1/dockoccupancies"`, `"operationId":"listMarinaExampleComV1alpha1DockOccupancy"`,
+		`"com.example.marina.pkg.apis.marina.v1alpha1.DockOccupancy"`, `"Free is the number of free berths`} {
+		if !strings.Contains(string(doc), want) {
+			t.Errorf("OpenAPI v3 lacks %s", want)
+		}
+	}
+	if strings.Contains(string(doc), `"createMarinaExampleComV1alpha1DockOccupancy"`) {
+		t.Error("OpenAPI v3 has a create operation for dockoccupancies")
+	}
+
 	body := `{"apiVersion":"marina.example.com/v1alpha1","kind":"DockOccupancy","metadata":{"name":"x"}}`
 	res := cs.MarinaV1alpha1().RESTClient().Post().AbsPath("/apis/marina.example.com/v1alpha1/dockoccupancies").
 		SetHeader("Content-Type", "application/json").Body([]byte(body)).Do(ctx)
