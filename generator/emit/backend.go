@@ -102,7 +102,7 @@ func columns(k *model.Kind) jen.Code {
 
 // backendStub renders the user-owned backend.go of a kind served from the user's backend: a
 // Backend whose Get and List answer a clear error until the user writes them.
-func backendStub(m *model.Model, k *model.Kind) *jen.File {
+func backendStub(k *model.Kind) *jen.File {
 	v := k.Version
 	f := jen.NewFile(RegistryPackage(k))
 	f.ImportAlias(v.ImportPath, typesAlias(v))

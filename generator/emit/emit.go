@@ -95,7 +95,7 @@ func Go(m *model.Model, o Options) ([]File, error) {
 				if err := add(path.Join(dir, "zz_generated.storage.go"), Generated, backendStorage(r)); err != nil {
 					return nil, err
 				}
-				if err := add(path.Join(dir, BackendFileName), UserOwned, backendStub(m, r.Storage)); err != nil {
+				if err := add(path.Join(dir, BackendFileName), UserOwned, backendStub(r.Storage)); err != nil {
 					return nil, err
 				}
 				continue

@@ -9,7 +9,7 @@ import (
 // backendMarker reads +aagen:backend on a kind and refuses what a kind served from the
 // user's backend cannot have: the /status and /scale subresources, which the generated
 // storage serves from etcd. It reports whether the kind is good.
-func (b *builder) backendMarker(k *Kind, ms markers.Set, hasStatusField bool) bool {
+func (b *builder) backendMarker(k *Kind, ms markers.Set) bool {
 	m, ok := ms.Get("aagen:backend")
 	if !ok || m.Value == "false" {
 		return true

@@ -34,6 +34,16 @@ func TestBackendMarker(t *testing.T) {
 		{"unknown option", "// +genclient:noStatus\n// +aagen:backend:watch=true\n",
 			[]string{"types.go:7:1: unknown marker \"+aagen:backend:watch\"; did you mean +aagen:backend?"}},
 	}
+	// One storage serves every version: the marker is on all of them or on none.
+	v2 := strings.ReplaceAll(marked("// +genclient:noStatus\n"), "package v1", "package v2")
+	_, _, err = build(t, module(t, map[string]string{
+		"apis/shop/v1/doc.go": docGo, "apis/shop/v1/types.go": marked("// +genclient:noStatus\n// +kubebuilder:storageversion\n// +aagen:backend\n"),
+		"apis/shop/v2/doc.go": strings.Replace(docGo, "package v1", "package v2", 1), "apis/shop/v2/types.go": v2}))
+	if err == nil || !strings.Contains(err.Error(), "types.go:8:1: kind Widget of group shop.example.com is marked +aagen:backend in v1 but not in v2") ||
+		!strings.Contains(err.Error(), "fix: add `// +aagen:backend` to Widget in every version") {
+		t.Errorf("+aagen:backend in one version of two: %v", err)
+	}
+
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, _, err := build(t, module(t, map[string]string{"apis/shop/v1/doc.go": docGo, "apis/shop/v1/types.go": marked(c.markers)}))

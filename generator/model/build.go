@@ -345,7 +345,7 @@ func (b *builder) kind(p *packages.Package, v *Version, d typeDecl) *Kind {
 	if !b.jsonPathMarkers(p, k, d) {
 		good = false
 	}
-	if !b.backendMarker(k, ms, hasStatusField) {
+	if !b.backendMarker(k, ms) {
 		good = false
 	}
 	if !good {
