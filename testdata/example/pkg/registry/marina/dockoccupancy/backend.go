@@ -62,6 +62,8 @@ func (b *Backend) Start(ctx context.Context, loopback *clientrest.Config) error 
 	factory := externalversions.NewSharedInformerFactory(cs, 0)
 	docks := factory.Marina().V1alpha1().Docks()
 	boats := factory.Marina().V1alpha1().Boats()
+	// Each watch buffers 1000 changes; one that falls further behind (a client that stopped
+	// reading) misses changes rather than holding up the informers and the other watches.
 	changes := watch.NewBroadcaster(1000, watch.DropIfChannelFull)
 	if _, err := docks.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { b.dockChanged(watch.Added, obj) },
@@ -207,7 +209,6 @@ func occupancy(dock *marinav1alpha1.Dock, boats []*marinav1alpha1.Boat) *marinav
 	o := &marinav1alpha1.DockOccupancy{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:              dock.Name,
-			UID:               dock.UID,
 			CreationTimestamp: dock.CreationTimestamp,
 			Labels:            map[string]string{},
 		},
