@@ -295,13 +295,17 @@ func (w watching[T]) Watch(ctx context.Context, opts *metainternalversion.ListOp
 	if err != nil {
 		return nil, w.r.apiError(err, "")
 	}
-	return watch.Filter(in, func(ev watch.Event) (watch.Event, bool) {
+	filtered := watch.Filter(in, func(ev watch.Event) (watch.Event, bool) {
 		o, ok := ev.Object.(T)
 		if !ok {
 			return ev, ev.Type == watch.Error || ev.Type == watch.Bookmark
 		}
 		return ev, match(o)
-	}), nil
+	})
+	if sendsInitialEvents(opts) {
+		return w.withInitialEvents(ctx, opts, filtered)
+	}
+	return filtered, nil
 }
 
 // Create validates and stores a new object.

@@ -2,6 +2,7 @@ package test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -11,9 +12,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apimachinery/pkg/watch"
 
 	marinav1alpha1 "example.com/marina/pkg/apis/marina/v1alpha1"
+	"example.com/marina/pkg/generated/informers/externalversions"
 	"example.com/marina/pkg/registry/marina/dockoccupancy"
 )
 
@@ -72,14 +73,45 @@ func TestDockOccupancy(t *testing.T) {
 	}
 	defer w.Stop()
 	boat("b", "east")
-	select {
-	case ev := <-w.ResultChan():
-		o, ok := ev.Object.(*marinav1alpha1.DockOccupancy)
-		if ev.Type != watch.Modified || !ok || o.Name != "east" || o.Occupied != 1 || o.Free != 1 {
-			t.Errorf("watch: %s %+v", ev.Type, ev.Object)
+	// A watch without a resourceVersion starts with the current state, as on etcd storage.
+	var events []string
+	timeout := time.After(30 * time.Second)
+	for len(events) < 2 {
+		select {
+		case ev := <-w.ResultChan():
+			o, ok := ev.Object.(*marinav1alpha1.DockOccupancy)
+			if !ok {
+				t.Fatalf("watch: %s %+v", ev.Type, ev.Object)
+			}
+			events = append(events, fmt.Sprintf("%s %s %d/%d", ev.Type, o.Name, o.Occupied, o.Berths))
+		case <-timeout:
+			t.Fatalf("watch: events %v, then nothing after a boat arrived at east", events)
 		}
-	case <-time.After(30 * time.Second):
-		t.Error("watch: no event after a boat arrived at east")
+	}
+	if want := []string{"ADDED east 0/2", "MODIFIED east 1/2"}; !slices.Equal(events, want) {
+		t.Errorf("watch: events %v, want %v", events, want)
+	}
+
+	// An informer from the generated factory syncs (list, then watch) and sees the change.
+	factory := externalversions.NewSharedInformerFactory(cs, 0)
+	lister := factory.Marina().V1alpha1().Dockoccupancies().Lister()
+	stop := make(chan struct{})
+	factory.Start(stop)
+	defer func() {
+		close(stop)
+		factory.Shutdown()
+	}()
+	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			t.Fatalf("informer of %v did not sync", typ)
+		}
+	}
+	boat("c", "east")
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		o, err := lister.Get("east")
+		return err == nil && o.Occupied == 2, nil
+	}); err != nil {
+		t.Errorf("informer: east never had 2 boats: %v", err)
 	}
 
 	list, err := cs.Discovery().ServerResourcesForGroupVersion("marina.example.com/v1alpha1")
