@@ -92,6 +92,27 @@ func TestDockOccupancy(t *testing.T) {
 		t.Errorf("watch: events %v, want %v", events, want)
 	}
 
+	// A watch from a list's resourceVersion (as kubectl get -w opens it) starts with what
+	// changed since.
+	before, err := occ.List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=west"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	boat("d", "west")
+	w2, err := occ.Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=west", ResourceVersion: before.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w2.Stop()
+	select {
+	case ev := <-w2.ResultChan():
+		if o, ok := ev.Object.(*marinav1alpha1.DockOccupancy); ev.Type != "MODIFIED" || !ok || o.Name != "west" || o.Occupied != 2 {
+			t.Errorf("watch from resourceVersion %s: %s %+v", before.ResourceVersion, ev.Type, ev.Object)
+		}
+	case <-time.After(30 * time.Second):
+		t.Errorf("watch from resourceVersion %s: no event for the boat that arrived at west before it", before.ResourceVersion)
+	}
+
 	// An informer from the generated factory syncs (list, then watch) and sees the change.
 	factory := externalversions.NewSharedInformerFactory(cs, 0)
 	lister := factory.Marina().V1alpha1().Dockoccupancies().Lister()

@@ -147,14 +147,31 @@ func (b *Backend) List(_ context.Context, _ string) ([]*marinav1alpha1.DockOccup
 	return out, nil
 }
 
-// Watch reports the occupancies that change from now on (resourceVersion is not replayed:
-// occupancies are computed, not stored).
-func (b *Backend) Watch(ctx context.Context, _, _ string) (watch.Interface, error) {
+// Watch reports the occupancies that change from now on. Occupancies are computed, not
+// stored, so there is no history to replay from resourceVersion: the watch starts with the
+// occupancies whose inputs changed after it (as MODIFIED), so that a client that listed at
+// resourceVersion and then watches from there misses no change in between (a dock deleted in
+// between is not reported).
+func (b *Backend) Watch(ctx context.Context, _, resourceVersion string) (watch.Interface, error) {
 	_, _, changes, err := b.listers()
 	if err != nil {
 		return nil, err
 	}
-	return changes.Watch()
+	from := parseRV(resourceVersion)
+	if from == 0 {
+		return changes.Watch()
+	}
+	current, err := b.List(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	var newer []watch.Event
+	for _, o := range current {
+		if parseRV(o.ResourceVersion) > from {
+			newer = append(newer, watch.Event{Type: watch.Modified, Object: o})
+		}
+	}
+	return changes.WatchWithPrefix(newer)
 }
 
 // dockChanged tells the watches about the occupancy of a dock that was added, changed or
