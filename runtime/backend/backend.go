@@ -9,7 +9,12 @@
 // gets 405 MethodNotAllowed), tables and printer columns (Config.TableConvertor), label and
 // field selectors (applied here to what List and Watch return), 404 and 409 with the usual
 // Status bodies (from ErrNotFound, ErrConflict and ErrAlreadyExists), and admission and
-// validation on writes.
+// validation on writes. A backend that is also a Starter is started with a loopback client
+// once the server runs.
+//
+// Code aagen generates for a kind marked +aagen:backend calls NewStorage with the kind's
+// Resource (names, printer columns, selectable fields) and the backend the user's backend.go
+// returns.
 package backend
 
 import (
