@@ -119,6 +119,8 @@ func TestAggregation(t *testing.T) {
 		}
 	})
 
+	t.Run("computed kind", func(t *testing.T) { computedKind(t, cp.Kubeconfig, ns) })
+
 	t.Run("rbac through delegated authorization", func(t *testing.T) {
 		for user, role := range map[string]string{"alice": "edit", "victor": "view"} {
 			rb := &rbacv1.RoleBinding{

@@ -73,6 +73,8 @@ func TestLocalServer(t *testing.T) {
 			"fleets":        {true, "fl", "create,delete,deletecollection,get,list,patch,update,watch"},
 			"fleets/status": {true, "", "get,patch,update"},
 			"fleets/scale":  {true, "", "get,patch,update"},
+			// Served from the example's own backend (+aagen:backend): read-only.
+			"dockoccupancies": {false, "occ", "get,list,watch"},
 		}
 		got := map[string]bool{}
 		for _, r := range list.APIResources {
@@ -639,6 +641,8 @@ func TestLocalServer(t *testing.T) {
 			t.Error(err)
 		}
 	})
+
+	t.Run("computed kind", func(t *testing.T) { computedKind(t, up.kubeconfig, ns) })
 
 	t.Run("generated tree is clean", func(t *testing.T) {
 		if out := run(t, dir, "gofmt", "-l", "."); strings.TrimSpace(out) != "" {

@@ -128,7 +128,9 @@ func (d *docWriter) resource(r *model.Resource) error {
 	if len(first.Categories) > 0 {
 		d.printf("| Categories | %s |\n", codeList(first.Categories))
 	}
-	if r.Storage != nil {
+	if r.Backend {
+		d.printf("| Storage | none: served by the server's own code (`+aagen:backend`) |\n")
+	} else if r.Storage != nil {
 		d.printf("| Storage version | `%s` |\n", r.StoredIn().Name)
 	}
 	for _, k := range r.Versions {
@@ -153,7 +155,7 @@ func (d *docWriter) version(k *model.Kind) error {
 		}
 		d.printf(" Deprecated: every request gets the warning %q.", msg)
 	}
-	if k.Storage {
+	if k.Storage && !k.Resource.Backend {
 		d.printf(" Objects are stored in this version.")
 	}
 	d.printf("\n\n")
@@ -164,8 +166,14 @@ func (d *docWriter) version(k *model.Kind) error {
 		}
 		path += "/" + k.Plural
 		d.printf("| Endpoint | What |\n| --- | --- |\n")
-		d.printf("| `%s` | list, create, watch, delete a collection |\n", path)
-		d.printf("| `%s/{name}` | get, update, patch (JSON, merge, strategic merge, apply), delete |\n", path)
+		if k.Resource.Backend {
+			// The verbs are those the user's backend implements, which discovery lists.
+			d.printf("| `%s` | list; watch and create when the server's backend for the kind implements them (discovery lists the verbs) |\n", path)
+			d.printf("| `%s/{name}` | get; update, patch and delete when the server's backend for the kind implements them |\n", path)
+		} else {
+			d.printf("| `%s` | list, create, watch, delete a collection |\n", path)
+			d.printf("| `%s/{name}` | get, update, patch (JSON, merge, strategic merge, apply), delete |\n", path)
+		}
 		if k.HasStatus {
 			d.printf("| `%s/{name}/status` | the status subresource: get, update, patch; writes there change only `.status` |\n", path)
 		}

@@ -95,6 +95,15 @@ func Go(m *model.Model, o Options) ([]File, error) {
 		// One storage per resource, holding its storage version, serving every version.
 		for _, r := range g.Resources {
 			dir := path.Join(layout.RegistryDir, g.PackageName, RegistryPackage(r.Storage))
+			if r.Backend {
+				if err := add(path.Join(dir, "zz_generated.storage.go"), Generated, backendStorage(r)); err != nil {
+					return nil, err
+				}
+				if err := add(path.Join(dir, BackendFileName), UserOwned, backendStub(r.Storage)); err != nil {
+					return nil, err
+				}
+				continue
+			}
 			if err := add(path.Join(dir, "zz_generated.storage.go"), Generated, storage(r, o)); err != nil {
 				return nil, err
 			}

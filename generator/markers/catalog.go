@@ -62,6 +62,10 @@ func Default() *Registry {
 			Keys: []string{"warning"},
 			Help: "This version of the kind is deprecated: every request in it gets a Warning header (kubectl prints it), " +
 				"warning=<text> or, like a CRD, \"<group>/<version> <Kind> is deprecated\"."},
+		&Definition{Name: "aagen:backend", Target: OnType, Form: Flag,
+			Help: "Serve the kind from your own code instead of etcd: aagen creates, once, backend.go next to the kind's hooks.go with NewBackend, " +
+				"which returns a runtime/backend Reader (get, list) that may also be a Watcher (watch), a Writer (create, update, delete) and a Starter " +
+				"(started with a loopback client). Discovery lists exactly the verbs it implements; other verbs are 405. No /status or /scale."},
 		&Definition{Name: "kubebuilder:unservedversion", Target: OnType, Form: Flag,
 			Help: "Do not serve this version of the kind (not installed, not in discovery, no client); objects still convert to and from it."},
 

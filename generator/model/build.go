@@ -152,7 +152,7 @@ func (b *builder) pkg(p *packages.Package) {
 			kindDecls = append(kindDecls, d)
 		} else if !root {
 			for _, name := range []string{"genclient:nonNamespaced", "genclient:noStatus", "kubebuilder:resource", "kubebuilder:subresource:status", "kubebuilder:storageversion",
-				"kubebuilder:subresource:scale", "kubebuilder:printcolumn", "kubebuilder:selectablefield"} {
+				"kubebuilder:subresource:scale", "kubebuilder:printcolumn", "kubebuilder:selectablefield", "aagen:backend"} {
 				if m, ok := d.markers.Get(name); ok && !isListDecl(p, d.spec.Name.Name) {
 					b.errorf(m.Pos, "add `// +genclient` (or `// +kubebuilder:object:root=true`) to serve the type as a kind, or remove the marker",
 						"+%s on %s, which is not marked as a kind", name, d.spec.Name.Name)
@@ -358,6 +358,9 @@ func (b *builder) kind(p *packages.Package, v *Version, d typeDecl) *Kind {
 	if !v.Internal && !b.jsonPathMarkers(p, k, d) {
 		good = false
 	}
+	if !b.backendMarker(k, ms) {
+		good = false
+	}
 	if !good {
 		return nil
 	}
@@ -486,6 +489,7 @@ func (b *builder) checkVersions(g *Group) {
 		}
 		hub := marked0(ks)
 		r.Storage = hub
+		b.backendResource(r)
 		served := false
 		for _, k := range ks {
 			served = served || !k.Unserved

@@ -71,10 +71,13 @@ func TestExample(t *testing.T) {
 		t.Fatalf("groups: %+v", m.Groups)
 	}
 	v := m.Groups[0].Versions[0]
-	if v.Name != "v1alpha1" || v.ImportPath != "example.com/marina/pkg/apis/marina/v1alpha1" || len(v.Kinds) != 3 {
+	if v.Name != "v1alpha1" || v.ImportPath != "example.com/marina/pkg/apis/marina/v1alpha1" || len(v.Kinds) != 4 {
 		t.Fatalf("version: %+v", v)
 	}
-	boat, dock, fleet := v.Kinds[0], v.Kinds[1], v.Kinds[2]
+	boat, dock, fleet := v.Kinds[0], v.Kinds[1], v.Kinds[3]
+	if occ := v.Kinds[2]; occ.Name != "DockOccupancy" || !occ.Backend || !occ.Resource.Backend || occ.HasStatus || boat.Resource.Backend {
+		t.Errorf("DockOccupancy (+aagen:backend): %+v", occ)
+	}
 	check := func(k *model.Kind, name, plural string, namespaced, status bool, short string, spec string) {
 		t.Helper()
 		if k.Name != name || k.Plural != plural || k.Singular != strings.ToLower(name) || k.NamespaceScoped != namespaced ||

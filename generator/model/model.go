@@ -60,6 +60,9 @@ type Resource struct {
 	// and what the other versions convert to and from. With an internal package it is the
 	// kind in that package (not served; not in Versions).
 	Storage *Kind
+	// Backend is set when the kind is served from the user's own backend (+aagen:backend)
+	// instead of etcd: see backend.go.
+	Backend bool
 }
 
 // StoredIn returns the version the resource's objects are written to etcd in.
@@ -145,7 +148,10 @@ type Kind struct {
 	// warning sent with every response in this version (a default when the marker has none).
 	Deprecated         bool
 	DeprecationWarning string
-	Pos                token.Position
+	// Backend is set by +aagen:backend (see Resource.Backend); BackendPos is the marker's position.
+	Backend    bool
+	BackendPos token.Position
+	Pos        token.Position
 }
 
 // PrintColumn is one column of kubectl get, with the meaning of a CRD's

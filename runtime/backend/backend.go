@@ -9,13 +9,19 @@
 // gets 405 MethodNotAllowed), tables and printer columns (Config.TableConvertor), label and
 // field selectors (applied here to what List and Watch return), 404 and 409 with the usual
 // Status bodies (from ErrNotFound, ErrConflict and ErrAlreadyExists), and admission and
-// validation on writes.
+// validation on writes. A backend that is also a Starter is started with a loopback client
+// once the server runs.
+//
+// Code aagen generates for a kind marked +aagen:backend calls NewStorage with the kind's
+// Resource (names, printer columns, selectable fields) and the backend the user's backend.go
+// returns.
 package backend
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -95,8 +101,11 @@ type Config[T Object] struct {
 	// SelectableFields returns the fields a field selector may name besides metadata.name
 	// and metadata.namespace, e.g. {"spec.dock": obj.Spec.Dock}.
 	SelectableFields func(T) fields.Set
-	// Backend serves the objects. It must implement Reader[T], and may implement Watcher and
-	// Writer[T].
+	// ShortNames and Categories are published in discovery (kubectl get <short>, kubectl
+	// get <category>).
+	ShortNames, Categories []string
+	// Backend serves the objects. It must implement Reader[T], and may implement Watcher,
+	// Writer[T] and Starter.
 	Backend Reader[T]
 }
 
@@ -152,6 +161,8 @@ func (r *reader[T]) NewList() runtime.Object { return r.cfg.NewListFunc() }
 func (r *reader[T]) Destroy()                {}
 func (r *reader[T]) NamespaceScoped() bool   { return r.cfg.NamespaceScoped }
 func (r *reader[T]) GetSingularName() string { return r.cfg.SingularName }
+func (r *reader[T]) ShortNames() []string    { return r.cfg.ShortNames }
+func (r *reader[T]) Categories() []string    { return r.cfg.Categories }
 func (r *reader[T]) namespace(ctx context.Context) string {
 	if !r.cfg.NamespaceScoped {
 		return ""
@@ -214,6 +225,22 @@ func (r *reader[T]) List(ctx context.Context, opts *metainternalversion.ListOpti
 	return list, nil
 }
 
+// FieldLabels are the labels field selectors may use: metadata.name, metadata.namespace and
+// the keys SelectableFields returns for an empty object (NewFunc). Package server registers
+// them with the scheme, so that a selector on any other field is refused with this list.
+func (r *reader[T]) FieldLabels() []string {
+	out := []string{"metadata.name", "metadata.namespace"}
+	if r.cfg.SelectableFields != nil {
+		var extra []string
+		for k := range r.cfg.SelectableFields(r.cfg.NewFunc()) {
+			extra = append(extra, k)
+		}
+		sort.Strings(extra)
+		out = append(out, extra...)
+	}
+	return out
+}
+
 // matcher returns whether an object matches the label and field selectors of opts.
 func (r *reader[T]) matcher(opts *metainternalversion.ListOptions) (func(T) bool, error) {
 	ls, fs := labels.Everything(), fields.Everything()
@@ -223,16 +250,9 @@ func (r *reader[T]) matcher(opts *metainternalversion.ListOptions) (func(T) bool
 	if opts != nil && opts.FieldSelector != nil {
 		fs = opts.FieldSelector
 	}
-	var extra fields.Set
-	var zero T
-	if r.cfg.SelectableFields != nil {
-		extra = r.cfg.SelectableFields(zero)
-	}
+	known := r.FieldLabels()
 	for _, req := range fs.Requirements() {
-		if req.Field == "metadata.name" || req.Field == "metadata.namespace" {
-			continue
-		}
-		if _, ok := extra[req.Field]; !ok {
+		if !slices.Contains(known, req.Field) {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("field label not supported: %s", req.Field))
 		}
 	}
@@ -280,13 +300,17 @@ func (w watching[T]) Watch(ctx context.Context, opts *metainternalversion.ListOp
 	if err != nil {
 		return nil, w.r.apiError(err, "")
 	}
-	return watch.Filter(in, func(ev watch.Event) (watch.Event, bool) {
+	filtered := watch.Filter(in, func(ev watch.Event) (watch.Event, bool) {
 		o, ok := ev.Object.(T)
 		if !ok {
 			return ev, ev.Type == watch.Error || ev.Type == watch.Bookmark
 		}
 		return ev, match(o)
-	}), nil
+	})
+	if sendsInitialEvents(opts) {
+		return w.withInitialEvents(ctx, opts, filtered)
+	}
+	return filtered, nil
 }
 
 // Create validates and stores a new object.

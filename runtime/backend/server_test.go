@@ -2,6 +2,7 @@ package backend
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"reflect"
 	"sort"
@@ -35,10 +36,10 @@ var testGV = schema.GroupVersion{Group: "test.example.com", Version: "v1"}
 
 // testSpec serves two resources in test.example.com/v1: "configmaps" read-write with watch
 // (the in-memory backend) and "computed", read-only Secrets derived from the ConfigMaps.
-func testSpec(t *testing.T, m *memory) server.Spec {
+func testSpec(t *testing.T, m *memory, d derived) server.Spec {
 	scheme := runtime.NewScheme()
 	for _, gv := range []schema.GroupVersion{testGV, {Group: testGV.Group, Version: runtime.APIVersionInternal}} {
-		scheme.AddKnownTypes(gv, &corev1.ConfigMap{}, &corev1.ConfigMapList{}, &corev1.Secret{}, &corev1.SecretList{})
+		scheme.AddKnownTypes(gv, &corev1.ConfigMap{}, &corev1.ConfigMapList{}, &corev1.Secret{}, &corev1.SecretList{}, &corev1.Pod{}, &corev1.PodList{})
 	}
 	metav1.AddToGroupVersion(scheme, testGV)
 	metav1.AddToGroupVersion(scheme, schema.GroupVersion{Version: "v1"})
@@ -50,7 +51,7 @@ func testSpec(t *testing.T, m *memory) server.Spec {
 			Resource: schema.GroupResource{Group: testGV.Group, Resource: "computed"}, SingularName: "computed", NamespaceScoped: true,
 			NewFunc:     func() *corev1.Secret { return &corev1.Secret{} },
 			NewListFunc: func() runtime.Object { return &corev1.SecretList{} },
-			Backend:     derived{m},
+			Backend:     d,
 		}
 		rwS, err := New(rw)
 		if err != nil {
@@ -60,7 +61,16 @@ func testSpec(t *testing.T, m *memory) server.Spec {
 		if err != nil {
 			return nil, err
 		}
-		return map[string]rest.Storage{"configmaps": rwS, "computed": roS}, nil
+		stubS, err := New(Config[*corev1.Pod]{
+			Resource: schema.GroupResource{Group: testGV.Group, Resource: "unwritten"}, SingularName: "unwritten", NamespaceScoped: true,
+			NewFunc:     func() *corev1.Pod { return &corev1.Pod{} },
+			NewListFunc: func() runtime.Object { return &corev1.PodList{} },
+			Backend:     unwritten{},
+		})
+		if err != nil {
+			return nil, err
+		}
+		return map[string]rest.Storage{"configmaps": rwS, "computed": roS, "unwritten": stubS}, nil
 	}
 	return server.Spec{
 		Name: "backend-test", Title: "backend test", Version: "v0.0.0",
@@ -74,8 +84,16 @@ func testSpec(t *testing.T, m *memory) server.Spec {
 }
 
 // derived computes a read-only Secret from each ConfigMap, as a kind computed from data the
-// server holds.
-type derived struct{ m *memory }
+// server holds. It is a Starter: started sends the loopback configuration Start is given.
+type derived struct {
+	m       *memory
+	started chan *clientrest.Config
+}
+
+func (d derived) Start(_ context.Context, loopback *clientrest.Config) error {
+	d.started <- loopback
+	return nil
+}
 
 func (d derived) Get(ctx context.Context, ns, name string) (*corev1.Secret, error) {
 	c, err := d.m.Get(ctx, ns, name)
@@ -99,6 +117,17 @@ func (d derived) List(ctx context.Context, ns string) ([]*corev1.Secret, error) 
 
 func secretOf(c *corev1.ConfigMap) *corev1.Secret {
 	return &corev1.Secret{ObjectMeta: *c.ObjectMeta.DeepCopy(), StringData: c.Data}
+}
+
+// unwritten is the backend aagen creates in a new backend.go: Get and List say what to write where.
+type unwritten struct{}
+
+func (unwritten) Get(context.Context, string, string) (*corev1.Pod, error) {
+	return nil, fmt.Errorf("get unwritten.test.example.com: not implemented yet: write Get in pkg/registry/test/unwritten/backend.go")
+}
+
+func (unwritten) List(context.Context, string) ([]*corev1.Pod, error) {
+	return nil, fmt.Errorf("list unwritten.test.example.com: not implemented yet: write List in pkg/registry/test/unwritten/backend.go")
 }
 
 // permissiveDefinitions gives every Go type the scheme knows, and the meta types routes
@@ -132,7 +161,18 @@ func permissiveDefinitions(scheme *runtime.Scheme) openapicommon.GetOpenAPIDefin
 // with 409 on a stale resourceVersion and 404 with a Status body.
 func TestServed(t *testing.T) {
 	m := newMemory()
-	srv := servertest.Start(t, testSpec(t, m))
+	started := make(chan *clientrest.Config, 1)
+	srv := servertest.Start(t, testSpec(t, m, derived{m, started}))
+	// The server started the backend (a Starter) once, before it was ready, with a loopback
+	// configuration that reaches it.
+	select {
+	case loopback := <-started:
+		if _, err := discovery.NewDiscoveryClientForConfigOrDie(loopback).ServerResourcesForGroupVersion(testGV.String()); err != nil {
+			t.Errorf("discovery through the loopback configuration Start was given: %v", err)
+		}
+	default:
+		t.Error("the server is ready but did not start the backend")
+	}
 	dc := discovery.NewDiscoveryClientForConfigOrDie(srv.Config)
 	list, err := dc.ServerResourcesForGroupVersion(testGV.String())
 	if err != nil {
@@ -204,6 +244,13 @@ func TestServed(t *testing.T) {
 	}
 	if len(golds.Items) != 1 || golds.Items[0].GetName() != "g" {
 		t.Errorf("computed list with tier=gold: %d items", len(golds.Items))
+	}
+
+	// The backend.go aagen creates answers with its message (a 500) until Get and List are written.
+	_, err = dyn.Resource(testGV.WithResource("unwritten")).Namespace("default").Get(ctx, "x", metav1.GetOptions{})
+	if status, ok := err.(apierrors.APIStatus); !ok || status.Status().Code != http.StatusInternalServerError ||
+		!strings.Contains(err.Error(), "not implemented yet: write Get in pkg/registry/test/unwritten/backend.go") {
+		t.Errorf("get from the created backend.go: want a 500 saying what to write where, got %v", err)
 	}
 
 	// Tables, as kubectl asks for them.

@@ -169,6 +169,9 @@ func installGroup(srv *genericapiserver.GenericAPIServer, spec Spec, g Group, co
 			return nil, fmt.Errorf("building storage for %s.%s: %w", r.Plural, g.Name, err)
 		}
 		migrated = append(migrated, migratedResources(spec.Scheme, spec.StorageVersions, g.Name, storage)...)
+		if err := addStorageHooks(srv, storage); err != nil {
+			return nil, fmt.Errorf("%s.%s: %w", r.Plural, g.Name, err)
+		}
 		for _, v := range r.Versions {
 			gv := schema.GroupVersion{Group: g.Name, Version: v.Name}
 			if info.VersionedResourcesStorageMap[v.Name] == nil {

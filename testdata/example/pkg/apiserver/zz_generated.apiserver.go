@@ -13,6 +13,7 @@ import (
 	"example.com/marina/pkg/generated/openapi"
 	marinaboat "example.com/marina/pkg/registry/marina/boat"
 	marinadock "example.com/marina/pkg/registry/marina/dock"
+	marinadockoccupancy "example.com/marina/pkg/registry/marina/dockoccupancy"
 	marinafleet "example.com/marina/pkg/registry/marina/fleet"
 	"github.com/aagen-dev/aagen/runtime/server"
 	"github.com/spf13/cobra"
@@ -36,7 +37,7 @@ func NewScheme() (*runtime.Scheme, error) {
 	scheme.AddKnownTypes(schema.GroupVersion{
 		Group:   "marina.example.com",
 		Version: runtime.APIVersionInternal,
-	}, &marinav1alpha1.Boat{}, &marinav1alpha1.BoatList{}, &marinav1alpha1.Dock{}, &marinav1alpha1.DockList{}, &marinav1alpha1.Fleet{}, &marinav1alpha1.FleetList{})
+	}, &marinav1alpha1.Boat{}, &marinav1alpha1.BoatList{}, &marinav1alpha1.Dock{}, &marinav1alpha1.DockList{}, &marinav1alpha1.DockOccupancy{}, &marinav1alpha1.DockOccupancyList{}, &marinav1alpha1.Fleet{}, &marinav1alpha1.FleetList{})
 	if err := scheme.SetVersionPriority(marinav1alpha1.SchemeGroupVersion); err != nil {
 		return nil, err
 	}
@@ -80,6 +81,10 @@ func NewSpec() (server.Spec, error) {
 				Plural:     "docks",
 				Versions:   []server.ResourceVersion{{Name: "v1alpha1"}},
 				NewStorage: marinadock.NewStorage,
+			}, {
+				Plural:     "dockoccupancies",
+				Versions:   []server.ResourceVersion{{Name: "v1alpha1"}},
+				NewStorage: marinadockoccupancy.NewStorage,
 			}, {
 				Plural:     "fleets",
 				Versions:   []server.ResourceVersion{{Name: "v1alpha1"}},

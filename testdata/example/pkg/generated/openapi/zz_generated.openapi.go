@@ -26,6 +26,8 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.BoatStatus{}.OpenAPIModelName():                 schema_pkg_apis_marina_v1alpha1_BoatStatus(ref),
 		v1alpha1.Dock{}.OpenAPIModelName():                       schema_pkg_apis_marina_v1alpha1_Dock(ref),
 		v1alpha1.DockList{}.OpenAPIModelName():                   schema_pkg_apis_marina_v1alpha1_DockList(ref),
+		v1alpha1.DockOccupancy{}.OpenAPIModelName():              schema_pkg_apis_marina_v1alpha1_DockOccupancy(ref),
+		v1alpha1.DockOccupancyList{}.OpenAPIModelName():          schema_pkg_apis_marina_v1alpha1_DockOccupancyList(ref),
 		v1alpha1.DockSpec{}.OpenAPIModelName():                   schema_pkg_apis_marina_v1alpha1_DockSpec(ref),
 		v1alpha1.Fleet{}.OpenAPIModelName():                      schema_pkg_apis_marina_v1alpha1_Fleet(ref),
 		v1alpha1.FleetList{}.OpenAPIModelName():                  schema_pkg_apis_marina_v1alpha1_FleetList(ref),
@@ -429,6 +431,141 @@ func schema_pkg_apis_marina_v1alpha1_DockList(ref common.ReferenceCallback) comm
 		},
 		Dependencies: []string{
 			v1alpha1.Dock{}.OpenAPIModelName(), metav1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_marina_v1alpha1_DockOccupancy(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "DockOccupancy is how full a Dock is: the server computes one for each Dock from the Docks and Boats it holds (as metrics-server computes its kinds), and stores nothing. It is read-only: get, list and watch.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(metav1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"berths": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Berths is the number of berths of the dock.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"occupied": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Occupied is the number of boats at the dock.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"free": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Free is the number of free berths (negative when the dock is over-full).",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"full": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Full is set when no berth is free.",
+							Default:     false,
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"boats": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Boats are the boats at the dock, as namespace/name, sorted.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"berths", "occupied", "free", "full"},
+			},
+		},
+		Dependencies: []string{
+			metav1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_marina_v1alpha1_DockOccupancyList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "DockOccupancyList is a list of DockOccupancies.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(metav1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Type: []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.DockOccupancy{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.DockOccupancy{}.OpenAPIModelName(), metav1.ListMeta{}.OpenAPIModelName()},
 	}
 }
 

@@ -174,3 +174,43 @@ type FleetList struct {
 
 	Items []Fleet `json:"items"`
 }
+
+// DockOccupancy is how full a Dock is: the server computes one for each Dock from the Docks
+// and Boats it holds (as metrics-server computes its kinds), and stores nothing. It is
+// read-only: get, list and watch.
+//
+// +genclient
+// +genclient:nonNamespaced
+// +genclient:readonly
+// +aagen:backend
+// +kubebuilder:resource:shortName=occ,categories=marina
+// +kubebuilder:printcolumn:name=Berths,type=integer,JSONPath=.berths
+// +kubebuilder:printcolumn:name=Occupied,type=integer,JSONPath=.occupied
+// +kubebuilder:printcolumn:name=Free,type=integer,JSONPath=.free
+// +kubebuilder:printcolumn:name=Boats,type=string,JSONPath=.boats,priority=1,description="The boats at the dock, as namespace/name."
+// +kubebuilder:selectablefield:JSONPath=.full
+type DockOccupancy struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Berths is the number of berths of the dock.
+	Berths int32 `json:"berths"`
+	// Occupied is the number of boats at the dock.
+	Occupied int32 `json:"occupied"`
+	// Free is the number of free berths (negative when the dock is over-full).
+	Free int32 `json:"free"`
+	// Full is set when no berth is free.
+	Full bool `json:"full"`
+	// Boats are the boats at the dock, as namespace/name, sorted.
+	// +optional
+	// +listType=atomic
+	Boats []string `json:"boats,omitempty"`
+}
+
+// DockOccupancyList is a list of DockOccupancies.
+type DockOccupancyList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	Items []DockOccupancy `json:"items"`
+}

@@ -36,6 +36,16 @@ func (in DockList) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in DockOccupancy) OpenAPIModelName() string {
+	return "com.example.marina.pkg.apis.marina.v1alpha1.DockOccupancy"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in DockOccupancyList) OpenAPIModelName() string {
+	return "com.example.marina.pkg.apis.marina.v1alpha1.DockOccupancyList"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in DockSpec) OpenAPIModelName() string {
 	return "com.example.marina.pkg.apis.marina.v1alpha1.DockSpec"
 }

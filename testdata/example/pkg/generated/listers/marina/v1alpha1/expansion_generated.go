@@ -14,6 +14,10 @@ type BoatNamespaceListerExpansion interface{}
 // DockLister.
 type DockListerExpansion interface{}
 
+// DockOccupancyListerExpansion allows custom methods to be added to
+// DockOccupancyLister.
+type DockOccupancyListerExpansion interface{}
+
 // FleetListerExpansion allows custom methods to be added to
 // FleetLister.
 type FleetListerExpansion interface{}

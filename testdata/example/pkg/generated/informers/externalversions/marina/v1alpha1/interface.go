@@ -12,6 +12,8 @@ type Interface interface {
 	Boats() TypedBoatInformer
 	// Docks returns a DockInformer.
 	Docks() TypedDockInformer
+	// Dockoccupancies returns a DockOccupancyInformer.
+	Dockoccupancies() TypedDockOccupancyInformer
 	// Fleets returns a FleetInformer.
 	Fleets() TypedFleetInformer
 }
@@ -35,6 +37,11 @@ func (v *version) Boats() TypedBoatInformer {
 // Docks returns a TypedDockInformer.
 func (v *version) Docks() TypedDockInformer {
 	return &dockInformer{factory: v.factory, tweakListOptions: v.tweakListOptions}
+}
+
+// Dockoccupancies returns a TypedDockOccupancyInformer.
+func (v *version) Dockoccupancies() TypedDockOccupancyInformer {
+	return &dockOccupancyInformer{factory: v.factory, tweakListOptions: v.tweakListOptions}
 }
 
 // Fleets returns a TypedFleetInformer.

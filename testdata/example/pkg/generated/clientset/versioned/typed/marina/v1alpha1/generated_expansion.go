@@ -6,4 +6,6 @@ type BoatExpansion interface{}
 
 type DockExpansion interface{}
 
+type DockOccupancyExpansion interface{}
+
 type FleetExpansion interface{}

@@ -14,6 +14,7 @@ type MarinaV1alpha1Interface interface {
 	RESTClient() rest.Interface
 	BoatsGetter
 	DocksGetter
+	DockoccupanciesGetter
 	FleetsGetter
 }
 
@@ -28,6 +29,10 @@ func (c *MarinaV1alpha1Client) Boats(namespace string) BoatInterface {
 
 func (c *MarinaV1alpha1Client) Docks() DockInterface {
 	return newDocks(c)
+}
+
+func (c *MarinaV1alpha1Client) Dockoccupancies() DockOccupancyInterface {
+	return newDockoccupancies(c)
 }
 
 func (c *MarinaV1alpha1Client) Fleets(namespace string) FleetInterface {

@@ -20,6 +20,10 @@ func (c *FakeMarinaV1alpha1) Docks() v1alpha1.DockInterface {
 	return newFakeDocks(c)
 }
 
+func (c *FakeMarinaV1alpha1) Dockoccupancies() v1alpha1.DockOccupancyInterface {
+	return newFakeDockoccupancies(c)
+}
+
 func (c *FakeMarinaV1alpha1) Fleets(namespace string) v1alpha1.FleetInterface {
 	return newFakeFleets(c, namespace)
 }

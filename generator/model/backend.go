@@ -1,0 +1,64 @@
+package model
+
+import (
+	"strings"
+
+	"github.com/aagen-dev/aagen/generator/markers"
+)
+
+// backendMarker reads +aagen:backend on a kind and refuses what a kind served from the
+// user's backend cannot have: the /status and /scale subresources, which the generated
+// storage serves from etcd. It reports whether the kind is good.
+func (b *builder) backendMarker(k *Kind, ms markers.Set) bool {
+	m, ok := ms.Get("aagen:backend")
+	if !ok || m.Value == "false" {
+		return true
+	}
+	k.Backend = true
+	k.BackendPos = m.Pos
+	good := true
+	if sm, ok := ms.Get("kubebuilder:subresource:status"); ok {
+		b.errorf(sm.Pos, "remove +kubebuilder:subresource:status: a kind served from your backend has no /status subresource "+
+			"(your backend's Update may still write the status)",
+			"%s has +aagen:backend and +kubebuilder:subresource:status", k.Name)
+		good = false
+	} else if k.HasStatus {
+		b.errorf(m.Pos, "add `// +genclient:noStatus` to "+k.Name+" (a kind served from your backend has no /status subresource), or rename its Status field",
+			"%s has +aagen:backend and a Status field, which +genclient serves as the /status subresource", k.Name)
+		good = false
+	}
+	if sm, ok := ms.Get("kubebuilder:subresource:scale"); ok {
+		b.errorf(sm.Pos, "remove +kubebuilder:subresource:scale: a kind served from your backend has no /scale subresource",
+			"%s has +aagen:backend and +kubebuilder:subresource:scale", k.Name)
+		good = false
+	}
+	return good
+}
+
+// backendResource sets r.Backend when its kinds are served from a backend, and refuses a
+// kind marked +aagen:backend in some of its versions only: one storage serves every version.
+func (b *builder) backendResource(r *Resource) {
+	var marked, unmarked []string
+	for _, k := range r.Versions {
+		if k.Backend {
+			marked = append(marked, k.Version.Name)
+		} else {
+			unmarked = append(unmarked, k.Version.Name)
+		}
+	}
+	switch {
+	case len(marked) == 0:
+	case len(unmarked) == 0:
+		r.Backend = true
+	default:
+		var pos = r.Versions[0].Pos
+		for _, k := range r.Versions {
+			if k.Backend {
+				pos = k.BackendPos
+				break
+			}
+		}
+		b.errorf(pos, "add `// +aagen:backend` to "+r.Kind+" in every version, or remove it from all: one storage serves every version of a kind",
+			"kind %s of group %s is marked +aagen:backend in %s but not in %s", r.Kind, r.Group.Name, strings.Join(marked, ", "), strings.Join(unmarked, ", "))
+	}
+}
