@@ -566,17 +566,31 @@ func guard(tool, phase string, fn func() error) (err error) {
 	return fn()
 }
 
-// pluralExceptions lists "Kind:plural" for kinds whose resource name is not
-// the one code-generator would derive.
+// pluralExceptions lists "Kind:Plural" for every kind, so that the generators
+// use the kind's resource name. gengo's namers return an exception as given,
+// with only its first letter changed (DockOccupancies() in the clientset,
+// dockoccupancies in URLs), so the plural carries the kind's capitals: see
+// camelPlural.
 func (in Input) pluralExceptions() []string {
 	var out []string
 	for _, p := range in.Packages {
 		for _, k := range p.Kinds {
 			if k.Plural != "" {
-				out = append(out, k.Name+":"+k.Plural)
+				out = append(out, k.Name+":"+camelPlural(k.Name, k.Plural))
 			}
 		}
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
+}
+
+// camelPlural spells the lower-case resource name plural with the capitals of
+// kind where the two agree letter for letter: DockOccupancy and
+// dockoccupancies give DockOccupancies.
+func camelPlural(kind, plural string) string {
+	n := 0
+	for n < len(kind) && n < len(plural) && strings.EqualFold(kind[n:n+1], plural[n:n+1]) {
+		n++
+	}
+	return kind[:n] + plural[n:]
 }

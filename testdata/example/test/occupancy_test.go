@@ -40,7 +40,7 @@ func TestDockOccupancy(t *testing.T) {
 		}
 	}
 	boat("a", "west")
-	occ := m.Dockoccupancies()
+	occ := m.DockOccupancies()
 	var west *marinav1alpha1.DockOccupancy
 	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		var err error
@@ -115,7 +115,7 @@ func TestDockOccupancy(t *testing.T) {
 
 	// An informer from the generated factory syncs (list, then watch) and sees the change.
 	factory := externalversions.NewSharedInformerFactory(cs, 0)
-	lister := factory.Marina().V1alpha1().Dockoccupancies().Lister()
+	lister := factory.Marina().V1alpha1().DockOccupancies().Lister()
 	stop := make(chan struct{})
 	factory.Start(stop)
 	defer func() {
