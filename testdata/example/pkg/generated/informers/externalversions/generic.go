@@ -42,7 +42,7 @@ func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource
 	case v1alpha1.SchemeGroupVersion.WithResource("docks"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Marina().V1alpha1().Docks().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("dockoccupancies"):
-		return &genericInformer{resource: resource.GroupResource(), informer: f.Marina().V1alpha1().Dockoccupancies().Informer()}, nil
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Marina().V1alpha1().DockOccupancies().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("fleets"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Marina().V1alpha1().Fleets().Informer()}, nil
 

@@ -9,10 +9,10 @@ import (
 	cache "k8s.io/client-go/tools/cache"
 )
 
-// DockOccupancyLister helps list Dockoccupancies.
+// DockOccupancyLister helps list DockOccupancies.
 // All objects returned here must be treated as read-only.
 type DockOccupancyLister interface {
-	// List lists all Dockoccupancies in the indexer.
+	// List lists all DockOccupancies in the indexer.
 	// Objects returned here must be treated as read-only.
 	List(selector labels.Selector) (ret []*marinav1alpha1.DockOccupancy, err error)
 	// Get retrieves the DockOccupancy from the index for a given name.

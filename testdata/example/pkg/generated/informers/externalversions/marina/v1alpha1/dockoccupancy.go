@@ -18,14 +18,14 @@ import (
 )
 
 // DockOccupancyInformer provides access to a shared informer and lister for
-// Dockoccupancies. Prefer using the type-safe variant (see [TypedDockOccupancyInformer]).
+// DockOccupancies. Prefer using the type-safe variant (see [TypedDockOccupancyInformer]).
 type DockOccupancyInformer interface {
 	Informer() cache.SharedIndexInformer
 	Lister() marinav1alpha1.DockOccupancyLister
 }
 
 // TypedDockOccupancyInformer provides access to a shared informer and lister for
-// Dockoccupancies, including the type-safe TypedInformer variant.
+// DockOccupancies, including the type-safe TypedInformer variant.
 // It is a superset of DockOccupancyInformer.
 type TypedDockOccupancyInformer interface {
 	Informer() cache.SharedIndexInformer
@@ -108,25 +108,25 @@ func NewTypedDockOccupancyInformerWithOptions(client versioned.Interface, option
 				if tweakListOptions != nil {
 					tweakListOptions(&opts)
 				}
-				return client.MarinaV1alpha1().Dockoccupancies().List(context.Background(), opts)
+				return client.MarinaV1alpha1().DockOccupancies().List(context.Background(), opts)
 			},
 			WatchFunc: func(opts v1.ListOptions) (watch.Interface, error) {
 				if tweakListOptions != nil {
 					tweakListOptions(&opts)
 				}
-				return client.MarinaV1alpha1().Dockoccupancies().Watch(context.Background(), opts)
+				return client.MarinaV1alpha1().DockOccupancies().Watch(context.Background(), opts)
 			},
 			ListWithContextFunc: func(ctx context.Context, opts v1.ListOptions) (runtime.Object, error) {
 				if tweakListOptions != nil {
 					tweakListOptions(&opts)
 				}
-				return client.MarinaV1alpha1().Dockoccupancies().List(ctx, opts)
+				return client.MarinaV1alpha1().DockOccupancies().List(ctx, opts)
 			},
 			WatchFuncWithContext: func(ctx context.Context, opts v1.ListOptions) (watch.Interface, error) {
 				if tweakListOptions != nil {
 					tweakListOptions(&opts)
 				}
-				return client.MarinaV1alpha1().Dockoccupancies().Watch(ctx, opts)
+				return client.MarinaV1alpha1().DockOccupancies().Watch(ctx, opts)
 			},
 		}, client),
 		&apismarinav1alpha1.DockOccupancy{},

@@ -12,8 +12,8 @@ type Interface interface {
 	Boats() TypedBoatInformer
 	// Docks returns a DockInformer.
 	Docks() TypedDockInformer
-	// Dockoccupancies returns a DockOccupancyInformer.
-	Dockoccupancies() TypedDockOccupancyInformer
+	// DockOccupancies returns a DockOccupancyInformer.
+	DockOccupancies() TypedDockOccupancyInformer
 	// Fleets returns a FleetInformer.
 	Fleets() TypedFleetInformer
 }
@@ -39,8 +39,8 @@ func (v *version) Docks() TypedDockInformer {
 	return &dockInformer{factory: v.factory, tweakListOptions: v.tweakListOptions}
 }
 
-// Dockoccupancies returns a TypedDockOccupancyInformer.
-func (v *version) Dockoccupancies() TypedDockOccupancyInformer {
+// DockOccupancies returns a TypedDockOccupancyInformer.
+func (v *version) DockOccupancies() TypedDockOccupancyInformer {
 	return &dockOccupancyInformer{factory: v.factory, tweakListOptions: v.tweakListOptions}
 }
 

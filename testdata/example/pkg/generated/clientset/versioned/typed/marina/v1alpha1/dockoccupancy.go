@@ -12,10 +12,10 @@ import (
 	gentype "k8s.io/client-go/gentype"
 )
 
-// DockoccupanciesGetter has a method to return a DockOccupancyInterface.
+// DockOccupanciesGetter has a method to return a DockOccupancyInterface.
 // A group's client should implement this interface.
-type DockoccupanciesGetter interface {
-	Dockoccupancies() DockOccupancyInterface
+type DockOccupanciesGetter interface {
+	DockOccupancies() DockOccupancyInterface
 }
 
 // DockOccupancyInterface has methods to work with DockOccupancy resources.
@@ -26,14 +26,14 @@ type DockOccupancyInterface interface {
 	DockOccupancyExpansion
 }
 
-// dockoccupancies implements DockOccupancyInterface
-type dockoccupancies struct {
+// dockOccupancies implements DockOccupancyInterface
+type dockOccupancies struct {
 	*gentype.ClientWithList[*marinav1alpha1.DockOccupancy, *marinav1alpha1.DockOccupancyList]
 }
 
-// newDockoccupancies returns a Dockoccupancies
-func newDockoccupancies(c *MarinaV1alpha1Client) *dockoccupancies {
-	return &dockoccupancies{
+// newDockOccupancies returns a DockOccupancies
+func newDockOccupancies(c *MarinaV1alpha1Client) *dockOccupancies {
+	return &dockOccupancies{
 		gentype.NewClientWithList[*marinav1alpha1.DockOccupancy, *marinav1alpha1.DockOccupancyList](
 			"dockoccupancies",
 			c.RESTClient(),

@@ -14,7 +14,7 @@ type MarinaV1alpha1Interface interface {
 	RESTClient() rest.Interface
 	BoatsGetter
 	DocksGetter
-	DockoccupanciesGetter
+	DockOccupanciesGetter
 	FleetsGetter
 }
 
@@ -31,8 +31,8 @@ func (c *MarinaV1alpha1Client) Docks() DockInterface {
 	return newDocks(c)
 }
 
-func (c *MarinaV1alpha1Client) Dockoccupancies() DockOccupancyInterface {
-	return newDockoccupancies(c)
+func (c *MarinaV1alpha1Client) DockOccupancies() DockOccupancyInterface {
+	return newDockOccupancies(c)
 }
 
 func (c *MarinaV1alpha1Client) Fleets(namespace string) FleetInterface {

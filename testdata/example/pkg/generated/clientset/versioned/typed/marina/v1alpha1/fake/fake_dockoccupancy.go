@@ -8,14 +8,14 @@ import (
 	gentype "k8s.io/client-go/gentype"
 )
 
-// fakeDockoccupancies implements DockOccupancyInterface
-type fakeDockoccupancies struct {
+// fakeDockOccupancies implements DockOccupancyInterface
+type fakeDockOccupancies struct {
 	*gentype.FakeClientWithList[*v1alpha1.DockOccupancy, *v1alpha1.DockOccupancyList]
 	Fake *FakeMarinaV1alpha1
 }
 
-func newFakeDockoccupancies(fake *FakeMarinaV1alpha1) marinav1alpha1.DockOccupancyInterface {
-	return &fakeDockoccupancies{
+func newFakeDockOccupancies(fake *FakeMarinaV1alpha1) marinav1alpha1.DockOccupancyInterface {
+	return &fakeDockOccupancies{
 		gentype.NewFakeClientWithList[*v1alpha1.DockOccupancy, *v1alpha1.DockOccupancyList](
 			fake.Fake,
 			"",

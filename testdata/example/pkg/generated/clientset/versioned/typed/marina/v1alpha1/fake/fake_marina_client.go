@@ -20,8 +20,8 @@ func (c *FakeMarinaV1alpha1) Docks() v1alpha1.DockInterface {
 	return newFakeDocks(c)
 }
 
-func (c *FakeMarinaV1alpha1) Dockoccupancies() v1alpha1.DockOccupancyInterface {
-	return newFakeDockoccupancies(c)
+func (c *FakeMarinaV1alpha1) DockOccupancies() v1alpha1.DockOccupancyInterface {
+	return newFakeDockOccupancies(c)
 }
 
 func (c *FakeMarinaV1alpha1) Fleets(namespace string) v1alpha1.FleetInterface {
