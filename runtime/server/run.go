@@ -121,6 +121,8 @@ func New(spec Spec, o *Options) (*genericapiserver.GenericAPIServer, genericapis
 			return nil, nil, err
 		}
 	}
+	open := newOpenSubresources()
+	cfg.LongRunningFunc = open.longRunningFunc(cfg.LongRunningFunc)
 
 	srv, err := cfg.Complete().New(spec.Name, genericapiserver.NewEmptyDelegate())
 	if err != nil {
@@ -128,13 +130,16 @@ func New(spec Spec, o *Options) (*genericapiserver.GenericAPIServer, genericapis
 	}
 	var migrated []migratedResource
 	for _, g := range spec.Groups {
-		m, err := installGroup(srv, spec, g, codecs, cfg.RESTOptionsGetter, inspectors)
+		m, err := installGroup(srv, spec, g, codecs, cfg.RESTOptionsGetter, inspectors, open)
 		if err != nil {
 			return nil, nil, err
 		}
 		migrated = append(migrated, m...)
 	}
 	if err := installStorageMigration(srv, migrated, ro.Etcd.StorageConfig, o.StorageMigrationQPS); err != nil {
+		return nil, nil, err
+	}
+	if err := open.installDrain(srv); err != nil {
 		return nil, nil, err
 	}
 	var announce genericapiserver.PostStartHookFunc
@@ -147,7 +152,7 @@ func New(spec Spec, o *Options) (*genericapiserver.GenericAPIServer, genericapis
 // installGroup builds the storage of each resource of g once and installs it under every
 // version the resource is served in.
 // It returns the resources whose stored objects the storage-version migration looks at.
-func installGroup(srv *genericapiserver.GenericAPIServer, spec Spec, g Group, codecs serializer.CodecFactory, getter generic.RESTOptionsGetter, inspectors bodyInspectors) ([]migratedResource, error) {
+func installGroup(srv *genericapiserver.GenericAPIServer, spec Spec, g Group, codecs serializer.CodecFactory, getter generic.RESTOptionsGetter, inspectors bodyInspectors, open *openSubresources) ([]migratedResource, error) {
 	info := genericapiserver.NewDefaultAPIGroupInfo(g.Name, spec.Scheme, metav1.ParameterCodec, codecs)
 	info.NegotiatedSerializer = groupSerializer(codecs, spec.Scheme, g.groupVersions())
 	var migrated []migratedResource
@@ -164,6 +169,7 @@ func installGroup(srv *genericapiserver.GenericAPIServer, spec Spec, g Group, co
 			}
 			for path, s := range storage {
 				info.VersionedResourcesStorageMap[v.Name][path] = s
+				open.add(g.Name, path, s)
 				if bi, ok := s.(registry.BodyInspector); ok {
 					inspectors[schema.GroupResource{Group: g.Name, Resource: path}] = bi
 				}
