@@ -180,3 +180,28 @@ func subresourceRoles(k *model.Kind) (edit, view []string) {
 	}
 	return edit, view
 }
+
+// subresourceDoc describes an imperative subresource in the API reference.
+func subresourceDoc(k *model.Kind, s model.Subresource) string {
+	switch s.Type {
+	case model.Action:
+		out := k.Name
+		switch s.Output {
+		case "":
+		case "Status":
+			out = "Status"
+		default:
+			out = s.Output
+		}
+		return fmt.Sprintf("action: POST a `%s`, answered with a `%s`", s.Input, out)
+	case model.View:
+		if s.Writable {
+			return fmt.Sprintf("view: get, update, patch a `%s`", s.Object)
+		}
+		return fmt.Sprintf("view: get a `%s`", s.Object)
+	case model.Stream:
+		return "stream: GET answers text as it is written; `?follow=true` keeps it open"
+	default:
+		return "connection: websocket (`v5.channel.k8s.io`: stdin, stdout, stderr), GET or POST"
+	}
+}

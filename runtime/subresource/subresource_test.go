@@ -99,7 +99,9 @@ func TestActionChangesAndAnswers(t *testing.T) {
 	if _, err := a.Create(context.Background(), "nowhere", &metav1.Status{}, admit, &metav1.CreateOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("missing object: want 404, got %v", err)
 	}
-	refuse := func(ctx context.Context, obj runtime.Object) error { return apierrors.NewForbidden(boats, "aurora", errors.New("no")) }
+	refuse := func(ctx context.Context, obj runtime.Object) error {
+		return apierrors.NewForbidden(boats, "aurora", errors.New("no"))
+	}
 	if _, err := a.Create(context.Background(), "aurora", &metav1.Status{}, refuse, &metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("refused by admission: want 403, got %v", err)
 	}
