@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"golang.org/x/tools/go/packages"
+
+	"github.com/aagen-dev/aagen/generator/markers"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -71,75 +73,80 @@ var subresourceMarkers = map[string]SubresourceType{
 func (b *builder) subresources(p *packages.Package, k *Kind, d typeDecl) bool {
 	good := true
 	seen := map[string]bool{"status": true, "scale": true}
-	var markerNames []string
-	for name := range subresourceMarkers {
-		markerNames = append(markerNames, name)
+	type declared struct {
+		name string
+		m    markers.Marker
 	}
-	sort.Strings(markerNames)
-	var subs []Subresource
-	for _, mname := range markerNames {
-		for _, m := range d.markers.All(mname) {
-			s := Subresource{Type: subresourceMarkers[mname], Name: m.Args["name"], Pos: m.Pos}
-			fail := func(fix, format string, args ...any) {
-				b.errorf(m.Pos, fix, "+%s on %s: "+format, append([]any{mname, k.Name}, args...)...)
-				good = false
-			}
-			switch {
-			case s.Name == "":
-				fail("add name=<subresource>, e.g. name=restart", "no name")
-				continue
-			case len(validation.IsDNS1035Label(s.Name)) > 0:
-				fail("use lower-case letters, digits and '-', starting with a letter", "%q is not a valid subresource name", s.Name)
-				continue
-			case seen[s.Name]:
-				fail("give every subresource of the kind its own name", "subresource %q is declared twice or is built in", s.Name)
-				continue
-			}
-			seen[s.Name] = true
-			objectType := func(arg, what string) string {
-				t := m.Args[arg]
-				if t == "" {
-					fail("add "+arg+"=<type>, a struct of "+k.Version.PkgName+" with metav1.TypeMeta", "no %s", what)
-					return ""
-				}
-				if !b.subresourceType(p, t) {
-					fail("declare `type "+t+" struct { metav1.TypeMeta `json:\",inline\"`; ... }` in "+k.Version.PkgName+" (kinds and their lists are not allowed)",
-						"%s %q is not a struct of package %s embedding metav1.TypeMeta", what, t, k.Version.PkgName)
-					return ""
-				}
-				return t
-			}
-			switch s.Type {
-			case Action:
-				s.Input = objectType("input", "input type")
-				switch out := m.Args["output"]; out {
-				case "", k.Name:
-				case "Status":
-					s.Output = "Status"
-				default:
-					s.Output = objectType("output", "output type")
-				}
-			case View:
-				s.Object = objectType("type", "view type")
-				switch u := m.Args["update"]; u {
-				case "", "false":
-				case "true":
-					s.Writable = true
-				default:
-					fail("use update=true or leave it out", "update=%q", u)
-				}
-			case Stream, Connection:
-				if !contains(kubeLongRunning, s.Name) {
-					b.diags = append(b.diags, Diagnostic{Pos: m.Pos, Warning: true,
-						Msg: "+" + mname + " on " + k.Name + ": through kube-apiserver's aggregator, requests to " + k.Plural + "/" + s.Name +
-							" are cut after kube-apiserver's --request-timeout (default 1m): it exempts only the subresources named " + strings.Join(kubeLongRunning, ", "),
-						Fix: "name it one of " + strings.Join(kubeLongRunning, ", ") + " if it must stay open longer"})
-				}
-			}
-			subs = append(subs, s)
+	var all []declared
+	for name := range subresourceMarkers {
+		for _, m := range d.markers.All(name) {
+			all = append(all, declared{name, m})
 		}
 	}
-	sort.SliceStable(subs, func(i, j int) bool { return subs[i].Pos.Line < subs[j].Pos.Line })
+	// In the order written: a duplicate is reported where it is repeated.
+	sort.Slice(all, func(i, j int) bool { return all[i].m.Pos.Offset < all[j].m.Pos.Offset })
+	var subs []Subresource
+	for _, dm := range all {
+		mname, m := dm.name, dm.m
+		s := Subresource{Type: subresourceMarkers[mname], Name: m.Args["name"], Pos: m.Pos}
+		fail := func(fix, format string, args ...any) {
+			b.errorf(m.Pos, fix, "+%s on %s: "+format, append([]any{mname, k.Name}, args...)...)
+			good = false
+		}
+		switch {
+		case s.Name == "":
+			fail("add name=<subresource>, e.g. name=restart", "no name")
+			continue
+		case len(validation.IsDNS1035Label(s.Name)) > 0:
+			fail("use lower-case letters, digits and '-', starting with a letter", "%q is not a valid subresource name", s.Name)
+			continue
+		case seen[s.Name]:
+			fail("give every subresource of the kind its own name", "subresource %q is declared twice or is built in", s.Name)
+			continue
+		}
+		seen[s.Name] = true
+		objectType := func(arg, what string) string {
+			t := m.Args[arg]
+			if t == "" {
+				fail("add "+arg+"=<type>, a struct of "+k.Version.PkgName+" with metav1.TypeMeta", "no %s", what)
+				return ""
+			}
+			if !b.subresourceType(p, t) {
+				fail("declare `type "+t+" struct { metav1.TypeMeta `json:\",inline\"`; ... }` in "+k.Version.PkgName+" (kinds and their lists are not allowed)",
+					"%s %q is not a struct of package %s embedding metav1.TypeMeta", what, t, k.Version.PkgName)
+				return ""
+			}
+			return t
+		}
+		switch s.Type {
+		case Action:
+			s.Input = objectType("input", "input type")
+			switch out := m.Args["output"]; out {
+			case "", k.Name:
+			case "Status":
+				s.Output = "Status"
+			default:
+				s.Output = objectType("output", "output type")
+			}
+		case View:
+			s.Object = objectType("type", "view type")
+			switch u := m.Args["update"]; u {
+			case "", "false":
+			case "true":
+				s.Writable = true
+			default:
+				fail("use update=true or leave it out", "update=%q", u)
+			}
+		case Stream, Connection:
+			if !contains(kubeLongRunning, s.Name) {
+				b.diags = append(b.diags, Diagnostic{Pos: m.Pos, Warning: true,
+					Msg: "+" + mname + " on " + k.Name + ": through kube-apiserver's aggregator, requests to " + k.Plural + "/" + s.Name +
+						" are cut after kube-apiserver's --request-timeout (default 1m): it exempts only the subresources named " + strings.Join(kubeLongRunning, ", "),
+					Fix: "name it one of " + strings.Join(kubeLongRunning, ", ") + " if it must stay open longer"})
+			}
+		}
+		subs = append(subs, s)
+	}
 	k.Subresources = subs
 	return good
 }
