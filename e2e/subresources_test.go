@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -80,6 +81,54 @@ func testSubresources(t *testing.T, ctx context.Context, cp *cluster.ControlPlan
 		}
 		if out, err := kubectl(t, cp.Kubeconfig, "", "create", "--raw", boatsPath+"/kestrel/depart", "-f", body); err == nil || !strings.Contains(out, "already departed") {
 			t.Errorf("second departure: want a Conflict, got %v\n%s", err, out)
+		}
+	})
+
+	// A ValidatingAdmissionPolicy on boats/depart (CREATE of the body) is enforced by the
+	// generated server's admission: kube-apiserver only proxies aggregated requests.
+	t.Run("admission runs on the action", func(t *testing.T) {
+		name := "no-departures-to-atlantis"
+		policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+				FailurePolicy: ptrTo(admissionregistrationv1.Fail),
+				MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+						Rule: admissionregistrationv1.Rule{APIGroups: []string{"marina.example.com"}, APIVersions: []string{"*"}, Resources: []string{"boats/depart"}},
+					},
+				}}},
+				Validations: []admissionregistrationv1.Validation{{Expression: "object.destination != 'Atlantis'", Message: "Atlantis is not on the chart"}},
+			},
+		}
+		if _, err := kube.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: name,
+				ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}},
+		}
+		if _, err := kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := dyn.Resource(boatsGVR).Namespace(ns).Create(ctx, boat("petrel", nil, 6), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		depart := func(to string) error {
+			return kube.CoreV1().RESTClient().Post().AbsPath(boatsPath, "petrel", "depart").SetHeader("Content-Type", "application/json").
+				Body([]byte(`{"apiVersion":"marina.example.com/v1alpha1","kind":"DepartureRequest","destination":"` + to + `"}`)).Do(ctx).Error()
+		}
+		// The server's policy informer picks the policy up within seconds.
+		var err error
+		if werr := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			err = depart("Atlantis")
+			return err != nil, nil
+		}); werr != nil || !strings.Contains(err.Error(), "Atlantis is not on the chart") {
+			t.Fatalf("departure to Atlantis: want the policy's denial, got %v", err)
+		}
+		if err := depart("Cork"); err != nil {
+			t.Errorf("departure to Cork: %v", err)
 		}
 	})
 
