@@ -115,19 +115,27 @@ func testSubresources(t *testing.T, ctx context.Context, cp *cluster.ControlPlan
 		if _, err := dyn.Resource(boatsGVR).Namespace(ns).Create(ctx, boat("petrel", nil, 6), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		depart := func(to string) error {
-			return kube.CoreV1().RESTClient().Post().AbsPath(boatsPath, "petrel", "depart").SetHeader("Content-Type", "application/json").
-				Body([]byte(`{"apiVersion":"marina.example.com/v1alpha1","kind":"DepartureRequest","destination":"` + to + `"}`)).Do(ctx).Error()
+		depart := func(to string, dryRun bool) error {
+			req := kube.CoreV1().RESTClient().Post().AbsPath(boatsPath, "petrel", "depart").SetHeader("Content-Type", "application/json").
+				Body([]byte(`{"apiVersion":"marina.example.com/v1alpha1","kind":"DepartureRequest","destination":"` + to + `"}`))
+			if dryRun {
+				req = req.Param("dryRun", "All")
+			}
+			return req.Do(ctx).Error()
 		}
-		// The server's policy informer picks the policy up within seconds.
+		// The server's policy informer picks the policy up within seconds; until then the
+		// dry runs succeed and change nothing.
 		var err error
 		if werr := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-			err = depart("Atlantis")
+			err = depart("Atlantis", true)
 			return err != nil, nil
 		}); werr != nil || !strings.Contains(err.Error(), "Atlantis is not on the chart") {
 			t.Fatalf("departure to Atlantis: want the policy's denial, got %v", err)
 		}
-		if err := depart("Cork"); err != nil {
+		if err := depart("Atlantis", false); err == nil || !strings.Contains(err.Error(), "Atlantis is not on the chart") {
+			t.Errorf("departure to Atlantis: want the policy's denial, got %v", err)
+		}
+		if err := depart("Cork", false); err != nil {
 			t.Errorf("departure to Cork: %v", err)
 		}
 	})
