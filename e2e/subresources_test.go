@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -218,6 +219,22 @@ func testSubresources(t *testing.T, ctx context.Context, cp *cluster.ControlPlan
 		}
 		if _, err := attach(cp.PKI.User(t, cp.Admin, "victor"), cp.Host); err == nil || !strings.Contains(err.Error(), "403") && !apierrors.IsForbidden(err) {
 			t.Errorf("victor (view) attach through kube-apiserver: want 403, got %v", err)
+		}
+	})
+
+	t.Run("SPDY connection through kube-apiserver", func(t *testing.T) {
+		u, err := url.Parse(strings.TrimSuffix(cp.Host, "/") + boatsPath + "/kestrel/attach?stdin=true&stdout=true")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ex, err := remotecommand.NewSPDYExecutor(cp.PKI.User(t, cp.Admin, "alice"), "POST", u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		err = ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: strings.NewReader("radio check\nsecurite\n"), Stdout: &out})
+		if err != nil || out.String() != radioLog {
+			t.Fatalf("alice (edit) attach over SPDY through kube-apiserver: %v\n%q", err, out.String())
 		}
 	})
 

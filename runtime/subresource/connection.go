@@ -15,6 +15,7 @@ import (
 	remotecommandconsts "k8s.io/apimachinery/pkg/util/remotecommand"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/klog/v2"
+	"k8s.io/streaming/pkg/httpstream"
 	"k8s.io/streaming/pkg/httpstream/wsstream"
 )
 
@@ -39,7 +40,8 @@ type ConnectionFunc[T runtime.Object] func(ctx context.Context, obj T, s Session
 // Connection is the storage of a connection subresource: an upgraded bidirectional stream
 // on <plural>/<name>/<sub>, like pods/attach, speaking the websocket channel protocol
 // v5.channel.k8s.io of client-go's websocket executor and kubectl (channels 0 stdin,
-// 1 stdout, 2 stderr, 3 error, 4 resize, and the close signal 255). The query parameters
+// 1 stdout, 2 stderr, 3 error, 4 resize, and the close signal 255), or the same protocol
+// (v5 or v4) over SPDY for clients that still use client-go's SPDY executor. The query parameters
 // stdin, stdout and stderr (true or false, as for pods/attach) choose the channels; without
 // any, stdin and stdout are open. GET is authorized as verb get and POST as create on
 // "<plural>/<sub>", as for pods/exec; admission sees a CONNECT.
@@ -87,8 +89,9 @@ func (c *Connection[T]) Connect(ctx context.Context, name string, _ runtime.Obje
 		return nil, err
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		if !wsstream.IsWebSocketRequest(req) {
-			writeStatus(w, apierrors.NewBadRequest(fmt.Sprintf("%s is a websocket connection (protocol %s): upgrade the request, "+
+		websocket := wsstream.IsWebSocketRequest(req)
+		if !websocket && !httpstream.IsUpgradeRequest(req) {
+			writeStatus(w, apierrors.NewBadRequest(fmt.Sprintf("%s is a connection (protocol %s over a websocket or SPDY): upgrade the request, "+
 				"e.g. with client-go's remotecommand.NewWebSocketExecutor", req.URL.Path, remotecommandconsts.StreamProtocolV5Name)))
 			return
 		}
@@ -97,7 +100,11 @@ func (c *Connection[T]) Connect(ctx context.Context, name string, _ runtime.Obje
 			writeStatus(w, apierrors.NewBadRequest(err.Error()))
 			return
 		}
-		c.serve(w, req, obj, open)
+		if websocket {
+			c.serve(w, req, obj, open)
+		} else {
+			c.serveSPDY(w, req, obj, open)
+		}
 	}), nil
 }
 
@@ -184,6 +191,16 @@ func (c *Connection[T]) serve(w http.ResponseWriter, req *http.Request, obj T, o
 	if ctx.Err() != nil && req.Context().Err() != nil {
 		return // the client is gone
 	}
+	body, err := statusJSON(ctx, fnErr)
+	if err != nil {
+		return
+	}
+	_, _ = writer(remotecommandconsts.StreamErr).Write(body)
+}
+
+// statusJSON is the status of a connection whose function returned fnErr, as the error
+// channel carries it: a metav1.Status in JSON.
+func statusJSON(ctx context.Context, fnErr error) ([]byte, error) {
 	st := metav1.Status{Status: metav1.StatusSuccess}
 	if fnErr != nil {
 		if ctx.Err() != nil {
@@ -194,11 +211,7 @@ func (c *Connection[T]) serve(w http.ResponseWriter, req *http.Request, obj T, o
 			st = se.Status()
 		}
 	}
-	body, err := json.Marshal(&st)
-	if err != nil {
-		return
-	}
-	_, _ = writer(remotecommandconsts.StreamErr).Write(body)
+	return json.Marshal(&st)
 }
 
 func channelType(open bool, t wsstream.ChannelType) wsstream.ChannelType {

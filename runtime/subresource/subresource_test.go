@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -372,4 +373,42 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+func TestConnectionSPDY(t *testing.T) {
+	c := NewConnection(newParent(), func() *object { return &object{} }, radio)
+	srv := serveConnecter(t, c, true)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cfg := &restclient.Config{Host: srv.URL, TLSClientConfig: restclient.TLSClientConfig{Insecure: true}}
+	spdyExec := func(query string) remotecommand.Executor {
+		ex, err := remotecommand.NewSPDYExecutor(cfg, "POST", mustParse(t, srv.URL+query))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ex
+	}
+	var out bytes.Buffer
+	if err := spdyExec("?stdin=true&stdout=true").StreamWithContext(ctx, remotecommand.StreamOptions{
+		Stdin: strings.NewReader("radio check\n"), Stdout: &out,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if want := "aurora copies: radio check\n"; out.String() != want {
+		t.Errorf("stdout %q, want %q", out.String(), want)
+	}
+	out.Reset()
+	err := spdyExec("").StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: strings.NewReader("mayday\n"), Stdout: &out})
+	if err == nil || !strings.Contains(err.Error(), "not on this channel") {
+		t.Errorf("error status over SPDY: got %v", err)
+	}
+}
+
+func mustParse(t *testing.T, raw string) *url.URL {
+	t.Helper()
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
 }
