@@ -96,7 +96,7 @@ func testSubresources(t *testing.T, ctx context.Context, cp *cluster.ControlPlan
 				MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
 					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
 						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-						Rule: admissionregistrationv1.Rule{APIGroups: []string{"marina.example.com"}, APIVersions: []string{"*"}, Resources: []string{"boats/depart"}},
+						Rule:       admissionregistrationv1.Rule{APIGroups: []string{"marina.example.com"}, APIVersions: []string{"*"}, Resources: []string{"boats/depart"}},
 					},
 				}}},
 				Validations: []admissionregistrationv1.Validation{{Expression: "object.destination != 'Atlantis'", Message: "Atlantis is not on the chart"}},
