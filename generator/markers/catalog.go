@@ -79,8 +79,8 @@ func Default() *Registry {
 		&Definition{Name: "aagen:subresource:stream", Target: OnType, Form: Args,
 			Keys: []string{"name"},
 			Help: "A stream, GET <plural>/<name>/<sub>[?follow=true] answering chunked text as it is written, like pods/log (repeatable): name=<sub>. " +
-				"You implement Hooks.Stream<Name>; roles: view (get). kube-apiserver times out aggregated requests after --request-timeout unless the " +
-				"subresource is named attach, exec, log, portforward or proxy (a warning otherwise)."},
+				"You implement Hooks.Stream<Name>; roles: view (get). A name other than those kube-apiserver treats as long-running " +
+				"(attach, exec, log, portforward, proxy) gets a warning: kube-apiserver would apply its request timeout."},
 		&Definition{Name: "aagen:subresource:connection", Target: OnType, Form: Args,
 			Keys: []string{"name"},
 			Help: "A connection, an upgraded bidirectional stream on <plural>/<name>/<sub> like pods/attach, in the websocket protocol v5.channel.k8s.io " +
