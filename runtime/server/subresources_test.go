@@ -23,7 +23,9 @@ func TestOpenSubresourcesAreLongRunning(t *testing.T) {
 	open := newOpenSubresources()
 	newObj := func() *metav1.PartialObjectMetadata { return &metav1.PartialObjectMetadata{} }
 	stream := subresource.NewStream[*metav1.PartialObjectMetadata](nopGetter{}, newObj,
-		func(context.Context, *metav1.PartialObjectMetadata, subresource.StreamOptions, io.Writer) error { return nil })
+		func(context.Context, *metav1.PartialObjectMetadata, subresource.StreamOptions, io.Writer) error {
+			return nil
+		})
 	open.add("marina.example.com", "boats/log", stream)
 	open.add("marina.example.com", "boats/status", &plainStorage{})
 	base := func(_ *http.Request, info *request.RequestInfo) bool { return info.Verb == "watch" }
