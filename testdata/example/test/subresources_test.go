@@ -11,6 +11,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/remotecommand"
@@ -60,6 +61,13 @@ func TestSubresources(t *testing.T) {
 	}
 	if b, err := boats.Get(ctx, name, metav1.GetOptions{}); err != nil || b.Spec.Dock != "east" || b.Status.Berth != 7 || b.Status.Phase != "Berthed" {
 		t.Errorf("after UpdateBerth the boat is %+v %+v (%v)", b.Spec, b.Status, err)
+	}
+	// A merge patch of the view applies to the current view.
+	if _, err := boats.Patch(ctx, name, types.MergePatchType, []byte(`{"berth":3}`), metav1.PatchOptions{}, "berth"); err != nil {
+		t.Fatalf("merge patch of the berth: %v", err)
+	}
+	if b, err := boats.Get(ctx, name, metav1.GetOptions{}); err != nil || b.Spec.Dock != "east" || b.Status.Berth != 3 {
+		t.Errorf("after the patch the boat is %+v %+v (%v)", b.Spec, b.Status, err)
 	}
 	// A view that breaks the kind's schema is refused like any update of the boat.
 	berth.Dock = "Not A Dock"
