@@ -244,6 +244,9 @@ func TestAggregation(t *testing.T) {
 		_, err = direct(cp.PKI.UntrustedFrontProxy(t, backend, "alice", "system:authenticated")).List(ctx, metav1.ListOptions{})
 		wantForbidden(t, "X-Remote-User from an untrusted certificate", err, `User "`+cluster.FrontProxyClientName+`" cannot list resource "boats"`)
 	})
+
+	// Last: it ends with the generated server's shutdown (subresources_test.go).
+	t.Run("imperative subresources", func(t *testing.T) { testSubresources(t, ctx, cp, backend, dir, ns) })
 }
 
 // wantForbidden fails t unless err is a 403 whose message contains want.

@@ -69,6 +69,10 @@ func TestLocalServer(t *testing.T) {
 		}{
 			"boats":         {true, "bt", "create,delete,deletecollection,get,list,patch,update,watch"},
 			"boats/status":  {true, "", "get,patch,update"},
+			"boats/depart":  {true, "", "create"},
+			"boats/berth":   {true, "", "get,patch,update"},
+			"boats/log":     {true, "", "get"},
+			"boats/attach":  {true, "", "create,get"},
 			"docks":         {false, "dk", "create,delete,deletecollection,get,list,patch,update,watch"},
 			"fleets":        {true, "fl", "create,delete,deletecollection,get,list,patch,update,watch"},
 			"fleets/status": {true, "", "get,patch,update"},

@@ -24,7 +24,7 @@ func TestArchitectureDocNames(t *testing.T) {
 		"generator": "generator", "load": "generator/load", "markers": "generator/markers", "model": "generator/model",
 		"codegen": "generator/codegen", "emit": "generator/emit", "output": "generator/output", "layout": "generator/layout",
 		"server": "runtime/server", "registry": "runtime/registry", "etcd": "runtime/etcd", "localauth": "runtime/localauth",
-		"servertest": "runtime/servertest", "cluster": "e2e/cluster",
+		"servertest": "runtime/servertest", "cluster": "e2e/cluster", "subresource": "runtime/subresource",
 	}
 	decls := map[string]map[string]bool{} // package dir -> top-level names
 	members := map[string]bool{}          // "Type.Member" over every package

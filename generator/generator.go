@@ -398,8 +398,10 @@ func codegenInput(m *model.Model, generatedPkg string, referenced []load.TypeNam
 				p.ConvertTo = v.ConvertTo.ImportPath
 			}
 			for _, k := range v.Kinds {
-				p.Kinds = append(p.Kinds, codegen.Kind{Name: k.Name, NamespaceScoped: k.NamespaceScoped, HasStatus: k.HasStatus, Plural: k.Plural, Unserved: k.Unserved})
+				p.Kinds = append(p.Kinds, codegen.Kind{Name: k.Name, NamespaceScoped: k.NamespaceScoped, HasStatus: k.HasStatus, Plural: k.Plural, Unserved: k.Unserved,
+					ClientMethods: clientMethods(k)})
 			}
+			p.Objects = v.SubresourceTypes()
 			in.Packages = append(in.Packages, p)
 		}
 		if v := g.Internal; v != nil {

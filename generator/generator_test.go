@@ -30,8 +30,12 @@ var handWritten = map[string]bool{
 	"pkg/registry/marina/dockoccupancy/backend.go": true,
 }
 
-// ownFiles are the example's hand-written tests and samples, which the golden comparison ignores.
-var ownFiles = map[string]bool{"test/clients_test.go": true, "test/occupancy_test.go": true, "config/samples/boat.yaml": true, "config/samples/dock.yaml": true}
+// ownFiles are the example's hand-written tests, samples and subresource methods (created as
+// stubs, then written by hand), which the golden comparison ignores.
+var ownFiles = map[string]bool{"test/clients_test.go": true, "test/occupancy_test.go": true, "test/subresources_test.go": true,
+	"config/samples/boat.yaml": true, "config/samples/dock.yaml": true,
+	"pkg/registry/marina/boat/subresource_depart.go": true, "pkg/registry/marina/boat/subresource_berth.go": true,
+	"pkg/registry/marina/boat/subresource_log.go": true, "pkg/registry/marina/boat/subresource_attach.go": true}
 
 // typesOnly copies the example's hand-written files (types, go.mod) to a temp module.
 func typesOnly(t *testing.T) string {

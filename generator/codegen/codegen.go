@@ -36,6 +36,9 @@ type Kind struct {
 	// Unserved kinds (+kubebuilder:unservedversion) get deepcopy, OpenAPI and
 	// conversions but no client, lister, informer or apply configuration.
 	Unserved bool
+	// ClientMethods are extra client methods, each the value of a client-gen
+	// +genclient:method tag injected on the kind (the imperative subresources).
+	ClientMethods []string
 }
 
 // Package is one group-version types package.
@@ -63,6 +66,10 @@ type Package struct {
 	// Validation holds the validation and default tags of the package's types
 	// (see validation.go); zero means none.
 	Validation Validation
+	// Objects are types other than kinds and lists that are runtime.Objects
+	// (bodies and answers of subresources): deepcopy-gen writes DeepCopyObject
+	// for them.
+	Objects []string
 }
 
 // served reports whether p serves at least one kind (and so gets clients).

@@ -115,6 +115,10 @@ func injectTags(u types.Universe, in Input) {
 		for _, k := range pkg.Kinds {
 			kinds[k.Name] = k
 		}
+		objects := map[string]bool{}
+		for _, o := range pkg.Objects {
+			objects[o] = true
+		}
 		for name, t := range p.Types {
 			k, isKind := kinds[name]
 			_, isList := kinds[strings.TrimSuffix(name, "List")]
@@ -137,8 +141,14 @@ func injectTags(u types.Universe, in Input) {
 					add = append(add, "+"+tagDeepcopyInterfaces+"="+runtimeObject)
 				}
 			}
+			if objects[name] && !hasInterface(t, runtimeObject) {
+				add = append(add, "+"+tagDeepcopyInterfaces+"="+runtimeObject)
+			}
 			if isKind && !k.Unserved && !pkg.Internal {
 				add = append(add, "+"+tagGenclient)
+				for _, m := range k.ClientMethods {
+					add = append(add, "+"+tagGenclient+":method="+m)
+				}
 				if !k.NamespaceScoped {
 					add = append(add, "+"+tagNonNamespaced)
 				}

@@ -185,6 +185,9 @@ func (d *docWriter) version(k *model.Kind) error {
 			d.printf("| `%s/{name}/scale` | the scale subresource (autoscaling/v1 Scale): replicas from `%s`, status replicas from `%s`%s |\n",
 				path, s.SpecReplicas.JSONPath, s.StatusReplicas.JSONPath, sel)
 		}
+		for _, s := range k.Subresources {
+			d.printf("| `%s/{name}/%s` | %s |\n", path, s.Name, subresourceDoc(k, s))
+		}
 		d.printf("\n")
 	}
 	if len(k.PrintColumns) > 0 {

@@ -182,6 +182,9 @@ func Deploy(m *model.Model, o Options, d DeployOptions) ([]File, error) {
 				dg.Resources = append(dg.Resources, k.Plural+"/scale")
 				dg.ReadResources = append(dg.ReadResources, k.Plural+"/scale")
 			}
+			sub, read := subresourceRoles(k)
+			dg.Resources = append(dg.Resources, sub...)
+			dg.ReadResources = append(dg.ReadResources, read...)
 		}
 		data.Groups = append(data.Groups, dg)
 	}

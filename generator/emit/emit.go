@@ -110,6 +110,11 @@ func Go(m *model.Model, o Options) ([]File, error) {
 			if err := add(path.Join(dir, "hooks.go"), UserOwned, hooks(r.Storage)); err != nil {
 				return nil, err
 			}
+			for _, sf := range subresourceFiles(r.Storage) {
+				if err := add(path.Join(dir, sf.name), sf.owner, sf.file); err != nil {
+					return nil, err
+				}
+			}
 		}
 	}
 	if err := add(path.Join(layout.APIServerDir, "zz_generated.apiserver.go"), Generated, apiserver(m, o)); err != nil {
@@ -203,6 +208,10 @@ func register(v *model.Version) *jen.File {
 	var objs []jen.Code
 	for _, k := range v.Kinds {
 		objs = append(objs, jen.Op("&").Id(k.Name).Values(), jen.Op("&").Id(k.ListName).Values())
+	}
+	// The bodies and answers of the imperative subresources.
+	for _, t := range v.SubresourceTypes() {
+		objs = append(objs, jen.Op("&").Id(t).Values())
 	}
 	if !v.OwnRegistration() {
 		body := []jen.Code{jen.Id("scheme").Dot("AddKnownTypes").Call(append([]jen.Code{jen.Id("SchemeGroupVersion")}, objs...)...)}
@@ -360,13 +369,21 @@ func storage(r *model.Resource, o Options) *jen.File {
 	}
 	f.Commentf("NewStorage builds the REST storage of %s.%s: the resource%s, on the etcd storage getter describes.",
 		k.Plural, v.Group.Name, what)
+	newStorage := jen.Qual(pkgRegistry, "NewStorage").Call(jen.Id("scheme"), jen.Id("getter"),
+		jen.Qual(pkgRegistry, "Resource").Types(ptr.Clone()).Add(structLit(fields...)))
+	body := []jen.Code{jen.Return(newStorage)}
+	if len(k.Subresources) > 0 {
+		// The imperative subresources (zz_generated.subresources.go).
+		body = []jen.Code{
+			jen.List(jen.Id("storage"), jen.Err()).Op(":=").Add(newStorage),
+			jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
+			jen.Return(jen.Id("storage"), jen.Id("addSubresources").Call(jen.Id("storage"))),
+		}
+	}
 	f.Func().Id("NewStorage").Params(
 		jen.Id("scheme").Op("*").Qual(pkgRuntime, "Scheme"),
 		jen.Id("getter").Qual(pkgGeneric, "RESTOptionsGetter"),
-	).Params(jen.Map(jen.String()).Qual(pkgRest, "Storage"), jen.Error()).Block(
-		jen.Return(jen.Qual(pkgRegistry, "NewStorage").Call(jen.Id("scheme"), jen.Id("getter"),
-			jen.Qual(pkgRegistry, "Resource").Types(ptr.Clone()).Add(structLit(fields...)))),
-	)
+	).Params(jen.Map(jen.String()).Qual(pkgRest, "Storage"), jen.Error()).Block(body...)
 	return f
 }
 

@@ -69,6 +69,28 @@ func Default() *Registry {
 		&Definition{Name: "kubebuilder:unservedversion", Target: OnType, Form: Flag,
 			Help: "Do not serve this version of the kind (not installed, not in discovery, no client); objects still convert to and from it."},
 
+		// Imperative subresources (see generator/model/subresources.go and runtime/subresource).
+		&Definition{Name: "aagen:subresource:action", Target: OnType, Form: Args,
+			Keys: []string{"name", "input", "output"},
+			Help: "An action, POST <plural>/<name>/<sub> like pods/eviction (repeatable): name=<sub>, input=<type of the body>, optional output=<type of the answer> " +
+				"(default: the kind; Status for a metav1.Status). The types are structs of the same package with metav1.TypeMeta. " +
+				"You implement Hooks.<Name> in pkg/registry/<group>/<kind>/subresource_<sub>.go; the client gets <Name>; roles: edit (create)."},
+		&Definition{Name: "aagen:subresource:view", Target: OnType, Form: Args,
+			Keys: []string{"name", "type", "update"},
+			Help: "A view, GET <plural>/<name>/<sub> answering another representation of the object like /scale (repeatable): name=<sub>, type=<view type, " +
+				"a struct of the same package with metav1.TypeMeta>, update=true to take PUT and PATCH too. You implement Hooks.Get<Name> (and Set<Name>); " +
+				"the client gets Get<Name> (and Update<Name>); roles: view (get), edit (update, patch)."},
+		&Definition{Name: "aagen:subresource:stream", Target: OnType, Form: Args,
+			Keys: []string{"name"},
+			Help: "A stream, GET <plural>/<name>/<sub>[?follow=true] answering chunked text as it is written, like pods/log (repeatable): name=<sub>. " +
+				"You implement Hooks.Stream<Name>; roles: view (get). A name other than those kube-apiserver treats as long-running " +
+				"(attach, exec, log, portforward, proxy) gets a warning: kube-apiserver would apply its request timeout."},
+		&Definition{Name: "aagen:subresource:connection", Target: OnType, Form: Args,
+			Keys: []string{"name"},
+			Help: "A connection, an upgraded bidirectional stream on <plural>/<name>/<sub> like pods/attach, in the websocket protocol v5.channel.k8s.io " +
+				"of kubectl and client-go's websocket executor (repeatable): name=<sub>. You implement Hooks.Connect<Name>; roles: edit (get, create, as pods/exec). " +
+				"Same naming advice as for streams."},
+
 		// Validation and defaulting (see generator/model/validation.go): the markers become the
 		// kind's OpenAPI schema, which the server validates every write against like a CRD's.
 		field("kubebuilder:default", Value, "Default value as JSON (e.g. 3, \"Wood\", [\"a\"]), set on create and when an object without the field is read from storage. "+

@@ -152,7 +152,8 @@ func (b *builder) pkg(p *packages.Package) {
 			kindDecls = append(kindDecls, d)
 		} else if !root {
 			for _, name := range []string{"genclient:nonNamespaced", "genclient:noStatus", "kubebuilder:resource", "kubebuilder:subresource:status", "kubebuilder:storageversion",
-				"kubebuilder:subresource:scale", "kubebuilder:printcolumn", "kubebuilder:selectablefield", "aagen:backend"} {
+				"kubebuilder:subresource:scale", "kubebuilder:printcolumn", "kubebuilder:selectablefield", "aagen:backend",
+				"aagen:subresource:action", "aagen:subresource:view", "aagen:subresource:stream", "aagen:subresource:connection"} {
 				if m, ok := d.markers.Get(name); ok && !isListDecl(p, d.spec.Name.Name) {
 					b.errorf(m.Pos, "add `// +genclient` (or `// +kubebuilder:object:root=true`) to serve the type as a kind, or remove the marker",
 						"+%s on %s, which is not marked as a kind", name, d.spec.Name.Name)
@@ -361,6 +362,9 @@ func (b *builder) kind(p *packages.Package, v *Version, d typeDecl) *Kind {
 	if !b.backendMarker(k, ms) {
 		good = false
 	}
+	if !b.subresources(p, k, d) {
+		good = false
+	}
 	if !good {
 		return nil
 	}
@@ -459,6 +463,7 @@ func (b *builder) checkVersions(g *Group) {
 			k.Resource = r
 		}
 		g.Resources = append(g.Resources, r)
+		b.checkSubresources(r)
 		var vs []string
 		for _, k := range ks {
 			vs = append(vs, k.Version.Name)

@@ -138,6 +138,9 @@ type Kind struct {
 	SelectableFields []FieldPath
 	// Scale is set when the /scale subresource is served (+kubebuilder:subresource:scale).
 	Scale *Scale
+	// Subresources are the imperative subresources (+aagen:subresource:...), in marker
+	// order; see subresources.go.
+	Subresources []Subresource
 	// Storage is set on the version of the kind that is stored (the hub): the only one, or
 	// the one marked +kubebuilder:storageversion. Its Go type is the kind's internal version.
 	Storage bool

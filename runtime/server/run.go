@@ -129,6 +129,8 @@ func New(spec Spec, o *Options) (*genericapiserver.GenericAPIServer, genericapis
 			cfg.AdmissionControl = chain
 		}
 	}
+	open := newOpenSubresources()
+	cfg.LongRunningFunc = open.longRunningFunc(cfg.LongRunningFunc)
 
 	srv, err := cfg.Complete().New(spec.Name, genericapiserver.NewEmptyDelegate())
 	if err != nil {
@@ -141,13 +143,16 @@ func New(spec Spec, o *Options) (*genericapiserver.GenericAPIServer, genericapis
 	}
 	var migrated []migratedResource
 	for _, g := range spec.Groups {
-		m, err := installGroup(srv, spec, g, codecs, cfg.RESTOptionsGetter, inspectors)
+		m, err := installGroup(srv, spec, g, codecs, cfg.RESTOptionsGetter, inspectors, open)
 		if err != nil {
 			return nil, nil, err
 		}
 		migrated = append(migrated, m...)
 	}
 	if err := installStorageMigration(srv, migrated, ro.Etcd.StorageConfig, o.StorageMigrationQPS); err != nil {
+		return nil, nil, err
+	}
+	if err := open.installDrain(srv); err != nil {
 		return nil, nil, err
 	}
 	var announce genericapiserver.PostStartHookFunc
@@ -160,7 +165,7 @@ func New(spec Spec, o *Options) (*genericapiserver.GenericAPIServer, genericapis
 // installGroup builds the storage of each resource of g once and installs it under every
 // version the resource is served in.
 // It returns the resources whose stored objects the storage-version migration looks at.
-func installGroup(srv *genericapiserver.GenericAPIServer, spec Spec, g Group, codecs serializer.CodecFactory, getter generic.RESTOptionsGetter, inspectors bodyInspectors) ([]migratedResource, error) {
+func installGroup(srv *genericapiserver.GenericAPIServer, spec Spec, g Group, codecs serializer.CodecFactory, getter generic.RESTOptionsGetter, inspectors bodyInspectors, open *openSubresources) ([]migratedResource, error) {
 	info := newGroupInfo(spec, g, codecs)
 	var migrated []migratedResource
 	for _, r := range g.Resources {
@@ -179,6 +184,7 @@ func installGroup(srv *genericapiserver.GenericAPIServer, spec Spec, g Group, co
 			}
 			for path, s := range storage {
 				info.VersionedResourcesStorageMap[v.Name][path] = s
+				open.add(g.Name, path, s)
 				if bi, ok := s.(registry.BodyInspector); ok {
 					inspectors[schema.GroupResource{Group: g.Name, Resource: path}] = bi
 				}

@@ -21,9 +21,11 @@ import (
 func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
 	return map[string]common.OpenAPIDefinition{
 		v1alpha1.Boat{}.OpenAPIModelName():                       schema_pkg_apis_marina_v1alpha1_Boat(ref),
+		v1alpha1.BoatBerth{}.OpenAPIModelName():                  schema_pkg_apis_marina_v1alpha1_BoatBerth(ref),
 		v1alpha1.BoatList{}.OpenAPIModelName():                   schema_pkg_apis_marina_v1alpha1_BoatList(ref),
 		v1alpha1.BoatSpec{}.OpenAPIModelName():                   schema_pkg_apis_marina_v1alpha1_BoatSpec(ref),
 		v1alpha1.BoatStatus{}.OpenAPIModelName():                 schema_pkg_apis_marina_v1alpha1_BoatStatus(ref),
+		v1alpha1.DepartureRequest{}.OpenAPIModelName():           schema_pkg_apis_marina_v1alpha1_DepartureRequest(ref),
 		v1alpha1.Dock{}.OpenAPIModelName():                       schema_pkg_apis_marina_v1alpha1_Dock(ref),
 		v1alpha1.DockList{}.OpenAPIModelName():                   schema_pkg_apis_marina_v1alpha1_DockList(ref),
 		v1alpha1.DockOccupancy{}.OpenAPIModelName():              schema_pkg_apis_marina_v1alpha1_DockOccupancy(ref),
@@ -159,6 +161,57 @@ func schema_pkg_apis_marina_v1alpha1_Boat(ref common.ReferenceCallback) common.O
 		},
 		Dependencies: []string{
 			v1alpha1.BoatSpec{}.OpenAPIModelName(), v1alpha1.BoatStatus{}.OpenAPIModelName(), metav1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_marina_v1alpha1_BoatBerth(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "BoatBerth is where a boat lies: the view boats/<name>/berth. Writing it moves the boat.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(metav1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"dock": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Dock is the name of the Dock the boat berths at.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"berth": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Berth is the berth number at the dock.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+				Required: []string{"dock"},
+			},
+		},
+		Dependencies: []string{
+			metav1.ObjectMeta{}.OpenAPIModelName()},
 	}
 }
 
@@ -341,6 +394,41 @@ func schema_pkg_apis_marina_v1alpha1_BoatStatus(ref common.ReferenceCallback) co
 		},
 		Dependencies: []string{
 			metav1.Condition{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_marina_v1alpha1_DepartureRequest(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "DepartureRequest asks a boat to leave its berth: the body of POST boats/<name>/depart.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"destination": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Destination is where the boat is heading.",
+							MaxLength:   ptr.To[int64](63),
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
 	}
 }
 

@@ -13,6 +13,10 @@ import (
 // +kubebuilder:printcolumn:name=Phase,type=string,JSONPath=.status.phase
 // +kubebuilder:printcolumn:name=Berth,type=integer,JSONPath=.status.berth,priority=1
 // +kubebuilder:selectablefield:JSONPath=.spec.dock
+// +aagen:subresource:action:name=depart,input=DepartureRequest
+// +aagen:subresource:view:name=berth,type=BoatBerth,update=true
+// +aagen:subresource:stream:name=log
+// +aagen:subresource:connection:name=attach
 type Boat struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -83,6 +87,28 @@ type BoatList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 
 	Items []Boat `json:"items"`
+}
+
+// DepartureRequest asks a boat to leave its berth: the body of POST boats/<name>/depart.
+type DepartureRequest struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// Destination is where the boat is heading.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Destination string `json:"destination,omitempty"`
+}
+
+// BoatBerth is where a boat lies: the view boats/<name>/berth. Writing it moves the boat.
+type BoatBerth struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Dock is the name of the Dock the boat berths at.
+	Dock string `json:"dock"`
+	// Berth is the berth number at the dock.
+	// +optional
+	Berth int32 `json:"berth,omitempty"`
 }
 
 // Dock is a pier of the marina. Docks are shared by every namespace.

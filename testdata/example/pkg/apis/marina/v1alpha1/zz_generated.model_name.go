@@ -11,6 +11,11 @@ func (in Boat) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in BoatBerth) OpenAPIModelName() string {
+	return "com.example.marina.pkg.apis.marina.v1alpha1.BoatBerth"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in BoatList) OpenAPIModelName() string {
 	return "com.example.marina.pkg.apis.marina.v1alpha1.BoatList"
 }
@@ -23,6 +28,11 @@ func (in BoatSpec) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in BoatStatus) OpenAPIModelName() string {
 	return "com.example.marina.pkg.apis.marina.v1alpha1.BoatStatus"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in DepartureRequest) OpenAPIModelName() string {
+	return "com.example.marina.pkg.apis.marina.v1alpha1.DepartureRequest"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.

@@ -31,7 +31,7 @@ func Resource(resource string) schema.GroupResource {
 
 // AddToScheme registers this package's kinds with scheme.
 func AddToScheme(scheme *runtime.Scheme) error {
-	scheme.AddKnownTypes(SchemeGroupVersion, &Boat{}, &BoatList{}, &Dock{}, &DockList{}, &DockOccupancy{}, &DockOccupancyList{}, &Fleet{}, &FleetList{})
+	scheme.AddKnownTypes(SchemeGroupVersion, &Boat{}, &BoatList{}, &Dock{}, &DockList{}, &DockOccupancy{}, &DockOccupancyList{}, &Fleet{}, &FleetList{}, &BoatBerth{}, &DepartureRequest{})
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil
 }

@@ -14,7 +14,7 @@ import (
 
 // NewStorage builds the REST storage of boats.marina.example.com: the resource and its status subresource, on the etcd storage getter describes.
 func NewStorage(scheme *runtime.Scheme, getter generic.RESTOptionsGetter) (map[string]rest.Storage, error) {
-	return registry.NewStorage(scheme, getter, registry.Resource[*marinav1alpha1.Boat]{
+	storage, err := registry.NewStorage(scheme, getter, registry.Resource[*marinav1alpha1.Boat]{
 		Group: "marina.example.com",
 		Kind:  "Boat",
 		Versions: []registry.Version{{
@@ -73,4 +73,8 @@ func NewStorage(scheme *runtime.Scheme, getter generic.RESTOptionsGetter) (map[s
 		}},
 		Hooks: Hooks{},
 	})
+	if err != nil {
+		return nil, err
+	}
+	return storage, addSubresources(storage)
 }

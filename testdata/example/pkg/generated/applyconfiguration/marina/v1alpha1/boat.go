@@ -70,6 +70,18 @@ func ExtractBoat(boat *marinav1alpha1.Boat, fieldManager string) (*BoatApplyConf
 	return ExtractBoatFrom(boat, fieldManager, "")
 }
 
+// ExtractBoatBerth extracts the applied configuration owned by fieldManager from
+// boat for the berth subresource.
+func ExtractBoatBerth(boat *marinav1alpha1.Boat, fieldManager string) (*BoatApplyConfiguration, error) {
+	return ExtractBoatFrom(boat, fieldManager, "berth")
+}
+
+// ExtractBoatDepart extracts the applied configuration owned by fieldManager from
+// boat for the depart subresource.
+func ExtractBoatDepart(boat *marinav1alpha1.Boat, fieldManager string) (*BoatApplyConfiguration, error) {
+	return ExtractBoatFrom(boat, fieldManager, "depart")
+}
+
 // ExtractBoatStatus extracts the applied configuration owned by fieldManager from
 // boat for the status subresource.
 func ExtractBoatStatus(boat *marinav1alpha1.Boat, fieldManager string) (*BoatApplyConfiguration, error) {

@@ -35,6 +35,10 @@ type BoatInterface interface {
 	Apply(ctx context.Context, boat *applyconfigurationmarinav1alpha1.BoatApplyConfiguration, opts v1.ApplyOptions) (result *marinav1alpha1.Boat, err error)
 	// Add a +genclient:noStatus comment above the type to avoid generating ApplyStatus().
 	ApplyStatus(ctx context.Context, boat *applyconfigurationmarinav1alpha1.BoatApplyConfiguration, opts v1.ApplyOptions) (result *marinav1alpha1.Boat, err error)
+	Depart(ctx context.Context, boatName string, departureRequest *marinav1alpha1.DepartureRequest, opts v1.CreateOptions) (*marinav1alpha1.Boat, error)
+	GetBerth(ctx context.Context, boatName string, options v1.GetOptions) (*marinav1alpha1.BoatBerth, error)
+	UpdateBerth(ctx context.Context, boatName string, boatBerth *marinav1alpha1.BoatBerth, opts v1.UpdateOptions) (*marinav1alpha1.BoatBerth, error)
+
 	BoatExpansion
 }
 
@@ -55,4 +59,48 @@ func newBoats(c *MarinaV1alpha1Client, namespace string) *boats {
 			func() *marinav1alpha1.BoatList { return &marinav1alpha1.BoatList{} },
 		),
 	}
+}
+
+// Depart takes the representation of a departureRequest and creates it.  Returns the server's representation of the boat, and an error, if there is any.
+func (c *boats) Depart(ctx context.Context, boatName string, departureRequest *marinav1alpha1.DepartureRequest, opts v1.CreateOptions) (result *marinav1alpha1.Boat, err error) {
+	result = &marinav1alpha1.Boat{}
+	err = c.GetClient().Post().
+		Namespace(c.GetNamespace()).
+		Resource("boats").
+		Name(boatName).
+		SubResource("depart").
+		VersionedParams(&opts, scheme.ParameterCodec).
+		Body(departureRequest).
+		Do(ctx).
+		Into(result)
+	return
+}
+
+// GetBerth takes name of the boat, and returns the corresponding marinav1alpha1.BoatBerth object, and an error if there is any.
+func (c *boats) GetBerth(ctx context.Context, boatName string, options v1.GetOptions) (result *marinav1alpha1.BoatBerth, err error) {
+	result = &marinav1alpha1.BoatBerth{}
+	err = c.GetClient().Get().
+		Namespace(c.GetNamespace()).
+		Resource("boats").
+		Name(boatName).
+		SubResource("berth").
+		VersionedParams(&options, scheme.ParameterCodec).
+		Do(ctx).
+		Into(result)
+	return
+}
+
+// UpdateBerth takes the top resource name and the representation of a boatBerth and updates it. Returns the server's representation of the boatBerth, and an error, if there is any.
+func (c *boats) UpdateBerth(ctx context.Context, boatName string, boatBerth *marinav1alpha1.BoatBerth, opts v1.UpdateOptions) (result *marinav1alpha1.BoatBerth, err error) {
+	result = &marinav1alpha1.BoatBerth{}
+	err = c.GetClient().Put().
+		Namespace(c.GetNamespace()).
+		Resource("boats").
+		Name(boatName).
+		SubResource("berth").
+		VersionedParams(&opts, scheme.ParameterCodec).
+		Body(boatBerth).
+		Do(ctx).
+		Into(result)
+	return
 }

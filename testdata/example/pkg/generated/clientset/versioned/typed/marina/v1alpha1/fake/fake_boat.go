@@ -3,10 +3,14 @@
 package fake
 
 import (
+	context "context"
+
 	v1alpha1 "example.com/marina/pkg/apis/marina/v1alpha1"
 	marinav1alpha1 "example.com/marina/pkg/generated/applyconfiguration/marina/v1alpha1"
 	typedmarinav1alpha1 "example.com/marina/pkg/generated/clientset/versioned/typed/marina/v1alpha1"
+	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gentype "k8s.io/client-go/gentype"
+	testing "k8s.io/client-go/testing"
 )
 
 // fakeBoats implements BoatInterface
@@ -30,4 +34,40 @@ func newFakeBoats(fake *FakeMarinaV1alpha1, namespace string) typedmarinav1alpha
 		),
 		fake,
 	}
+}
+
+// Depart takes the representation of a departureRequest and creates it.  Returns the server's representation of the boat, and an error, if there is any.
+func (c *fakeBoats) Depart(ctx context.Context, boatName string, departureRequest *v1alpha1.DepartureRequest, opts v1.CreateOptions) (result *v1alpha1.Boat, err error) {
+	emptyResult := &v1alpha1.Boat{}
+	obj, err := c.Fake.
+		Invokes(testing.NewCreateSubresourceActionWithOptions(c.Resource(), boatName, "depart", c.Namespace(), departureRequest, opts), emptyResult)
+
+	if obj == nil {
+		return emptyResult, err
+	}
+	return obj.(*v1alpha1.Boat), err
+}
+
+// GetBerth takes name of the boat, and returns the corresponding boatBerth object, and an error if there is any.
+func (c *fakeBoats) GetBerth(ctx context.Context, boatName string, options v1.GetOptions) (result *v1alpha1.BoatBerth, err error) {
+	emptyResult := &v1alpha1.BoatBerth{}
+	obj, err := c.Fake.
+		Invokes(testing.NewGetSubresourceActionWithOptions(c.Resource(), c.Namespace(), "berth", boatName, options), emptyResult)
+
+	if obj == nil {
+		return emptyResult, err
+	}
+	return obj.(*v1alpha1.BoatBerth), err
+}
+
+// UpdateBerth takes the representation of a boatBerth and updates it. Returns the server's representation of the boatBerth, and an error, if there is any.
+func (c *fakeBoats) UpdateBerth(ctx context.Context, boatName string, boatBerth *v1alpha1.BoatBerth, opts v1.UpdateOptions) (result *v1alpha1.BoatBerth, err error) {
+	emptyResult := &v1alpha1.BoatBerth{}
+	obj, err := c.Fake.
+		Invokes(testing.NewUpdateSubresourceActionWithOptions(c.Resource(), "berth", c.Namespace(), boatBerth, opts), &v1alpha1.BoatBerth{})
+
+	if obj == nil {
+		return emptyResult, err
+	}
+	return obj.(*v1alpha1.BoatBerth), err
 }

@@ -1,0 +1,217 @@
+package model
+
+import (
+	"go/token"
+	"sort"
+	"strings"
+
+	"golang.org/x/tools/go/packages"
+
+	"github.com/aagen-dev/aagen/generator/markers"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// SubresourceType says what an imperative subresource does (see package
+// github.com/aagen-dev/aagen/runtime/subresource).
+type SubresourceType string
+
+// The imperative subresources, by marker.
+const (
+	// Action is POST <plural>/<name>/<sub> with a body (+aagen:subresource:action).
+	Action SubresourceType = "action"
+	// View is GET, and with Writable PUT and PATCH, of another representation
+	// (+aagen:subresource:view).
+	View SubresourceType = "view"
+	// Stream is a chunked GET, ?follow=true keeping it open (+aagen:subresource:stream).
+	Stream SubresourceType = "stream"
+	// Connection is an upgraded bidirectional stream (+aagen:subresource:connection).
+	Connection SubresourceType = "connection"
+)
+
+// Subresource is one imperative subresource of a kind.
+type Subresource struct {
+	Type SubresourceType
+	// Name is the subresource's name: the path element after the object's name.
+	Name string
+	// Input is the body type of an action, Object the type of a view: a struct of the kind's
+	// package with metav1.TypeMeta, registered in the scheme as an object of the version.
+	Input, Object string
+	// Output is the answer type of an action: "" for the kind itself, "Status" for a
+	// metav1.Status, else a struct of the kind's package like Input.
+	Output string
+	// Writable is set on a view that takes PUT and PATCH (update=true).
+	Writable bool
+	Pos      token.Position
+}
+
+// GoName is the subresource's name as an exported Go identifier: "depart" is "Depart",
+// "port-forward" is "PortForward".
+func (s Subresource) GoName() string {
+	var b strings.Builder
+	for _, part := range strings.Split(s.Name, "-") {
+		if part != "" {
+			b.WriteString(strings.ToUpper(part[:1]) + part[1:])
+		}
+	}
+	return b.String()
+}
+
+// kubeLongRunning are the subresources kube-apiserver exempts from its request timeout
+// (k8s.io/kubernetes pkg/controlplane/apiserver/config.go, LongRunningFunc): an
+// aggregated stream or connection under another name is cut after --request-timeout.
+var kubeLongRunning = []string{"attach", "exec", "log", "portforward", "proxy"}
+
+var subresourceMarkers = map[string]SubresourceType{
+	"aagen:subresource:action":     Action,
+	"aagen:subresource:view":       View,
+	"aagen:subresource:stream":     Stream,
+	"aagen:subresource:connection": Connection,
+}
+
+// subresources reads the imperative subresource markers of kind k. It reports false when
+// one is wrong (the errors are recorded).
+func (b *builder) subresources(p *packages.Package, k *Kind, d typeDecl) bool {
+	good := true
+	seen := map[string]bool{"status": true, "scale": true}
+	type declared struct {
+		name string
+		m    markers.Marker
+	}
+	var all []declared
+	for name := range subresourceMarkers {
+		for _, m := range d.markers.All(name) {
+			all = append(all, declared{name, m})
+		}
+	}
+	// In the order written: a duplicate is reported where it is repeated.
+	sort.Slice(all, func(i, j int) bool { return all[i].m.Pos.Offset < all[j].m.Pos.Offset })
+	var subs []Subresource
+	for _, dm := range all {
+		mname, m := dm.name, dm.m
+		s := Subresource{Type: subresourceMarkers[mname], Name: m.Args["name"], Pos: m.Pos}
+		fail := func(fix, format string, args ...any) {
+			b.errorf(m.Pos, fix, "+%s on %s: "+format, append([]any{mname, k.Name}, args...)...)
+			good = false
+		}
+		switch {
+		case s.Name == "":
+			fail("add name=<subresource>, e.g. name=restart", "no name")
+			continue
+		case len(validation.IsDNS1035Label(s.Name)) > 0:
+			fail("use lower-case letters, digits and '-', starting with a letter", "%q is not a valid subresource name", s.Name)
+			continue
+		case seen[s.Name]:
+			fail("give every subresource of the kind its own name", "subresource %q is declared twice or is built in", s.Name)
+			continue
+		}
+		seen[s.Name] = true
+		objectType := func(arg, what string) string {
+			t := m.Args[arg]
+			if t == "" {
+				fail("add "+arg+"=<type>, a struct of "+k.Version.PkgName+" with metav1.TypeMeta", "no %s", what)
+				return ""
+			}
+			if !b.subresourceType(p, t) {
+				fail("declare `type "+t+" struct { metav1.TypeMeta `json:\",inline\"`; ... }` in "+k.Version.PkgName+" (kinds and their lists are not allowed)",
+					"%s %q is not a struct of package %s embedding metav1.TypeMeta", what, t, k.Version.PkgName)
+				return ""
+			}
+			return t
+		}
+		switch s.Type {
+		case Action:
+			s.Input = objectType("input", "input type")
+			switch out := m.Args["output"]; out {
+			case "", k.Name:
+			case "Status":
+				s.Output = "Status"
+			default:
+				s.Output = objectType("output", "output type")
+			}
+		case View:
+			s.Object = objectType("type", "view type")
+			switch u := m.Args["update"]; u {
+			case "", "false":
+			case "true":
+				s.Writable = true
+			default:
+				fail("use update=true or leave it out", "update=%q", u)
+			}
+		case Stream, Connection:
+			if !contains(kubeLongRunning, s.Name) {
+				b.diags = append(b.diags, Diagnostic{Pos: m.Pos, Warning: true,
+					Msg: "+" + mname + " on " + k.Name + ": through kube-apiserver's aggregator, requests to " + k.Plural + "/" + s.Name +
+						" are cut after kube-apiserver's --request-timeout (default 1m): it exempts only the subresources named " + strings.Join(kubeLongRunning, ", "),
+					Fix: "name it one of " + strings.Join(kubeLongRunning, ", ") + " if it must stay open longer"})
+			}
+		}
+		subs = append(subs, s)
+	}
+	k.Subresources = subs
+	return good
+}
+
+// subresourceType reports whether name is a struct of p embedding metav1.TypeMeta (either tag form).
+func (b *builder) subresourceType(p *packages.Package, name string) bool {
+	st, ok := structOf(p, name)
+	return ok && embedsTypeMeta(st)
+}
+
+func isKindName(v *Version, name string) bool {
+	for _, k := range v.Kinds {
+		if k.Name == name || k.ListName == name {
+			return true
+		}
+	}
+	return false
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// SubresourceTypes are the types of the version's subresources (action bodies and answers,
+// views) that are not kinds, sorted: the scheme registers them as objects of the version.
+func (v *Version) SubresourceTypes() []string {
+	set := map[string]bool{}
+	for _, k := range v.Kinds {
+		for _, s := range k.Subresources {
+			for _, t := range []string{s.Input, s.Output, s.Object} {
+				if t != "" && t != "Status" {
+					set[t] = true
+				}
+			}
+		}
+	}
+	out := make([]string, 0, len(set))
+	for t := range set {
+		out = append(out, t)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// checkSubresources refuses subresources on a kind served in several versions: their
+// storages would be shared by versions whose types differ.
+func (b *builder) checkSubresources(r *Resource) {
+	for _, k := range r.Versions {
+		if len(k.Subresources) > 0 && len(r.Versions) > 1 {
+			b.errorf(k.Subresources[0].Pos, "define the kind in one version, or move the subresources to a kind defined in one version",
+				"%s has imperative subresources but is defined in %d versions; subresources of multi-version kinds are not supported yet", k.Name, len(r.Versions))
+			return
+		}
+		for _, s := range k.Subresources {
+			for _, t := range []string{s.Input, s.Output, s.Object} {
+				if t != "" && isKindName(k.Version, t) {
+					b.errorf(s.Pos, "declare a type of its own for the subresource",
+						"subresource %q of %s: %s is a kind or a kind's list", s.Name, k.Name, t)
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,111 @@
+package subresource
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	remotecommandconsts "k8s.io/apimachinery/pkg/util/remotecommand"
+	"k8s.io/klog/v2"
+	"k8s.io/streaming/pkg/httpstream"
+	"k8s.io/streaming/pkg/httpstream/spdy"
+)
+
+// streamCreationTimeout bounds the wait for the client's streams after a SPDY upgrade,
+// as kubelet's.
+const streamCreationTimeout = 30 * time.Second
+
+// spdyProtocols are the remote command protocols served over SPDY, preferred first: the
+// client opens one SPDY stream per channel (header streamType: error, stdin, stdout,
+// stderr, resize).
+var spdyProtocols = []string{remotecommandconsts.StreamProtocolV5Name, remotecommandconsts.StreamProtocolV4Name}
+
+// spdyStream is a stream the client opened, and the signal that its reply was sent.
+type spdyStream struct {
+	stream    httpstream.Stream
+	replySent <-chan struct{}
+}
+
+// serveSPDY serves the connection over SPDY (the protocol of client-go's SPDY executor,
+// for clients that cannot use websockets): it negotiates the protocol, upgrades, waits for
+// the client's streams, runs the function and writes its status on the error stream.
+func (c *Connection[T]) serveSPDY(w http.ResponseWriter, req *http.Request, obj T, open channels) {
+	if _, err := httpstream.Handshake(req, w, spdyProtocols); err != nil {
+		return // Handshake answered the client
+	}
+	created := make(chan spdyStream, 8)
+	conn := spdy.NewResponseUpgrader().UpgradeResponse(w, req, func(s httpstream.Stream, replySent <-chan struct{}) error {
+		select {
+		case created <- spdyStream{s, replySent}:
+			return nil
+		default:
+			return fmt.Errorf("unexpected stream %q", s.Headers().Get(corev1.StreamType))
+		}
+	})
+	if conn == nil {
+		return // the upgrader answered the client
+	}
+	defer conn.Close()
+	conn.SetIdleTimeout(idleTimeout)
+
+	ctx, cancel := c.context(req.Context())
+	defer cancel()
+	expected := 1 // the error stream
+	for _, o := range []bool{open.stdin, open.stdout, open.stderr} {
+		if o {
+			expected++
+		}
+	}
+	streams := map[string]httpstream.Stream{}
+	timeout := time.NewTimer(streamCreationTimeout)
+	defer timeout.Stop()
+	for len(streams) < expected {
+		select {
+		case s := <-created:
+			typ := s.stream.Headers().Get(corev1.StreamType)
+			<-s.replySent
+			if typ == corev1.StreamTypeResize {
+				// Terminal sizes mean nothing here: read and dropped.
+				go func() { _, _ = io.Copy(io.Discard, s.stream) }()
+				continue
+			}
+			streams[typ] = s.stream
+		case <-timeout.C:
+			klog.FromContext(ctx).Info("SPDY client did not open its streams in time", "path", req.URL.Path, "got", len(streams), "want", expected)
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+	errStream := streams[corev1.StreamTypeError]
+	if errStream == nil {
+		return
+	}
+	s := Session{Stdin: eofReader{}, Stdout: io.Discard, Stderr: io.Discard}
+	if st := streams[corev1.StreamTypeStdin]; st != nil && open.stdin {
+		s.Stdin = st
+	}
+	if st := streams[corev1.StreamTypeStdout]; st != nil && open.stdout {
+		s.Stdout = st
+	}
+	if st := streams[corev1.StreamTypeStderr]; st != nil && open.stderr {
+		s.Stderr = st
+	}
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	fnErr := c.fn(ctx, obj, s)
+	if ctx.Err() != nil && req.Context().Err() != nil {
+		return // the client is gone
+	}
+	body, err := statusJSON(ctx, fnErr)
+	if err != nil {
+		return
+	}
+	_, _ = errStream.Write(body)
+	for _, st := range streams {
+		_ = st.Close()
+	}
+}

@@ -1,0 +1,116 @@
+package subresource
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/registry/rest"
+)
+
+// ViewFuncs compute a view of an object and, for a writable view, apply one to it.
+type ViewFuncs[T runtime.Object, V runtime.Object] struct {
+	// New returns an empty view.
+	New func() V
+	// Get returns the view of obj.
+	Get func(ctx context.Context, obj T) (V, error)
+	// Set changes obj, a copy of the stored object, to what the view v says; the change is
+	// stored as an update of the object (validation, resourceVersion, watch). Nil makes
+	// the view read-only.
+	Set func(ctx context.Context, obj T, v V) error
+}
+
+// View is the storage of a read-only view subresource: GET <plural>/<name>/<sub> answers
+// another representation of the object (verb get).
+type View[T runtime.Object, V runtime.Object] struct {
+	parent Parent
+	funcs  ViewFuncs[T, V]
+}
+
+// WritableView is the storage of a view that also takes PUT and PATCH (verbs update and
+// patch), the way /scale does: the view of the request is applied to the stored object.
+type WritableView[T runtime.Object, V runtime.Object] struct {
+	View[T, V]
+}
+
+var (
+	_ rest.Getter  = &View[*metav1.Status, *metav1.Status]{}
+	_ rest.Updater = &WritableView[*metav1.Status, *metav1.Status]{}
+	_ rest.Patcher = &WritableView[*metav1.Status, *metav1.Status]{}
+)
+
+// NewView returns the storage of a view of parent's objects: a *View, or a *WritableView
+// when funcs.Set is set.
+func NewView[T runtime.Object, V runtime.Object](parent Parent, funcs ViewFuncs[T, V]) rest.Storage {
+	v := View[T, V]{parent: parent, funcs: funcs}
+	if funcs.Set != nil {
+		return &WritableView[T, V]{v}
+	}
+	return &v
+}
+
+// New returns an empty view.
+func (v *View[T, V]) New() runtime.Object { return v.funcs.New() }
+
+// Destroy does nothing: the main resource owns the storage.
+func (v *View[T, V]) Destroy() {}
+
+// Get returns the view of the named object.
+func (v *View[T, V]) Get(ctx context.Context, name string, options *metav1.GetOptions) (runtime.Object, error) {
+	obj, err := v.parent.Get(ctx, name, options)
+	if err != nil {
+		return nil, err
+	}
+	o, ok := obj.(T)
+	if !ok {
+		return nil, fmt.Errorf("unexpected stored object %T", obj)
+	}
+	return v.funcs.Get(ctx, o)
+}
+
+// Update applies the view of the request (a PUT, or a patch applied to the current view) to
+// the named object. Admission sees views, old and new.
+func (v *WritableView[T, V]) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc,
+	updateValidation rest.ValidateObjectUpdateFunc, forceAllowCreate bool, options *metav1.UpdateOptions) (runtime.Object, bool, error) {
+	info := updateFunc(func(ctx context.Context, old runtime.Object) (runtime.Object, error) {
+		cur, ok := old.(T)
+		if !ok {
+			return nil, fmt.Errorf("unexpected stored object %T", old)
+		}
+		oldView, err := v.funcs.Get(ctx, cur)
+		if err != nil {
+			return nil, err
+		}
+		updated, err := objInfo.UpdatedObject(ctx, oldView)
+		if err != nil {
+			return nil, err
+		}
+		newView, ok := updated.(V)
+		if !ok {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("the body must be a %T, not %T", v.funcs.New(), updated))
+		}
+		if updateValidation != nil {
+			if err := updateValidation(ctx, newView, oldView); err != nil {
+				return nil, err
+			}
+		}
+		next := cur.DeepCopyObject().(T)
+		if err := v.funcs.Set(ctx, next, newView); err != nil {
+			return nil, err
+		}
+		return next, nil
+	})
+	// Subresources never create the parent.
+	stored, _, err := v.parent.Update(ctx, name, info, nil, rest.ValidateAllObjectUpdateFunc, false, options)
+	if err != nil {
+		return nil, false, err
+	}
+	o, ok := stored.(T)
+	if !ok {
+		return nil, false, fmt.Errorf("unexpected stored object %T", stored)
+	}
+	out, err := v.funcs.Get(ctx, o)
+	return out, false, err
+}
