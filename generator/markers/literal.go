@@ -380,6 +380,9 @@ type MismatchError struct {
 	Path []string
 	// Msg says what is wrong.
 	Msg string
+	// WrongType is set when the value is not of the shape's type (rather than, say, an
+	// object with a key the struct does not have).
+	WrongType bool
 }
 
 func (e *MismatchError) Error() string {
@@ -390,7 +393,7 @@ func (e *MismatchError) Error() string {
 }
 
 func (e *MismatchError) under(p string) *MismatchError {
-	return &MismatchError{Path: append([]string{p}, e.Path...), Msg: e.Msg}
+	return &MismatchError{Path: append([]string{p}, e.Path...), Msg: e.Msg, WrongType: e.WrongType}
 }
 
 // JSON returns the JSON value of l read as shape s (nil: any value, guessed as
@@ -410,7 +413,7 @@ func (l Literal) json(s *Shape) (any, *MismatchError) {
 		return l.Guess(), nil
 	}
 	mismatch := func() *MismatchError {
-		return &MismatchError{Msg: fmt.Sprintf("%s is not %s", l.String(), article(s.Type))}
+		return &MismatchError{Msg: fmt.Sprintf("%s is not %s", l.String(), article(s.Type)), WrongType: true}
 	}
 	if l.Kind == JSONNull {
 		return nil, mismatch()

@@ -2,6 +2,7 @@ package model
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"go/ast"
 	"go/token"
@@ -129,7 +130,8 @@ var validationMarkers = []string{
 	"kubebuilder:validation:MaxLength", "kubebuilder:validation:Pattern", "kubebuilder:validation:Format",
 	"kubebuilder:validation:Enum", "kubebuilder:validation:MinItems", "kubebuilder:validation:MaxItems",
 	"kubebuilder:validation:UniqueItems", "kubebuilder:validation:MinProperties", "kubebuilder:validation:MaxProperties",
-	"kubebuilder:validation:XValidation",
+	"kubebuilder:validation:XValidation", "kubebuilder:validation:ExactlyOneOf", "kubebuilder:validation:AtMostOneOf",
+	"kubebuilder:validation:AtLeastOneOf", "k8s:minimum", "k8s:maximum", "k8s:maxLength", "k8s:maxItems", "k8s:immutable",
 }
 
 // crdFormats are the string formats a CRD's schema validation knows (see
@@ -202,14 +204,8 @@ func (b *builder) validations(p *packages.Package, v *Version, decls []typeDecl)
 				val = val.merge(scalar[n])
 			}
 			fv.Validation = val
-			req, hasReq := ms.Get("kubebuilder:validation:Required")
-			opt, hasOpt := ms.Get("kubebuilder:validation:Optional")
-			if !hasReq {
-				req, hasReq = ms.Get("required")
-			}
-			if !hasOpt {
-				opt, hasOpt = ms.Get("optional")
-			}
+			req, hasReq := firstOf(ms, "kubebuilder:validation:Required", "required", "k8s:required")
+			opt, hasOpt := firstOf(ms, "kubebuilder:validation:Optional", "optional", "k8s:optional")
 			switch {
 			case hasReq && hasOpt && req.Value != "false" && opt.Value != "false":
 				b.errorf(req.Pos, "keep one of them", "field %s is marked both required and optional", where)
@@ -219,13 +215,11 @@ func (b *builder) validations(p *packages.Package, v *Version, decls []typeDecl)
 			case hasOpt && opt.Value != "false":
 				fv.Required = ptrTo(false)
 			}
-			def, hasDef := ms.Get("kubebuilder:default")
-			if other, ok := ms.Get("default"); ok {
-				if hasDef && rawValue(other) != rawValue(def) {
-					b.errorf(other.Pos, "keep one default", "field %s has two different defaults: %s and %s", where, rawValue(def), rawValue(other))
-					continue
-				}
-				def, hasDef = other, true
+			// +kubebuilder:default wins over +default, as in controller-gen.
+			def, hasDef := firstOf(ms, "kubebuilder:default", "default")
+			if hasDef && def.Def.Name == "default" && strings.HasPrefix(def.Value, "ref(") {
+				b.warnf(def.Pos, "+default=ref(...) on %s is not applied yet: write the value itself", where)
+				hasDef = false
 			}
 			if hasDef {
 				js, ok := b.checkDefault(def, f.Type(), st.Tag(i), where, fv.Validation)
@@ -249,12 +243,25 @@ func (b *builder) validations(p *packages.Package, v *Version, decls []typeDecl)
 
 func hasAnyValidation(ms markers.Set) bool {
 	for _, m := range ms {
-		if slices.Contains(validationMarkers, m.Def.Name) || m.Def.Name == "kubebuilder:default" || m.Def.Name == "default" ||
-			m.Def.Name == "kubebuilder:validation:Required" || m.Def.Name == "kubebuilder:validation:Optional" {
+		if slices.Contains(validationMarkers, m.Def.Name) || slices.Contains(presenceMarkers, m.Def.Name) {
 			return true
 		}
 	}
 	return false
+}
+
+// presenceMarkers say whether a field is required, optional or defaulted.
+var presenceMarkers = []string{"kubebuilder:default", "default", "kubebuilder:validation:Required", "kubebuilder:validation:Optional",
+	"required", "optional", "k8s:required", "k8s:optional"}
+
+// firstOf returns the first marker of ms named by one of names, in the order of names.
+func firstOf(ms markers.Set, names ...string) (markers.Marker, bool) {
+	for _, n := range names {
+		if m, ok := ms.Get(n); ok {
+			return m, true
+		}
+	}
+	return markers.Marker{}, false
 }
 
 // validation reads the constraint markers in ms for a node of Go type t.
@@ -271,9 +278,9 @@ func (b *builder) validation(t types.Type, ms markers.Set, where string) (Valida
 			fail(m, "use it on an integer or floating-point field, or remove it", "the field is %s, not a number", article(kind))
 			return nil
 		}
-		f, err := strconv.ParseFloat(m.Value, 64)
-		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-			fail(m, "write a number, e.g. +"+m.Def.Name+"=1", "%q is not a number", m.Value)
+		f, err := m.Number()
+		if err != nil {
+			fail(m, "write a number, e.g. +"+m.Def.Name+"=1", "%v", err)
 			return nil
 		}
 		if kind == "integer" && f != math.Trunc(f) && m.Def.Name != "kubebuilder:validation:MultipleOf" {
@@ -287,7 +294,7 @@ func (b *builder) validation(t types.Type, ms markers.Set, where string) (Valida
 			fail(m, "use it on "+strings.Join(want, " or ")+" fields, or remove it", "the field is %s", article(kind))
 			return nil
 		}
-		n, err := strconv.ParseInt(m.Value, 10, 64)
+		n, err := m.Int()
 		if err != nil || n < 0 {
 			fail(m, "write a non-negative integer, e.g. +"+m.Def.Name+"=1", "%q is not a non-negative integer", m.Value)
 			return nil
@@ -295,23 +302,17 @@ func (b *builder) validation(t types.Type, ms markers.Set, where string) (Valida
 		return &n
 	}
 	flag := func(m markers.Marker) bool {
-		if m.Def.Form == markers.Flag {
-			return m.Value != "false"
+		v, err := m.Bool()
+		if err != nil {
+			fail(m, "write =true or =false", "%v", err)
 		}
-		switch m.Value {
-		case "true":
-			return true
-		case "false":
-			return false
-		}
-		fail(m, "write =true or =false", "%q is not true or false", m.Value)
-		return false
+		return v
 	}
 	for _, m := range ms {
 		switch m.Def.Name {
-		case "kubebuilder:validation:Minimum":
+		case "kubebuilder:validation:Minimum", "k8s:minimum":
 			v.Minimum = number(m)
-		case "kubebuilder:validation:Maximum":
+		case "kubebuilder:validation:Maximum", "k8s:maximum":
 			v.Maximum = number(m)
 		case "kubebuilder:validation:MultipleOf":
 			v.MultipleOf = number(m)
@@ -330,11 +331,11 @@ func (b *builder) validation(t types.Type, ms markers.Set, where string) (Valida
 			}
 		case "kubebuilder:validation:MinLength":
 			v.MinLength = count(m, "string")
-		case "kubebuilder:validation:MaxLength":
+		case "kubebuilder:validation:MaxLength", "k8s:maxLength":
 			v.MaxLength = count(m, "string")
 		case "kubebuilder:validation:MinItems":
 			v.MinItems = count(m, "array")
-		case "kubebuilder:validation:MaxItems":
+		case "kubebuilder:validation:MaxItems", "k8s:maxItems":
 			v.MaxItems = count(m, "array")
 		case "kubebuilder:validation:MinProperties":
 			v.MinProperties = count(m, "object")
@@ -369,7 +370,7 @@ func (b *builder) validation(t types.Type, ms markers.Set, where string) (Valida
 				fail(m, "use +kubebuilder:validation:Enum on a string, number or boolean field (or its named type)", "the field is %s; enum values must be scalars", article(kind))
 				continue
 			}
-			for _, s := range markers.List(m.Value) {
+			for _, s := range m.Strings() {
 				val, err := enumValue(s, kind)
 				if err != nil {
 					fail(m, "list values of the field's type separated by ';', e.g. +kubebuilder:validation:Enum=Wood;Steel", "%v", err)
@@ -384,6 +385,15 @@ func (b *builder) validation(t types.Type, ms markers.Set, where string) (Valida
 				continue
 			}
 			v.Rules = append(v.Rules, r)
+		case "k8s:immutable":
+			// controller-gen's rule and message for +k8s:immutable.
+			v.Rules = append(v.Rules, Rule{Rule: "self == oldSelf", Message: "field is immutable"})
+		case "kubebuilder:validation:ExactlyOneOf", "kubebuilder:validation:AtMostOneOf", "kubebuilder:validation:AtLeastOneOf":
+			if r, ok := b.oneOfRule(t, m, where); ok {
+				v.Rules = append(v.Rules, r)
+			} else {
+				good = false
+			}
 		}
 	}
 	if v.Minimum != nil && v.Maximum != nil && *v.Minimum > *v.Maximum {
@@ -447,25 +457,69 @@ func (b *builder) rule(m markers.Marker, where string) (Rule, bool) {
 	return r, good
 }
 
-// checkDefault checks that a default value is JSON of the field's type, and that the
-// field can tell "unset" from "set" (a pointer, or omitempty), as defaulting requires.
-func (b *builder) checkDefault(m markers.Marker, t types.Type, tag, where string, val Validation) (string, bool) {
-	raw := rawValue(m)
-	kind := schemaKind(t)
-	var v any
-	if err := json.Unmarshal([]byte(raw), &v); err != nil {
-		if kind != "string" {
-			b.errorf(m.Pos, `write the default as JSON: a number, true/false, a quoted string ("Wood"), a list or an object`,
-				"+%s on %s: %s is not JSON: %v", m.Def.Name, where, raw, err)
-			return "", false
-		}
-		// A bare word on a string field, as controller-gen accepts: +kubebuilder:default=Wood.
-		v = raw
+// oneOfRule is the CEL rule controller-gen writes for +kubebuilder:validation:ExactlyOneOf,
+// AtMostOneOf and AtLeastOneOf on a struct type: fields are the JSON names of its fields.
+func (b *builder) oneOfRule(t types.Type, m markers.Marker, where string) (Rule, bool) {
+	st, ok := t.Underlying().(*types.Struct)
+	if !ok {
+		b.errorf(m.Pos, "put it on a struct type", "+%s on %s: the type is not a struct", m.Def.Name, where)
+		return Rule{}, false
 	}
-	js, _ := json.Marshal(v)
-	m.Value = string(js)
-	if !jsonMatches(v, kind) {
-		b.errorf(m.Pos, "write a default of the field's JSON type ("+kind+")", "+%s on %s: default %s does not match the field's type (%s)", m.Def.Name, where, m.Value, kind)
+	fields := m.Strings()
+	if len(fields) == 0 {
+		b.errorf(m.Pos, "list JSON field names separated by ';', e.g. +"+m.Def.Name+"=http;https", "+%s on %s: no fields", m.Def.Name, where)
+		return Rule{}, false
+	}
+	var known []string
+	for i := 0; i < st.NumFields(); i++ {
+		if n := jsonTagName(st.Tag(i)); n != "" && n != "-" {
+			known = append(known, n)
+		}
+	}
+	for _, f := range fields {
+		if !slices.Contains(known, f) {
+			b.errorf(m.Pos, "use the JSON names of the type's fields: "+strings.Join(known, ", "), "+%s on %s: no field %q", m.Def.Name, where, f)
+			return Rule{}, false
+		}
+	}
+	var sum, or []string
+	for _, f := range fields {
+		sum = append(sum, "(has(self."+f+")?1:0)")
+		or = append(or, "has(self."+f+")")
+	}
+	switch strings.TrimPrefix(m.Def.Name, "kubebuilder:validation:") {
+	case "ExactlyOneOf":
+		return Rule{Rule: strings.Join(sum, "+") + " == 1", Message: fmt.Sprintf("exactly one of the fields in %v must be set", fields)}, true
+	case "AtMostOneOf":
+		return Rule{Rule: strings.Join(sum, "+") + " <= 1", Message: fmt.Sprintf("at most one of the fields in %v may be set", fields)}, true
+	}
+	return Rule{Rule: strings.Join(or, "||"), Message: fmt.Sprintf("at least one of the fields in %v must be set", fields)}, true
+}
+
+// checkDefault reads a default value (controller-tools' literal syntax or JSON) as the
+// field's type, and checks that the field can tell "unset" from "set" (a pointer, or
+// omitempty), as defaulting requires. It returns the default as JSON.
+func (b *builder) checkDefault(m markers.Marker, t types.Type, tag, where string, val Validation) (string, bool) {
+	kind := schemaKind(t)
+	lit, err := m.Literal()
+	if err != nil {
+		b.errorf(m.Pos, `write the default in controller-tools' syntax (3, Wood, {a, b}, {key: value}) or as JSON`,
+			"+%s on %s: %v", m.Def.Name, where, err)
+		return "", false
+	}
+	v, err := lit.JSON(literalShape(t, 0))
+	if err != nil {
+		var mm *markers.MismatchError
+		if errors.As(err, &mm) && mm.WrongType && len(mm.Path) == 0 {
+			b.errorf(m.Pos, "write a default of the field's JSON type ("+kind+")", "+%s on %s: default %s does not match the field's type (%s)", m.Def.Name, where, m.Text, kind)
+		} else {
+			b.errorf(m.Pos, "write a default of the field's JSON type ("+kind+")", "+%s on %s: default %s: %v", m.Def.Name, where, m.Text, err)
+		}
+		return "", false
+	}
+	js, err := json.Marshal(v)
+	if err != nil {
+		b.errorf(m.Pos, "write the default as JSON", "+%s on %s: %v", m.Def.Name, where, err)
 		return "", false
 	}
 	_, isPtr := t.(*types.Pointer)
@@ -480,10 +534,86 @@ func (b *builder) checkDefault(m markers.Marker, t types.Type, tag, where string
 		return "", false
 	}
 	if len(val.Enum) > 0 && !slices.ContainsFunc(val.Enum, func(e any) bool { return fmt.Sprint(e) == fmt.Sprint(v) }) {
-		b.errorf(m.Pos, "use one of the enum values as the default", "+%s on %s: default %s is not one of the allowed values", m.Def.Name, where, raw)
+		b.errorf(m.Pos, "use one of the enum values as the default", "+%s on %s: default %s is not one of the allowed values", m.Def.Name, where, m.Text)
 		return "", false
 	}
 	return string(js), true
+}
+
+// Types whose JSON is free-form (any value): a literal on them is guessed, as by controller-tools.
+const (
+	rawExtensionPath = "k8s.io/apimachinery/pkg/runtime.RawExtension"
+	apiextJSONPath   = "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1.JSON"
+)
+
+// literalShape is the JSON shape of Go type t, for reading a literal default as it.
+func literalShape(t types.Type, depth int) *markers.Shape {
+	if p, ok := t.(*types.Pointer); ok {
+		return literalShape(p.Elem(), depth)
+	}
+	if depth > 32 || isFreeForm(t) {
+		return nil
+	}
+	kind := schemaKind(t)
+	s := &markers.Shape{Type: kind}
+	switch kind {
+	case "unknown":
+		return nil
+	case "array":
+		switch u := t.Underlying().(type) {
+		case *types.Slice:
+			s.Items = literalShape(u.Elem(), depth+1)
+		case *types.Array:
+			s.Items = literalShape(u.Elem(), depth+1)
+		}
+	case "object":
+		switch u := t.Underlying().(type) {
+		case *types.Map:
+			s.Values = literalShape(u.Elem(), depth+1)
+		case *types.Struct:
+			s.Properties = map[string]*markers.Shape{}
+			structShape(u, s.Properties, depth)
+		}
+	}
+	return s
+}
+
+// structShape adds the JSON fields of st (those of inlined embedded structs too) to props.
+func structShape(st *types.Struct, props map[string]*markers.Shape, depth int) {
+	for i := 0; i < st.NumFields(); i++ {
+		f := st.Field(i)
+		name := jsonTagName(st.Tag(i))
+		if f.Embedded() && (name == "" || strings.Contains(tagJSON(st.Tag(i)), "inline")) {
+			et := f.Type()
+			if p, ok := et.(*types.Pointer); ok {
+				et = p.Elem()
+			}
+			if est, ok := et.Underlying().(*types.Struct); ok {
+				structShape(est, props, depth+1)
+			}
+			continue
+		}
+		if !f.Exported() || name == "" || name == "-" {
+			continue
+		}
+		props[name] = literalShape(f.Type(), depth+1)
+	}
+}
+
+// isFreeForm reports whether values of t hold any JSON: interface{}, runtime.RawExtension,
+// apiextensions' JSON.
+func isFreeForm(t types.Type) bool {
+	if p, ok := t.(*types.Pointer); ok {
+		t = p.Elem()
+	}
+	if n, ok := t.(*types.Named); ok && n.Obj().Pkg() != nil {
+		switch n.Obj().Pkg().Path() + "." + n.Obj().Name() {
+		case rawExtensionPath, apiextJSONPath:
+			return true
+		}
+	}
+	_, isIface := t.Underlying().(*types.Interface)
+	return isIface
 }
 
 // jsonKind is the OpenAPI type of a Go type: string, integer, number, boolean, array,
@@ -523,22 +653,6 @@ func schemaKind(t types.Type) string {
 		return "object"
 	}
 	return "unknown"
-}
-
-func jsonMatches(v any, kind string) bool {
-	switch v := v.(type) {
-	case bool:
-		return kind == "boolean"
-	case float64:
-		return kind == "number" || kind == "int-or-string" || kind == "integer" && v == math.Trunc(v)
-	case string:
-		return kind == "string" || kind == "int-or-string"
-	case []any:
-		return kind == "array"
-	case map[string]any:
-		return kind == "object"
-	}
-	return false
 }
 
 func enumValue(s, kind string) (any, error) {
@@ -582,12 +696,6 @@ func article(kind string) string {
 		return "of a type without a JSON schema"
 	}
 	return "a " + kind
-}
-
-// rawValue is the value of a Value marker as written (quotes kept): a default's JSON.
-func rawValue(m markers.Marker) string {
-	_, v, _ := strings.Cut(m.Raw, "=")
-	return strings.TrimSpace(v)
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
