@@ -19,7 +19,8 @@ func validationTags(v *model.Version) codegen.Validation {
 	for _, tv := range v.Validations {
 		ct := codegen.TypeValidation{Name: tv.Name, Tags: schemaTags(tv.Validation)}
 		for _, f := range tv.Fields {
-			cf := codegen.FieldValidation{GoName: f.GoName, JSONName: f.JSONName, Tags: schemaTags(f.Validation), Enum: f.Enum, Format: f.Format}
+			cf := codegen.FieldValidation{GoName: f.GoName, JSONName: f.JSONName, Tags: schemaTags(f.Validation), Enum: f.Enum, Format: f.Format,
+				PreserveUnknownFields: f.FreeForm, EmbeddedResource: f.EmbeddedResource}
 			if f.Default != "" {
 				cf.Tags = append(cf.Tags, "+default="+f.Default)
 			}

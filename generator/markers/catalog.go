@@ -144,14 +144,14 @@ func Default() *Registry {
 			"the schema's type comes from the Go type (kube-openapi); overriding it would publish a schema the server does not decode"),
 		pending("kubebuilder:validation:XIntOrString", Flag, "The field is an int or a string.",
 			"use intstr.IntOrString, whose schema already is int-or-string"),
-		pending("kubebuilder:validation:EmbeddedResource", Flag, "The field holds an embedded object.",
-			"use runtime.RawExtension; the embedded apiVersion/kind/metadata checks of CRDs are not applied yet"),
-		pending("kubebuilder:validation:XEmbeddedResource", Flag, "Same as +kubebuilder:validation:EmbeddedResource.",
-			"use runtime.RawExtension; the embedded apiVersion/kind/metadata checks of CRDs are not applied yet"),
-		pending("kubebuilder:pruning:PreserveUnknownFields", Flag, "Keep unknown fields.",
-			"Go types drop unknown fields when decoding; use runtime.RawExtension for free-form data"),
-		pending("kubebuilder:validation:XPreserveUnknownFields", Flag, "Same as +kubebuilder:pruning:PreserveUnknownFields.",
-			"Go types drop unknown fields when decoding; use runtime.RawExtension for free-form data"),
+		field("kubebuilder:validation:EmbeddedResource", Flag, "The runtime.RawExtension field holds a Kubernetes object: like a CRD's "+
+			"x-kubernetes-embedded-resource, apiVersion and kind are required and checked, metadata is validated as an object's metadata and "+
+			"pruned to its fields. On another type it is an error (a Go struct keeps only its own fields)."),
+		field("kubebuilder:validation:XEmbeddedResource", Flag, "Same as +kubebuilder:validation:EmbeddedResource."),
+		field("kubebuilder:pruning:PreserveUnknownFields", Flag, "Keep unknown fields: what a runtime.RawExtension field does anyway "+
+			"(any JSON object is stored as sent; published as x-kubernetes-preserve-unknown-fields, as controller-gen writes it for RawExtension). "+
+			"On a struct, a map or a type it is an error: Go types keep only the fields they declare, so use runtime.RawExtension."),
+		field("kubebuilder:validation:XPreserveUnknownFields", Flag, "Same as +kubebuilder:pruning:PreserveUnknownFields."),
 		pending("kubebuilder:validation:Schemaless", Flag, "The field has no schema.",
 			"use runtime.RawExtension or apiextensions' JSON for free-form data"),
 		&Definition{Name: "nullable", Target: OnField | OnType, Form: Flag,

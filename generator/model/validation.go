@@ -97,7 +97,15 @@ type FieldValidation struct {
 	Required *bool
 	// Default is the JSON default value (+kubebuilder:default or +default), "" for none.
 	Default string
-	Pos     token.Position
+	// FreeForm is set for fields whose value is any JSON (runtime.RawExtension,
+	// apiextensions' JSON): their schema keeps unknown fields
+	// (x-kubernetes-preserve-unknown-fields), as controller-gen's does.
+	FreeForm bool
+	// EmbeddedResource is +kubebuilder:validation:EmbeddedResource on a free-form field:
+	// the value is a Kubernetes object (apiVersion, kind and metadata checked like a
+	// CRD's x-kubernetes-embedded-resource).
+	EmbeddedResource bool
+	Pos              token.Position
 }
 
 // TypeValidation is what markers say about one struct type of a types package and its
@@ -166,6 +174,13 @@ func (b *builder) validations(p *packages.Package, v *Version, decls []typeDecl)
 			b.errorf(m.Pos, "put CEL rules on a struct type or on the field", "+kubebuilder:validation:XValidation on %s: CEL rules on named non-struct types are not supported yet", d.spec.Name.Name)
 			continue
 		}
+		for _, name := range []string{"kubebuilder:pruning:PreserveUnknownFields", "kubebuilder:validation:XPreserveUnknownFields",
+			"kubebuilder:validation:EmbeddedResource", "kubebuilder:validation:XEmbeddedResource"} {
+			if m, ok := d.markers.Get(name); ok {
+				b.errorf(m.Pos, "put it on a field of type runtime.RawExtension (k8s.io/apimachinery/pkg/runtime), which keeps any JSON object as it was sent",
+					"+%s on type %s: a Go type keeps only the fields it declares", name, d.spec.Name.Name)
+			}
+		}
 		typeLevel[d.spec.Name.Name] = val
 		if _, isStruct := obj.Type().Underlying().(*types.Struct); !isStruct {
 			scalar[d.spec.Name.Name] = val
@@ -228,7 +243,10 @@ func (b *builder) validations(p *packages.Package, v *Version, decls []typeDecl)
 				}
 				fv.Default = js
 			}
-			if fv.Validation.IsZero() && fv.Required == nil && fv.Default == "" {
+			if !b.freeForm(&fv, f.Type(), ms, where) {
+				continue
+			}
+			if fv.Validation.IsZero() && fv.Required == nil && fv.Default == "" && !fv.FreeForm {
 				continue
 			}
 			tv.Fields = append(tv.Fields, fv)
@@ -455,6 +473,40 @@ func (b *builder) rule(m markers.Marker, where string) (Rule, bool) {
 		}
 	}
 	return r, good
+}
+
+// freeForm reads the markers of free-form JSON (+kubebuilder:pruning:PreserveUnknownFields,
+// +kubebuilder:validation:EmbeddedResource and their X spellings) on a field of type t.
+// A Go struct or map cannot keep fields it does not declare, so on other types they are
+// errors that say what to use instead.
+func (b *builder) freeForm(fv *FieldValidation, t types.Type, ms markers.Set, where string) bool {
+	fv.FreeForm = isRawExtension(t)
+	preserve, hasPreserve := firstOf(ms, "kubebuilder:pruning:PreserveUnknownFields", "kubebuilder:validation:XPreserveUnknownFields")
+	embedded, hasEmbedded := firstOf(ms, "kubebuilder:validation:EmbeddedResource", "kubebuilder:validation:XEmbeddedResource")
+	good := true
+	for _, m := range []struct {
+		m   markers.Marker
+		has bool
+	}{{preserve, hasPreserve}, {embedded, hasEmbedded}} {
+		if m.has && !fv.FreeForm {
+			b.errorf(m.m.Pos, "make the field a runtime.RawExtension (k8s.io/apimachinery/pkg/runtime), which keeps any JSON object as it was sent",
+				"+%s on %s: a field of type %s keeps only the fields its Go type declares", m.m.Def.Name, where, types.TypeString(t, func(p *types.Package) string { return p.Name() }))
+			good = false
+		}
+	}
+	if hasEmbedded && fv.FreeForm {
+		fv.EmbeddedResource, _ = embedded.Bool()
+	}
+	return good
+}
+
+// isRawExtension reports whether t is runtime.RawExtension or a pointer to one.
+func isRawExtension(t types.Type) bool {
+	if p, ok := t.(*types.Pointer); ok {
+		t = p.Elem()
+	}
+	n, ok := t.(*types.Named)
+	return ok && n.Obj().Pkg() != nil && n.Obj().Pkg().Path()+"."+n.Obj().Name() == rawExtensionPath
 }
 
 // oneOfRule is the CEL rule controller-gen writes for +kubebuilder:validation:ExactlyOneOf,
