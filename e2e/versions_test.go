@@ -375,6 +375,10 @@ func TestVersions(t *testing.T) {
 		testVersionSchemasLikeCRD(t, ctx, cfg)
 	})
 
+	t.Run("free-form fields like a CRD", func(t *testing.T) {
+		testFreeFormLikeCRD(t, ctx, cfg)
+	})
+
 	t.Run("kubectl", func(t *testing.T) {
 		out, err := kubectl(t, up.kubeconfig, "", "get", "guestbooks.v1beta1."+webapp, "-n", ns)
 		if err != nil || !strings.Contains(out, "lobby") || !strings.Contains(out, "REPLICAS") || !strings.Contains(out, "deprecated") {

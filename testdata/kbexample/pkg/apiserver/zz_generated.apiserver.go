@@ -10,6 +10,7 @@ import (
 	apiv1 "example.com/kbexample/api/v1"
 	apiv1beta1 "example.com/kbexample/api/v1beta1"
 	"example.com/kbexample/pkg/generated/openapi"
+	apigift "example.com/kbexample/pkg/registry/api/gift"
 	apiguestbook "example.com/kbexample/pkg/registry/api/guestbook"
 	apivisitor "example.com/kbexample/pkg/registry/api/visitor"
 	"github.com/aagen-dev/aagen/runtime/server"
@@ -33,7 +34,7 @@ func NewScheme() (*runtime.Scheme, error) {
 	scheme.AddKnownTypes(schema.GroupVersion{
 		Group:   "webapp.example.com",
 		Version: runtime.APIVersionInternal,
-	}, &apiv1.Guestbook{}, &apiv1.GuestbookList{}, &apiv1.Visitor{}, &apiv1.VisitorList{})
+	}, &apiv1.Gift{}, &apiv1.GiftList{}, &apiv1.Guestbook{}, &apiv1.GuestbookList{}, &apiv1.Visitor{}, &apiv1.VisitorList{})
 	if err := scheme.SetVersionPriority(apiv1.SchemeGroupVersion, apiv1beta1.SchemeGroupVersion); err != nil {
 		return nil, err
 	}
@@ -70,6 +71,10 @@ func NewSpec() (server.Spec, error) {
 		Groups: []server.Group{{
 			Name: "webapp.example.com",
 			Resources: []server.Resource{{
+				Plural:     "gifts",
+				Versions:   []server.ResourceVersion{{Name: "v1"}},
+				NewStorage: apigift.NewStorage,
+			}, {
 				Plural: "guestbooks",
 				Versions: []server.ResourceVersion{{Name: "v1"}, {
 					Name:               "v1beta1",
