@@ -105,27 +105,27 @@ func Default() *Registry {
 			Help: "The field must be present (listed in the schema's required). On a package (controller-gen: every field required by default) it is a warning: not applied yet."},
 		&Definition{Name: "kubebuilder:validation:Optional", Target: OnPackage | OnField | OnType, Form: Flag,
 			Help: "The field may be left out. On a package (controller-gen: every field optional by default) aagen's default already is: optional with omitempty."},
-		field("required", Flag, "Same as +kubebuilder:validation:Required."),
-		field("optional", Flag, "Same as +kubebuilder:validation:Optional."),
-		field("k8s:required", Flag, "Same as +kubebuilder:validation:Required (k8s.io/api's declarative validation spelling)."),
-		field("k8s:optional", Flag, "Same as +kubebuilder:validation:Optional (k8s.io/api's declarative validation spelling)."),
+		alias(field("required", Flag, "Same as +kubebuilder:validation:Required."), "kubebuilder:validation:Required"),
+		alias(field("optional", Flag, "Same as +kubebuilder:validation:Optional."), "kubebuilder:validation:Optional"),
+		alias(field("k8s:required", Flag, "Same as +kubebuilder:validation:Required (k8s.io/api's declarative validation spelling)."), "kubebuilder:validation:Required"),
+		alias(field("k8s:optional", Flag, "Same as +kubebuilder:validation:Optional (k8s.io/api's declarative validation spelling)."), "kubebuilder:validation:Optional"),
 		field("k8s:immutable", Flag, "The field cannot change once set: the CEL rule self == oldSelf with message \"field is immutable\", as controller-gen writes it."),
 		typed("kubebuilder:validation:Minimum", Number, "Minimum of a number."),
 		typed("kubebuilder:validation:Maximum", Number, "Maximum of a number."),
-		typed("k8s:minimum", Number, "Same as +kubebuilder:validation:Minimum (k8s.io/api's declarative validation spelling)."),
-		typed("k8s:maximum", Number, "Same as +kubebuilder:validation:Maximum (k8s.io/api's declarative validation spelling)."),
+		alias(typed("k8s:minimum", Number, "Same as +kubebuilder:validation:Minimum (k8s.io/api's declarative validation spelling)."), "kubebuilder:validation:Minimum"),
+		alias(typed("k8s:maximum", Number, "Same as +kubebuilder:validation:Maximum (k8s.io/api's declarative validation spelling)."), "kubebuilder:validation:Maximum"),
 		field("kubebuilder:validation:ExclusiveMinimum", Flag, "The minimum itself is not allowed."),
 		field("kubebuilder:validation:ExclusiveMaximum", Flag, "The maximum itself is not allowed."),
 		typed("kubebuilder:validation:MultipleOf", Number, "The number must be a multiple of this."),
 		typed("kubebuilder:validation:MinLength", Integer, "Minimum string length."),
 		typed("kubebuilder:validation:MaxLength", Integer, "Maximum string length."),
-		typed("k8s:maxLength", Integer, "Same as +kubebuilder:validation:MaxLength (k8s.io/api's declarative validation spelling)."),
+		alias(typed("k8s:maxLength", Integer, "Same as +kubebuilder:validation:MaxLength (k8s.io/api's declarative validation spelling)."), "kubebuilder:validation:MaxLength"),
 		typed("kubebuilder:validation:Pattern", String, "Regular expression (RE2) the string must match; quote it when it has commas."),
 		typed("kubebuilder:validation:Format", String, "String format a CRD validates: date-time, date, duration, email, uri, hostname, ipv4, ipv6, cidr, mac, uuid, byte, ..."),
 		typed("kubebuilder:validation:Enum", StringList, "Allowed values, separated by ';' (scalars only)."),
 		typed("kubebuilder:validation:MinItems", Integer, "Minimum list length."),
 		typed("kubebuilder:validation:MaxItems", Integer, "Maximum list length."),
-		typed("k8s:maxItems", Integer, "Same as +kubebuilder:validation:MaxItems (k8s.io/api's declarative validation spelling)."),
+		alias(typed("k8s:maxItems", Integer, "Same as +kubebuilder:validation:MaxItems (k8s.io/api's declarative validation spelling)."), "kubebuilder:validation:MaxItems"),
 		&Definition{Name: "kubebuilder:validation:UniqueItems", Target: OnField | OnType, Form: Value,
 			Help: "Rejected like in a CRD (quadratic cost): use +listType=set, which checks uniqueness in linear time."},
 		typed("kubebuilder:validation:MinProperties", Integer, "Minimum number of map entries or object fields."),
@@ -147,11 +147,11 @@ func Default() *Registry {
 		field("kubebuilder:validation:EmbeddedResource", Flag, "The runtime.RawExtension field holds a Kubernetes object: like a CRD's "+
 			"x-kubernetes-embedded-resource, apiVersion and kind are required and checked, metadata is validated as an object's metadata and "+
 			"pruned to its fields. On another type it is an error (a Go struct keeps only its own fields)."),
-		field("kubebuilder:validation:XEmbeddedResource", Flag, "Same as +kubebuilder:validation:EmbeddedResource."),
+		alias(field("kubebuilder:validation:XEmbeddedResource", Flag, "Same as +kubebuilder:validation:EmbeddedResource."), "kubebuilder:validation:EmbeddedResource"),
 		field("kubebuilder:pruning:PreserveUnknownFields", Flag, "Keep unknown fields: what a runtime.RawExtension field does anyway "+
 			"(any JSON object is stored as sent; published as x-kubernetes-preserve-unknown-fields, as controller-gen writes it for RawExtension). "+
 			"On a struct, a map or a type it is an error: Go types keep only the fields they declare, so use runtime.RawExtension."),
-		field("kubebuilder:validation:XPreserveUnknownFields", Flag, "Same as +kubebuilder:pruning:PreserveUnknownFields."),
+		alias(field("kubebuilder:validation:XPreserveUnknownFields", Flag, "Same as +kubebuilder:pruning:PreserveUnknownFields."), "kubebuilder:pruning:PreserveUnknownFields"),
 		pending("kubebuilder:validation:Schemaless", Flag, "The field has no schema.",
 			"use runtime.RawExtension or apiextensions' JSON for free-form data"),
 		&Definition{Name: "nullable", Target: OnField | OnType, Form: Flag,
@@ -224,6 +224,12 @@ func otherTools() []*Definition {
 
 func field(name string, form Form, help string) *Definition {
 	return &Definition{Name: name, Target: OnField | OnType, Form: form, Help: help}
+}
+
+// alias makes d another spelling of the marker named same.
+func alias(d *Definition, same string) *Definition {
+	d.Same = same
+	return d
 }
 
 // typed is a Value marker on fields and types whose value has type t.

@@ -85,6 +85,9 @@ type Definition struct {
 	Help string
 	// Type is the type of a Value marker's value.
 	Type ValueType
+	// Same names the marker this one is another spelling of (+required is
+	// +kubebuilder:validation:Required): a Set looked up by that name finds it too.
+	Same string
 	// Pending is set for markers aagen recognises but does not apply yet; using one is a
 	// warning, never silence.
 	Pending string
@@ -92,6 +95,14 @@ type Definition struct {
 	// not apply to an aggregated API server (or that other generators read from the
 	// comments themselves): it says why. They are accepted silently.
 	Ignored string
+}
+
+// Canonical is the name of the marker this one is a spelling of: Same, or its own name.
+func (d *Definition) Canonical() string {
+	if d.Same != "" {
+		return d.Same
+	}
+	return d.Name
 }
 
 // Status says what aagen does with the marker, for the reference.
@@ -155,21 +166,21 @@ func (r *Registry) Lookup(name string) *Definition { return r.defs[name] }
 // Set is the markers found on one node.
 type Set []Marker
 
-// Get returns the first marker named name.
+// Get returns the first marker named name, or another spelling of it (Definition.Same).
 func (s Set) Get(name string) (Marker, bool) {
 	for _, m := range s {
-		if m.Def.Name == name {
+		if m.Def.Name == name || m.Def.Same == name {
 			return m, true
 		}
 	}
 	return Marker{}, false
 }
 
-// All returns every marker named name.
+// All returns every marker named name or spelt as another spelling of it.
 func (s Set) All(name string) []Marker {
 	var out []Marker
 	for _, m := range s {
-		if m.Def.Name == name {
+		if m.Def.Name == name || m.Def.Same == name {
 			out = append(out, m)
 		}
 	}

@@ -139,7 +139,7 @@ var validationMarkers = []string{
 	"kubebuilder:validation:Enum", "kubebuilder:validation:MinItems", "kubebuilder:validation:MaxItems",
 	"kubebuilder:validation:UniqueItems", "kubebuilder:validation:MinProperties", "kubebuilder:validation:MaxProperties",
 	"kubebuilder:validation:XValidation", "kubebuilder:validation:ExactlyOneOf", "kubebuilder:validation:AtMostOneOf",
-	"kubebuilder:validation:AtLeastOneOf", "k8s:minimum", "k8s:maximum", "k8s:maxLength", "k8s:maxItems", "k8s:immutable",
+	"kubebuilder:validation:AtLeastOneOf", "k8s:immutable",
 }
 
 // crdFormats are the string formats a CRD's schema validation knows (see
@@ -174,11 +174,10 @@ func (b *builder) validations(p *packages.Package, v *Version, decls []typeDecl)
 			b.errorf(m.Pos, "put CEL rules on a struct type or on the field", "+kubebuilder:validation:XValidation on %s: CEL rules on named non-struct types are not supported yet", d.spec.Name.Name)
 			continue
 		}
-		for _, name := range []string{"kubebuilder:pruning:PreserveUnknownFields", "kubebuilder:validation:XPreserveUnknownFields",
-			"kubebuilder:validation:EmbeddedResource", "kubebuilder:validation:XEmbeddedResource"} {
+		for _, name := range []string{"kubebuilder:pruning:PreserveUnknownFields", "kubebuilder:validation:EmbeddedResource"} {
 			if m, ok := d.markers.Get(name); ok {
 				b.errorf(m.Pos, "put it on a field of type runtime.RawExtension (k8s.io/apimachinery/pkg/runtime), which keeps any JSON object as it was sent",
-					"+%s on type %s: a Go type keeps only the fields it declares", name, d.spec.Name.Name)
+					"+%s on type %s: a Go type keeps only the fields it declares", m.Def.Name, d.spec.Name.Name)
 			}
 		}
 		typeLevel[d.spec.Name.Name] = val
@@ -219,8 +218,8 @@ func (b *builder) validations(p *packages.Package, v *Version, decls []typeDecl)
 				val = val.merge(scalar[n])
 			}
 			fv.Validation = val
-			req, hasReq := firstOf(ms, "kubebuilder:validation:Required", "required", "k8s:required")
-			opt, hasOpt := firstOf(ms, "kubebuilder:validation:Optional", "optional", "k8s:optional")
+			req, hasReq := ms.Get("kubebuilder:validation:Required") // or +required, +k8s:required
+			opt, hasOpt := ms.Get("kubebuilder:validation:Optional") // or +optional, +k8s:optional
 			switch {
 			case hasReq && hasOpt && req.Value != "false" && opt.Value != "false":
 				b.errorf(req.Pos, "keep one of them", "field %s is marked both required and optional", where)
@@ -261,16 +260,13 @@ func (b *builder) validations(p *packages.Package, v *Version, decls []typeDecl)
 
 func hasAnyValidation(ms markers.Set) bool {
 	for _, m := range ms {
-		if slices.Contains(validationMarkers, m.Def.Name) || slices.Contains(presenceMarkers, m.Def.Name) {
+		if slices.Contains(validationMarkers, m.Def.Canonical()) || m.Def.Name == "kubebuilder:default" || m.Def.Name == "default" ||
+			m.Def.Name == "kubebuilder:validation:Required" || m.Def.Name == "kubebuilder:validation:Optional" {
 			return true
 		}
 	}
 	return false
 }
-
-// presenceMarkers say whether a field is required, optional or defaulted.
-var presenceMarkers = []string{"kubebuilder:default", "default", "kubebuilder:validation:Required", "kubebuilder:validation:Optional",
-	"required", "optional", "k8s:required", "k8s:optional"}
 
 // firstOf returns the first marker of ms named by one of names, in the order of names.
 func firstOf(ms markers.Set, names ...string) (markers.Marker, bool) {
@@ -327,10 +323,10 @@ func (b *builder) validation(t types.Type, ms markers.Set, where string) (Valida
 		return v
 	}
 	for _, m := range ms {
-		switch m.Def.Name {
-		case "kubebuilder:validation:Minimum", "k8s:minimum":
+		switch m.Def.Canonical() {
+		case "kubebuilder:validation:Minimum":
 			v.Minimum = number(m)
-		case "kubebuilder:validation:Maximum", "k8s:maximum":
+		case "kubebuilder:validation:Maximum":
 			v.Maximum = number(m)
 		case "kubebuilder:validation:MultipleOf":
 			v.MultipleOf = number(m)
@@ -349,11 +345,11 @@ func (b *builder) validation(t types.Type, ms markers.Set, where string) (Valida
 			}
 		case "kubebuilder:validation:MinLength":
 			v.MinLength = count(m, "string")
-		case "kubebuilder:validation:MaxLength", "k8s:maxLength":
+		case "kubebuilder:validation:MaxLength":
 			v.MaxLength = count(m, "string")
 		case "kubebuilder:validation:MinItems":
 			v.MinItems = count(m, "array")
-		case "kubebuilder:validation:MaxItems", "k8s:maxItems":
+		case "kubebuilder:validation:MaxItems":
 			v.MaxItems = count(m, "array")
 		case "kubebuilder:validation:MinProperties":
 			v.MinProperties = count(m, "object")
@@ -481,8 +477,8 @@ func (b *builder) rule(m markers.Marker, where string) (Rule, bool) {
 // errors that say what to use instead.
 func (b *builder) freeForm(fv *FieldValidation, t types.Type, ms markers.Set, where string) bool {
 	fv.FreeForm = isRawExtension(t)
-	preserve, hasPreserve := firstOf(ms, "kubebuilder:pruning:PreserveUnknownFields", "kubebuilder:validation:XPreserveUnknownFields")
-	embedded, hasEmbedded := firstOf(ms, "kubebuilder:validation:EmbeddedResource", "kubebuilder:validation:XEmbeddedResource")
+	preserve, hasPreserve := ms.Get("kubebuilder:pruning:PreserveUnknownFields")
+	embedded, hasEmbedded := ms.Get("kubebuilder:validation:EmbeddedResource")
 	good := true
 	for _, m := range []struct {
 		m   markers.Marker
