@@ -94,7 +94,7 @@ func testFreeFormLikeCRD(t *testing.T, ctx context.Context, cfg *rest.Config) {
 		{name: "strict-free-form", strict: true, spec: map[string]any{"card": map[string]any{"anything": map[string]any{"goes": true}}}},
 		{name: "card-not-object", spec: map[string]any{"card": "hello"}},
 		{name: "wrapped-without-kind", spec: map[string]any{"wrapped": map[string]any{"metadata": map[string]any{"name": "x"}, "data": map[string]any{}}}},
-		{name: "wrapped-bad-name", spec: map[string]any{"wrapped": embedded(map[string]any{"metadata": map[string]any{"name": "Not_A_Name"}})}},
+		{name: "wrapped-bad-name", spec: map[string]any{"wrapped": embedded(map[string]any{"metadata": map[string]any{"name": "a/b"}})}},
 		{name: "wrapped-bad-apiversion", spec: map[string]any{"wrapped": embedded(map[string]any{"apiVersion": "a/b/c"})}},
 		{name: "wrapped-metadata-pruned", spec: map[string]any{"wrapped": embedded(map[string]any{"metadata": map[string]any{"name": "recipe", "bogus": "x"}})}},
 	}
