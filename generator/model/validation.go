@@ -480,13 +480,18 @@ func (b *builder) freeForm(fv *FieldValidation, t types.Type, ms markers.Set, wh
 	preserve, hasPreserve := ms.Get("kubebuilder:pruning:PreserveUnknownFields")
 	embedded, hasEmbedded := ms.Get("kubebuilder:validation:EmbeddedResource")
 	good := true
+	why := "keeps only the fields its Go type declares"
+	if containsInterface(t) {
+		// map[string]any, []interface{}: deepcopy-gen and openapi-gen have no code for interface{}.
+		why = "holds interface{} values, which deepcopy-gen cannot copy and openapi-gen cannot describe"
+	}
 	for _, m := range []struct {
 		m   markers.Marker
 		has bool
 	}{{preserve, hasPreserve}, {embedded, hasEmbedded}} {
 		if m.has && !fv.FreeForm {
-			b.errorf(m.m.Pos, "make the field a runtime.RawExtension (k8s.io/apimachinery/pkg/runtime), which keeps any JSON object as it was sent",
-				"+%s on %s: a field of type %s keeps only the fields its Go type declares", m.m.Def.Name, where, types.TypeString(t, func(p *types.Package) string { return p.Name() }))
+			b.errorf(m.m.Pos, "make the field a *runtime.RawExtension (k8s.io/apimachinery/pkg/runtime), which keeps any JSON object as it was sent",
+				"+%s on %s: a field of type %s %s", m.m.Def.Name, where, types.TypeString(t, func(p *types.Package) string { return p.Name() }), why)
 			good = false
 		}
 	}
@@ -494,6 +499,21 @@ func (b *builder) freeForm(fv *FieldValidation, t types.Type, ms markers.Set, wh
 		fv.EmbeddedResource, _ = embedded.Bool()
 	}
 	return good
+}
+
+// containsInterface reports whether t is, or holds in a map, slice or pointer, an interface.
+func containsInterface(t types.Type) bool {
+	switch u := t.Underlying().(type) {
+	case *types.Interface:
+		return true
+	case *types.Pointer:
+		return containsInterface(u.Elem())
+	case *types.Slice:
+		return containsInterface(u.Elem())
+	case *types.Map:
+		return containsInterface(u.Elem())
+	}
+	return false
 }
 
 // isRawExtension reports whether t is runtime.RawExtension or a pointer to one.
