@@ -28,7 +28,8 @@ func gifts() schema.GroupVersionResource {
 // testFreeFormLikeCRD checks kbexample's Gift, whose spec has a runtime.RawExtension
 // marked +kubebuilder:pruning:PreserveUnknownFields (card), one also marked
 // +kubebuilder:validation:EmbeddedResource (wrapped) and a default in controller-tools'
-// literal syntax (ribbon: {color: red, widthCm: 2}). Its published OpenAPI carries
+// literal syntax (ribbon: {color: red, widthCm: 2}) and constraints on list items
+// (tags: +kubebuilder:validation:items:MaxLength and Pattern). Its published OpenAPI carries
 // x-kubernetes-preserve-unknown-fields and x-kubernetes-embedded-resource; and the same
 // writes sent to the generated server (cfg) and to a CRD built from that OpenAPI on a real
 // kube-apiserver get the same answers: unknown fields kept inside card and wrapped,
@@ -53,6 +54,10 @@ func testFreeFormLikeCRD(t *testing.T, ctx context.Context, cfg *rest.Config) {
 	if !isTrue(wrapped.XPreserveUnknownFields) || !wrapped.XEmbeddedResource || wrapped.Type != "object" {
 		t.Errorf("OpenAPI of spec.wrapped: type %q, preserve-unknown-fields %v, embedded-resource %v; want object, true, true",
 			wrapped.Type, isTrue(wrapped.XPreserveUnknownFields), wrapped.XEmbeddedResource)
+	}
+	if tags := spec.Properties["tags"]; tags.Items == nil || tags.Items.Schema == nil || tags.Items.Schema.MaxLength == nil ||
+		*tags.Items.Schema.MaxLength != 8 || tags.Items.Schema.Pattern != "^[a-z]+$" {
+		t.Errorf("OpenAPI of spec.tags: items %+v; want maxLength 8 and pattern ^[a-z]+$", tags.Items)
 	}
 	if ribbon.Default == nil || string(ribbon.Default.Raw) != `{"color":"red","widthCm":2}` {
 		t.Errorf("OpenAPI of spec.ribbon: default %v; want {\"color\":\"red\",\"widthCm\":2} from +kubebuilder:default={color: red, widthCm: 2}", ribbon.Default)
@@ -96,6 +101,8 @@ func testFreeFormLikeCRD(t *testing.T, ctx context.Context, cfg *rest.Config) {
 		{name: "wrapped-without-kind", spec: map[string]any{"wrapped": map[string]any{"metadata": map[string]any{"name": "x"}, "data": map[string]any{}}}},
 		{name: "wrapped-bad-name", spec: map[string]any{"wrapped": embedded(map[string]any{"metadata": map[string]any{"name": "a/b"}})}},
 		{name: "wrapped-bad-apiversion", spec: map[string]any{"wrapped": embedded(map[string]any{"apiVersion": "a/b/c"})}},
+		{name: "tags", spec: map[string]any{"tags": []any{"red", "gold"}}},
+		{name: "tags-invalid", spec: map[string]any{"tags": []any{"Shiny", "wonderful"}}},
 		{name: "wrapped-metadata-pruned", spec: map[string]any{"wrapped": embedded(map[string]any{"metadata": map[string]any{"name": "recipe", "bogus": "x"}})}},
 	}
 	for _, c := range cases {

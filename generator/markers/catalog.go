@@ -146,7 +146,8 @@ func Default() *Registry {
 			"use intstr.IntOrString, whose schema already is int-or-string"),
 		field("kubebuilder:validation:EmbeddedResource", Flag, "The runtime.RawExtension field holds a Kubernetes object: like a CRD's "+
 			"x-kubernetes-embedded-resource, apiVersion and kind are required and checked, metadata is validated as an object's metadata and "+
-			"pruned to its fields. On another type it is an error (a Go struct keeps only its own fields)."),
+			"pruned to its fields (silently: a CRD warns about the dropped fields, or refuses them under fieldValidation=Strict). "+
+			"On another type it is an error (a Go struct keeps only its own fields)."),
 		alias(field("kubebuilder:validation:XEmbeddedResource", Flag, "Same as +kubebuilder:validation:EmbeddedResource."), "kubebuilder:validation:EmbeddedResource"),
 		field("kubebuilder:pruning:PreserveUnknownFields", Flag, "Keep unknown fields: what a runtime.RawExtension field does anyway "+
 			"(any JSON object is stored as sent; published as x-kubernetes-preserve-unknown-fields, as controller-gen writes it for RawExtension). "+
@@ -158,28 +159,44 @@ func Default() *Registry {
 			Help:    "null is a value of the field (controller-gen).",
 			Ignored: "a Go field holds no null: null on input clears the field and it is left out (omitempty), as a CRD prunes a null it does not allow"},
 	)
-	defs = append(defs, itemsMarkers()...)
+	defs = append(defs, itemsMarkers(defs)...)
 	defs = append(defs, otherTools()...)
 	return NewRegistry(owned, defs...)
 }
 
+// ItemsPrefix starts controller-gen's markers that constrain each item of a list
+// (+kubebuilder:validation:items:MaxLength=3): the validation marker named by the rest.
+const ItemsPrefix = "kubebuilder:validation:items:"
+
 // itemsMarkers are controller-gen's +kubebuilder:validation:items:* markers: each
-// validation marker applied to the items of a list.
-func itemsMarkers() []*Definition {
+// validation marker among defs, applied to the items of a list, with the same syntax.
+func itemsMarkers(defs []*Definition) []*Definition {
+	byName := map[string]*Definition{}
+	for _, d := range defs {
+		byName[d.Name] = d
+	}
 	var out []*Definition
 	for _, n := range []string{"Minimum", "Maximum", "ExclusiveMinimum", "ExclusiveMaximum", "MultipleOf", "MinLength", "MaxLength", "Pattern",
 		"Format", "Enum", "MinItems", "MaxItems", "UniqueItems", "MinProperties", "MaxProperties", "Type", "XPreserveUnknownFields",
 		"XEmbeddedResource", "XIntOrString", "XValidation"} {
-		form := Value
-		switch n {
-		case "ExclusiveMinimum", "ExclusiveMaximum", "XPreserveUnknownFields", "XEmbeddedResource", "XIntOrString":
-			form = Flag
-		case "XValidation":
-			form = Raw
+		base := byName["kubebuilder:validation:"+n]
+		d := &Definition{Name: ItemsPrefix + n, Target: OnField | OnType, Form: Flag, Help: "+kubebuilder:validation:" + n + " for each item of the list."}
+		if base != nil {
+			d.Form, d.Type, d.Keys, d.Pending = base.Form, base.Type, base.Keys, base.Pending
 		}
-		out = append(out, &Definition{Name: "kubebuilder:validation:items:" + n, Target: OnField | OnType, Form: form,
-			Help:    "+kubebuilder:validation:" + n + " for each item of the list.",
-			Pending: "constraints on list items are not published or checked yet; give the items a named type and mark that type"})
+		switch n {
+		case "Format", "Enum":
+			d.Pending = "enum and format of list items are not published or checked yet; give the items a named type and mark that type"
+		case "XValidation":
+			d.Pending = "CEL rules on list items are not applied yet; give the items a named struct type and put the rule on it"
+		case "Type", "XPreserveUnknownFields", "XEmbeddedResource", "XIntOrString":
+			d.Form = Flag
+			if n == "Type" {
+				d.Form = Value
+			}
+			d.Pending = "the items' schema comes from their Go type"
+		}
+		out = append(out, d)
 	}
 	return out
 }

@@ -65,6 +65,10 @@ type WidgetSpec struct {
 	// +patchStrategy=merge
 	// +patchMergeKey=name
 	Ports []Port ` + "`json:\"ports,omitempty\" patchStrategy:\"merge\" patchMergeKey:\"name\"`" + `
+	// +kubebuilder:validation:items:MaxLength=8
+	// +kubebuilder:validation:items:Pattern=` + "`^[a-z]+$`" + `
+	// +optional
+	Tags []string ` + "`json:\"tags,omitempty\"`" + `
 	// +k8s:required
 	// +k8s:format=k8s-short-name
 	Owner string ` + "`json:\"owner\"`" + `
@@ -124,6 +128,9 @@ type Port struct {
 	if r := fields["name"].Rules; len(r) != 1 || r[0].Rule != "self == oldSelf" || r[0].Message != "field is immutable" {
 		t.Errorf("name: +k8s:immutable: %+v", r)
 	}
+	if it := fields["tags"].Items; it == nil || it.MaxLength == nil || *it.MaxLength != 8 || it.Pattern != "^[a-z]+$" {
+		t.Errorf("tags: items markers not applied: %+v", it)
+	}
 	if r := fields["owner"].Required; r == nil || !*r {
 		t.Errorf("owner: +k8s:required not applied")
 	}
@@ -151,7 +158,7 @@ type WidgetList struct {
 }
 
 type WidgetSpec struct {
-	// +kubebuilder:validation:items:MaxLength=3
+	// +kubebuilder:validation:items:Enum=a;b
 	Tags []string ` + "`json:\"tags,omitempty\"`" + `
 }
 `,
@@ -165,7 +172,7 @@ type WidgetSpec struct {
 		msgs = append(msgs, w.String())
 	}
 	all := strings.Join(msgs, "\n")
-	for _, want := range []string{"doc.go:2:1: warning: +kubebuilder:validation:Required on a package", "types.go:19:2: warning: marker +kubebuilder:validation:items:MaxLength is recognised but not applied yet"} {
+	for _, want := range []string{"doc.go:2:1: warning: +kubebuilder:validation:Required on a package", "types.go:19:2: warning: marker +kubebuilder:validation:items:Enum is recognised but not applied yet"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("warnings lack %q:\n%s", want, all)
 		}

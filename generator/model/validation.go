@@ -97,6 +97,9 @@ type FieldValidation struct {
 	Required *bool
 	// Default is the JSON default value (+kubebuilder:default or +default), "" for none.
 	Default string
+	// Items holds the constraints on each item of a list field
+	// (+kubebuilder:validation:items:MaxLength and the like), nil without any.
+	Items *Validation
 	// FreeForm is set for fields whose value is any JSON (runtime.RawExtension,
 	// apiextensions' JSON): their schema keeps unknown fields
 	// (x-kubernetes-preserve-unknown-fields), as controller-gen's does.
@@ -218,6 +221,11 @@ func (b *builder) validations(p *packages.Package, v *Version, decls []typeDecl)
 				val = val.merge(scalar[n])
 			}
 			fv.Validation = val
+			if items, ok := b.itemsValidation(f.Type(), ms, where); !ok {
+				continue
+			} else if items != nil {
+				fv.Items = items
+			}
 			req, hasReq := ms.Get("kubebuilder:validation:Required") // or +required, +k8s:required
 			opt, hasOpt := ms.Get("kubebuilder:validation:Optional") // or +optional, +k8s:optional
 			switch {
@@ -245,7 +253,7 @@ func (b *builder) validations(p *packages.Package, v *Version, decls []typeDecl)
 			if !b.freeForm(&fv, f.Type(), ms, where) {
 				continue
 			}
-			if fv.Validation.IsZero() && fv.Required == nil && fv.Default == "" && !fv.FreeForm {
+			if fv.Validation.IsZero() && fv.Required == nil && fv.Default == "" && !fv.FreeForm && fv.Items == nil {
 				continue
 			}
 			tv.Fields = append(tv.Fields, fv)
@@ -469,6 +477,47 @@ func (b *builder) rule(m markers.Marker, where string) (Rule, bool) {
 		}
 	}
 	return r, good
+}
+
+// itemsValidation reads the +kubebuilder:validation:items:* markers of a list field of
+// type t: the constraints of each item, checked against the item type. It returns nil
+// without any.
+func (b *builder) itemsValidation(t types.Type, ms markers.Set, where string) (*Validation, bool) {
+	var items markers.Set
+	for _, m := range ms {
+		if !strings.HasPrefix(m.Def.Name, markers.ItemsPrefix) || m.Def.Pending != "" {
+			continue
+		}
+		base := b.reg.Lookup("kubebuilder:validation:" + strings.TrimPrefix(m.Def.Name, markers.ItemsPrefix))
+		if base == nil {
+			continue
+		}
+		m.Def = base
+		items = append(items, m)
+	}
+	if len(items) == 0 {
+		return nil, true
+	}
+	if p, ok := t.(*types.Pointer); ok {
+		t = p.Elem()
+	}
+	var elem types.Type
+	switch u := t.Underlying().(type) {
+	case *types.Slice:
+		elem = u.Elem()
+	case *types.Array:
+		elem = u.Elem()
+	}
+	if elem == nil || schemaKind(t) != "array" {
+		b.errorf(items[0].Pos, "put +kubebuilder:validation:items:* markers on list fields only", "+%s%s on %s: the field is not a list",
+			markers.ItemsPrefix, strings.TrimPrefix(items[0].Def.Name, "kubebuilder:validation:"), where)
+		return nil, false
+	}
+	v, ok := b.validation(elem, items, where+"[*]")
+	if !ok {
+		return nil, false
+	}
+	return &v, true
 }
 
 // freeForm reads the markers of free-form JSON (+kubebuilder:pruning:PreserveUnknownFields,

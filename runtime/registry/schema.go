@@ -351,17 +351,34 @@ func (r *resolver) schema(s spec.Schema) (*spec.Schema, error) {
 		}
 		out.AdditionalProperties = &spec.SchemaOrBool{Allows: true, Schema: ap}
 	}
-	for i, a := range s.AllOf {
+	out.AllOf = nil
+	for _, a := range s.AllOf {
 		ra, err := r.schema(a)
 		if err != nil {
 			return nil, err
 		}
-		if i == 0 {
-			out.AllOf = make([]spec.Schema, len(s.AllOf))
+		if out.Items != nil && out.Items.Schema != nil && onlyItems(ra) {
+			// kube-openapi writes the constraints of list items (+k8s:validation:items:...)
+			// as allOf: [{items: {...}}]; a CRD has them in items itself.
+			merged := *out.Items.Schema
+			mergeSchema(&merged, *ra.Items.Schema)
+			out.Items = &spec.SchemaOrArray{Schema: &merged}
+			continue
 		}
-		out.AllOf[i] = *ra
+		out.AllOf = append(out.AllOf, *ra)
 	}
 	return &out, nil
+}
+
+// onlyItems reports whether s says nothing but a schema for list items.
+func onlyItems(s *spec.Schema) bool {
+	if s.Items == nil || s.Items.Schema == nil || len(s.Items.Schemas) > 0 {
+		return false
+	}
+	rest := *s
+	rest.Items = nil
+	data, err := json.Marshal(rest)
+	return err == nil && string(data) == "{}"
 }
 
 // mergeSchema copies what is set in add onto dst (add's type, if any, is ignored: the

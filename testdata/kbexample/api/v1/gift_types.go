@@ -24,6 +24,12 @@ type GiftSpec struct {
 	// +kubebuilder:validation:EmbeddedResource
 	Wrapped *runtime.RawExtension `json:"wrapped,omitempty"`
 
+	// Tags label the gift: lower-case words of at most 8 letters.
+	// +optional
+	// +kubebuilder:validation:items:MaxLength=8
+	// +kubebuilder:validation:items:Pattern=`^[a-z]+$`
+	Tags []string `json:"tags,omitempty"`
+
 	// Ribbon is tied around the gift.
 	// +optional
 	// +kubebuilder:default={color: red, widthCm: 2}

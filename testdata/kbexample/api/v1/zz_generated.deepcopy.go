@@ -82,6 +82,11 @@ func (in *GiftSpec) DeepCopyInto(out *GiftSpec) {
 		*out = new(runtime.RawExtension)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.Tags != nil {
+		in, out := &in.Tags, &out.Tags
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.Ribbon != nil {
 		in, out := &in.Ribbon, &out.Ribbon
 		*out = new(Ribbon)

@@ -247,6 +247,34 @@ func schema_examplecom_kbexample_api_v1_GiftSpec(ref common.ReferenceCallback) c
 							},
 						},
 					},
+					"tags": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Tags label the gift: lower-case words of at most 8 letters.",
+							AllOf: []spec.Schema{
+								{
+									SchemaProps: spec.SchemaProps{
+										Items: &spec.SchemaOrArray{
+											Schema: &spec.Schema{
+												SchemaProps: spec.SchemaProps{
+													MaxLength: ptr.To[int64](8),
+													Pattern:   "^[a-z]+$",
+												},
+											},
+										},
+									},
+								},
+							},
+							Type: []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
 					"ribbon": {
 						SchemaProps: spec.SchemaProps{
 							Description: "Ribbon is tied around the gift.",

@@ -55,6 +55,12 @@ var schemaYAML = typed.YAMLObject(`types:
       default:
         color: red
         widthCm: 2
+    - name: tags
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: atomic
     - name: wrapped
       type:
         namedType: __untyped_atomic_

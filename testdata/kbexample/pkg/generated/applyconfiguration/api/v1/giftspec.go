@@ -19,6 +19,8 @@ type GiftSpecApplyConfiguration struct {
 	// Wrapped is a Kubernetes object (apiVersion, kind, metadata), kept as sent except
 	// for its metadata, which is pruned to the fields of object metadata.
 	Wrapped *runtime.RawExtension `json:"wrapped,omitempty"`
+	// Tags label the gift: lower-case words of at most 8 letters.
+	Tags []string `json:"tags,omitempty"`
 	// Ribbon is tied around the gift.
 	Ribbon *RibbonApplyConfiguration `json:"ribbon,omitempty"`
 }
@@ -50,6 +52,16 @@ func (b *GiftSpecApplyConfiguration) WithCard(value runtime.RawExtension) *GiftS
 // If called multiple times, the Wrapped field is set to the value of the last call.
 func (b *GiftSpecApplyConfiguration) WithWrapped(value runtime.RawExtension) *GiftSpecApplyConfiguration {
 	b.Wrapped = &value
+	return b
+}
+
+// WithTags adds the given value to the Tags field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Tags field.
+func (b *GiftSpecApplyConfiguration) WithTags(values ...string) *GiftSpecApplyConfiguration {
+	for i := range values {
+		b.Tags = append(b.Tags, values[i])
+	}
 	return b
 }
 
