@@ -1,93 +1,29 @@
 package model_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/aagen-dev/aagen/generator/model"
 )
 
-// TestControllerGenMarkers builds a types package written for controller-gen: its
+// TestControllerGenMarkers builds a types package written for controller-gen
+// (generator/testdata/controllergen, generated whole by generator's TestControllerGenStyle): its
 // marker syntax (+name:=value, literal defaults typed by the field), markers aagen
 // applies (oneOf rules, +k8s:immutable, k8s.io/api's +k8s:required and +k8s:maxLength),
 // and CRD-only, RBAC and webhook markers, which are accepted without an error.
 func TestControllerGenMarkers(t *testing.T) {
-	dir := module(t, map[string]string{
-		"pkg/apis/shop/v1/doc.go": `// +groupName=shop.example.com
-// +kubebuilder:validation:Optional
-// +kubebuilder:rbac:groups=shop.example.com,resources=widgets,verbs=get;list;watch
-// +kubebuilder:webhook:path=/validate,mutating=false,failurePolicy=fail,groups=shop.example.com,resources=widgets,verbs=create,versions=v1,name=vw.example.com,sideEffects=None,admissionReviewVersions=v1
-// +versionName=v1
-// +k8s:openapi-gen=true
-package v1
-`,
-		"pkg/apis/shop/v1/types.go": `package v1
-
-import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-// +genclient
-// +kubebuilder:object:root=true
-// +kubebuilder:metadata:labels="app.kubernetes.io/part-of=shop",annotations="docs=https://example.com"
-// +kubebuilder:printcolumn:name="Size",type=integer,JSONPath=` + "`.spec.size`" + `
-// +k8s:prerelease-lifecycle-gen:introduced=1.30
-type Widget struct {
-	metav1.TypeMeta   ` + "`json:\",inline\"`" + `
-	metav1.ObjectMeta ` + "`json:\"metadata,omitempty\" protobuf:\"bytes,1,opt,name=metadata\"`" + `
-
-	Spec WidgetSpec ` + "`json:\"spec\" protobuf:\"bytes,2,opt,name=spec\"`" + `
-}
-
-// +kubebuilder:object:root=true
-type WidgetList struct {
-	metav1.TypeMeta ` + "`json:\",inline\"`" + `
-	metav1.ListMeta ` + "`json:\"metadata,omitempty\"`" + `
-	Items           []Widget ` + "`json:\"items\"`" + `
-}
-
-// +kubebuilder:validation:ExactlyOneOf=http;grpc
-// +kubebuilder:title=Spec
-type WidgetSpec struct {
-	// +kubebuilder:validation:Minimum:=1
-	// +kubebuilder:default:=3
-	// +kubebuilder:example=4
-	Size int32 ` + "`json:\"size,omitempty\"`" + `
-	// +kubebuilder:default=forty-two
-	// +k8s:maxLength=16
-	// +k8s:immutable
-	// +nullable
-	Name string ` + "`json:\"name,omitempty\"`" + `
-	// +kubebuilder:default={from: Same}
-	// +kubebuilder:externalDocs:url="https://example.com",description="namespaces"
-	Namespaces *Namespaces ` + "`json:\"namespaces,omitempty\"`" + `
-	// +kubebuilder:default={{name: a, port: 80},{name: b, port: 443}}
-	// +listType=map
-	// +listMapKey=name
-	// +patchStrategy=merge
-	// +patchMergeKey=name
-	Ports []Port ` + "`json:\"ports,omitempty\" patchStrategy:\"merge\" patchMergeKey:\"name\"`" + `
-	// +kubebuilder:validation:items:MaxLength=8
-	// +kubebuilder:validation:items:Pattern=` + "`^[a-z]+$`" + `
-	// +optional
-	Tags []string ` + "`json:\"tags,omitempty\"`" + `
-	// +k8s:required
-	// +k8s:format=k8s-short-name
-	Owner string ` + "`json:\"owner\"`" + `
-	// +optional
-	HTTP *string ` + "`json:\"http,omitempty\"`" + `
-	// +optional
-	GRPC *string ` + "`json:\"grpc,omitempty\"`" + `
-}
-
-type Namespaces struct {
-	From string ` + "`json:\"from,omitempty\"`" + `
-}
-
-type Port struct {
-	Name string ` + "`json:\"name\"`" + `
-	Port int32 ` + "`json:\"port\"`" + `
-}
-`,
-	})
+	files := map[string]string{}
+	for _, f := range []string{"doc.go", "types.go"} {
+		data, err := os.ReadFile(filepath.Join("../testdata/controllergen/pkg/apis/shop/v1", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files["pkg/apis/shop/v1/"+f] = string(data)
+	}
+	dir := module(t, files)
 	m, warns, err := build(t, dir)
 	if err != nil {
 		t.Fatal(err)
