@@ -97,7 +97,8 @@ func TestVersions(t *testing.T) {
 			slices.Sort(names)
 			want := []string{"guestbooks", "guestbooks/scale", "guestbooks/status", "visitors", "visitors/status"}
 			if v == "v1" {
-				want = append(want, "workers", "workers/status") // v1 only
+				want = append(want, "workers", "workers/status") // Worker is defined in v1 only
+				want = append([]string{"gifts"}, want...)        // so is Gift
 			}
 			if !slices.Equal(names, want) {
 				t.Errorf("%s resources %v, want %v", v, names, want)
@@ -380,6 +381,10 @@ func TestVersions(t *testing.T) {
 
 	t.Run("fields of k8s.io/api and apimachinery types", func(t *testing.T) {
 		testCoreTypes(t, ctx, cfg, dir, up.kubeconfig)
+	})
+
+	t.Run("free-form fields like a CRD", func(t *testing.T) {
+		testFreeFormLikeCRD(t, ctx, cfg)
 	})
 
 	t.Run("kubectl", func(t *testing.T) {

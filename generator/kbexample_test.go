@@ -21,13 +21,13 @@ const kbexample = "../testdata/kbexample"
 // the user-owned conversion file, written by hand from the stubs aagen created.
 var kbHandWritten = map[string]bool{
 	"go.mod": true, "go.sum": true,
-	"api/v1/groupversion_info.go": true, "api/v1/guestbook_types.go": true, "api/v1/visitor_types.go": true, "api/v1/worker_types.go": true,
+	"api/v1/groupversion_info.go": true, "api/v1/guestbook_types.go": true, "api/v1/visitor_types.go": true, "api/v1/worker_types.go": true, "api/v1/gift_types.go": true,
 	"api/v1beta1/groupversion_info.go": true, "api/v1beta1/guestbook_types.go": true, "api/v1beta1/visitor_types.go": true,
 	"api/v1beta1/conversion.go":               true,
 	"config/samples/webapp_v1_guestbook.yaml": true, "config/samples/webapp_v1beta1_guestbook.yaml": true,
 	"config/samples/webapp_v1_visitor.yaml": true, "config/samples/webapp_v1beta1_visitor.yaml": true,
-	"config/samples/webapp_v1_worker.yaml": true,
-	"config/deploy/certs/ca.crt":           true, "config/deploy/certs/ca.key": true,
+	"config/samples/webapp_v1_worker.yaml": true, "config/samples/webapp_v1_gift.yaml": true,
+	"config/deploy/certs/ca.crt": true, "config/deploy/certs/ca.key": true,
 	"config/deploy/certs/tls.crt": true, "config/deploy/certs/tls.key": true,
 	"config/deploy/certs/etcd-ca.crt": true, "config/deploy/certs/etcd-ca.key": true,
 	"config/deploy/certs/etcd-member.crt": true, "config/deploy/certs/etcd-member.key": true,

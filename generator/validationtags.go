@@ -19,7 +19,11 @@ func validationTags(v *model.Version) codegen.Validation {
 	for _, tv := range v.Validations {
 		ct := codegen.TypeValidation{Name: tv.Name, Tags: schemaTags(tv.Validation)}
 		for _, f := range tv.Fields {
-			cf := codegen.FieldValidation{GoName: f.GoName, JSONName: f.JSONName, Tags: schemaTags(f.Validation), Enum: f.Enum, Format: f.Format}
+			cf := codegen.FieldValidation{GoName: f.GoName, JSONName: f.JSONName, Tags: schemaTags(f.Validation), Enum: f.Enum, Format: f.Format,
+				PreserveUnknownFields: f.FreeForm, EmbeddedResource: f.EmbeddedResource}
+			if f.Items != nil {
+				cf.Tags = append(cf.Tags, prefixedSchemaTags("+k8s:validation:items:", *f.Items)...)
+			}
 			if f.Default != "" {
 				cf.Tags = append(cf.Tags, "+default="+f.Default)
 			}
@@ -38,8 +42,11 @@ func validationTags(v *model.Version) codegen.Validation {
 }
 
 // schemaTags renders kube-openapi's +k8s:validation: tags (values are JSON).
-func schemaTags(v model.Validation) []string {
-	const p = "+k8s:validation:"
+func schemaTags(v model.Validation) []string { return prefixedSchemaTags("+k8s:validation:", v) }
+
+// prefixedSchemaTags renders v as kube-openapi's tags under prefix p: "+k8s:validation:"
+// for the node itself, "+k8s:validation:items:" for the items of a list.
+func prefixedSchemaTags(p string, v model.Validation) []string {
 	var tags []string
 	num := func(name string, f *float64) {
 		if f != nil {

@@ -41,3 +41,18 @@ func TestValidationTags(t *testing.T) {
 		t.Errorf("field: %q %q %v\nwant %q", f.Tags, f.Format, f.Enum, wantField)
 	}
 }
+
+// TestItemsValidationTags: +kubebuilder:validation:items:* become kube-openapi's
+// +k8s:validation:items: tags.
+func TestItemsValidationTags(t *testing.T) {
+	eight := int64(8)
+	v := &model.Version{Validations: []*model.TypeValidation{{
+		Name:   "WidgetSpec",
+		Fields: []model.FieldValidation{{GoName: "Tags", JSONName: "tags", Items: &model.Validation{MaxLength: &eight, Pattern: "^[a-z]+$"}}},
+	}}}
+	got := validationTags(v).Types[0].Fields[0].Tags
+	want := []string{`+k8s:validation:items:maxLength=8`, `+k8s:validation:items:pattern="^[a-z]+$"`}
+	if !slices.Equal(got, want) {
+		t.Errorf("tags %q, want %q", got, want)
+	}
+}

@@ -60,6 +60,20 @@ func inlineSchema(node any, defs map[string]any, depth int) any {
 	if all, ok := out["allOf"].([]any); ok && len(all) == 1 {
 		delete(out, "allOf")
 		for k, v := range all[0].(map[string]any) {
+			// items: the constraints of list items (kube-openapi's allOf: [{items: ...}])
+			// join the items' own schema.
+			if sub, ok := v.(map[string]any); ok && k == "items" {
+				if own, ok := out[k].(map[string]any); ok {
+					merged := map[string]any{}
+					for kk, vv := range own {
+						merged[kk] = vv
+					}
+					for kk, vv := range sub {
+						merged[kk] = vv
+					}
+					v = merged
+				}
+			}
 			out[k] = v
 		}
 	}

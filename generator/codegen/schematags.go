@@ -65,6 +65,22 @@ type FieldValidation struct {
 	// Enum and Format are written into the field's property of the generated definitions.
 	Enum   []any
 	Format string
+	// PreserveUnknownFields and EmbeddedResource are written into the field's property
+	// as x-kubernetes-preserve-unknown-fields and x-kubernetes-embedded-resource (for
+	// free-form fields, as a CRD's schema has them).
+	PreserveUnknownFields, EmbeddedResource bool
+}
+
+// extensions are the vendor extensions fv adds to its property.
+func (fv FieldValidation) extensions() []string {
+	var out []string
+	if fv.EmbeddedResource {
+		out = append(out, "x-kubernetes-embedded-resource")
+	}
+	if fv.PreserveUnknownFields {
+		out = append(out, "x-kubernetes-preserve-unknown-fields")
+	}
+	return out
 }
 
 // injectValidation adds the validation and default tags of in to the universe.
@@ -112,14 +128,14 @@ func (in Input) defaulterPackages() []string {
 	return out
 }
 
-// patchOpenAPI writes enum and format of the fields that have them into the property
-// schemas of the generated openapi file.
+// patchOpenAPI writes enum and format of the fields that have them, and the vendor
+// extensions of free-form fields, into the property schemas of the generated openapi file.
 func patchOpenAPI(files []File, in Input) ([]File, error) {
 	byType := map[string]map[string]FieldValidation{} // import path + "." + type -> json name -> field
 	for _, p := range in.Packages {
 		for _, tv := range p.Validation.Types {
 			for _, fv := range tv.Fields {
-				if len(fv.Enum) == 0 && fv.Format == "" {
+				if len(fv.Enum) == 0 && fv.Format == "" && len(fv.extensions()) == 0 {
 					continue
 				}
 				key := p.ImportPath + "." + tv.Name
@@ -250,6 +266,24 @@ func patchOpenAPISource(src []byte, byType map[string]map[string]FieldValidation
 			if len(add) > 0 {
 				at := off(sp.Rbrace)
 				edits = append(edits, edit{at, at, strings.Join(add, "\n") + "\n"})
+			}
+			if exts := fv.extensions(); len(exts) > 0 {
+				var entries []string
+				for _, x := range exts {
+					entries = append(entries, strconv.Quote(x)+": true,")
+				}
+				propLit, _ := kv.Value.(*ast.CompositeLit)
+				if ve := keyed(propLit, "VendorExtensible"); ve != nil {
+					ext := keyed(ve, "Extensions")
+					if ext == nil {
+						return nil, fmt.Errorf("%s property %s has VendorExtensible without Extensions", key, prop)
+					}
+					at := off(ext.Rbrace)
+					edits = append(edits, edit{at, at, strings.Join(entries, "\n") + "\n"})
+				} else {
+					at := off(propLit.Rbrace)
+					edits = append(edits, edit{at, at, "VendorExtensible: spec.VendorExtensible{\nExtensions: spec.Extensions{\n" + strings.Join(entries, "\n") + "\n},\n},\n"})
+				}
 			}
 		}
 		for prop := range byType[key] {

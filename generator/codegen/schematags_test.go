@@ -62,6 +62,17 @@ func TestPatchOpenAPISource(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
+	out, err = patchOpenAPISource([]byte(openAPISrc), map[string]map[string]FieldValidation{
+		"example.com/shop/pkg/apis/shop/v1.WidgetSpec": {"size": {JSONName: "size", PreserveUnknownFields: true, EmbeddedResource: true}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "VendorExtensible: spec.VendorExtensible{\n\t\t\t\t\t\t\tExtensions: spec.Extensions{\n" +
+		"\t\t\t\t\t\t\t\t\"x-kubernetes-embedded-resource\":       true,\n" +
+		"\t\t\t\t\t\t\t\t\"x-kubernetes-preserve-unknown-fields\": true,"; !strings.Contains(string(out), want) {
+		t.Errorf("output lacks %q:\n%s", want, out)
+	}
 	if _, err := patchOpenAPISource([]byte(openAPISrc), map[string]map[string]FieldValidation{
 		"example.com/shop/pkg/apis/shop/v1.WidgetSpec": {"weight": {JSONName: "weight", Format: "byte"}},
 	}); err == nil || !strings.Contains(err.Error(), "has no property weight") {

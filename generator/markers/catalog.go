@@ -6,7 +6,7 @@ var owned = []string{"groupName", "genclient", "kubebuilder:", "aagen:"}
 // Default returns the registry of every marker aagen knows. It is built on each call:
 // there is no shared mutable registry.
 func Default() *Registry {
-	return NewRegistry(owned,
+	defs := append([]*Definition(nil),
 		// Package markers.
 		&Definition{Name: "groupName", Target: OnPackage, Form: Value,
 			Help: "API group of the package's kinds, e.g. +groupName=shop.example.com (in doc.go, above the package clause)."},
@@ -14,8 +14,26 @@ func Default() *Registry {
 			Help: "kubebuilder's deepcopy switch; aagen always generates deepcopy for served kinds."},
 		&Definition{Name: "kubebuilder:skip", Target: OnPackage, Form: Flag,
 			Help: "Skip this package: aagen serves none of its kinds."},
-		&Definition{Name: "kubebuilder:skipversion", Target: OnPackage, Form: Flag,
-			Help: "Do not serve this version."},
+		&Definition{Name: "kubebuilder:skipversion", Target: OnPackage | OnType, Form: Flag,
+			Help: "Do not serve this version: on the package, none of its kinds; on a kind, that kind (it is left out of this version entirely)."},
+		&Definition{Name: "versionName", Target: OnPackage, Form: Value,
+			Help:    "controller-gen's name of the package's API version.",
+			Ignored: "the version is the package's name (v1, v1beta1, ...); aagen serves that"},
+		&Definition{Name: "kubebuilder:ac:generate", Target: OnPackage | OnType, Form: Flag,
+			Help:    "controller-gen's switch for apply configurations.",
+			Ignored: "aagen always generates apply configurations (pkg/generated/applyconfiguration)"},
+		&Definition{Name: "kubebuilder:ac:output:package", Target: OnPackage, Form: Value,
+			Help:    "controller-gen's output package of apply configurations.",
+			Ignored: "aagen writes apply configurations under the generated directory (--generated-dir)"},
+		&Definition{Name: "kubebuilder:rbac", Target: OnPackage | OnType | OnField, Form: Raw,
+			Help:    "A controller's RBAC rule (controller-gen rbac).",
+			Ignored: "RBAC rules of a controller; the server's own roles and the users' admin/edit/view roles are in config/deploy"},
+		&Definition{Name: "kubebuilder:webhook", Target: OnPackage | OnType | OnField, Form: Raw,
+			Help:    "An admission webhook of a controller (controller-gen webhook).",
+			Ignored: "webhook configurations of a controller; an aggregated server validates and defaults itself (hooks.go)"},
+		&Definition{Name: "kubebuilder:webhookconfiguration", Target: OnPackage | OnType | OnField, Form: Raw,
+			Help:    "Names of a controller's webhook configurations (controller-gen webhook).",
+			Ignored: "webhook configurations of a controller; an aggregated server validates and defaults itself (hooks.go)"},
 
 		// Kind markers, client-gen's vocabulary.
 		&Definition{Name: "genclient", Target: OnType, Form: Flag,
@@ -68,6 +86,18 @@ func Default() *Registry {
 				"(started with a loopback client). Discovery lists exactly the verbs it implements; other verbs are 405. No /status or /scale."},
 		&Definition{Name: "kubebuilder:unservedversion", Target: OnType, Form: Flag,
 			Help: "Do not serve this version of the kind (not installed, not in discovery, no client); objects still convert to and from it."},
+		&Definition{Name: "kubebuilder:metadata", Target: OnType, Form: Args, Keys: []string{"annotations", "labels"},
+			Help:    "Labels and annotations of the generated CustomResourceDefinition object (controller-gen).",
+			Ignored: "metadata of a CRD object; an aggregated API has none (label the APIServices in config/deploy instead)"},
+		&Definition{Name: "kubebuilder:title", Target: OnType | OnField, Form: Value, Type: LiteralValue,
+			Help:    "The schema's title (controller-gen).",
+			Ignored: "documentation only; the doc comment is the schema's description"},
+		&Definition{Name: "kubebuilder:example", Target: OnType | OnField, Form: Value, Type: LiteralValue,
+			Help:    "An example value in the schema (controller-gen).",
+			Ignored: "documentation only; put examples in the doc comment or config/samples"},
+		&Definition{Name: "kubebuilder:externalDocs", Target: OnType | OnField, Form: Args, Keys: []string{"url", "description"},
+			Help:    "A link to external documentation in the schema (controller-gen).",
+			Ignored: "documentation only; link it from the doc comment"},
 
 		// Imperative subresources (see generator/model/subresources.go and runtime/subresource).
 		&Definition{Name: "aagen:subresource:action", Target: OnType, Form: Args,
@@ -93,29 +123,45 @@ func Default() *Registry {
 
 		// Validation and defaulting (see generator/model/validation.go): the markers become the
 		// kind's OpenAPI schema, which the server validates every write against like a CRD's.
-		field("kubebuilder:default", Value, "Default value as JSON (e.g. 3, \"Wood\", [\"a\"]), set on create and when an object without the field is read from storage. "+
+		typed("kubebuilder:default", LiteralValue, "Default value in controller-tools' literal syntax or as JSON, read as the field's type: 3, true, Wood or \"Wood\" (a string), "+
+			"{a,b} or [\"a\",\"b\"] (a list), {from: Same} or {\"from\":\"Same\"} (an object), {} (empty). Set on create and when an object without the field is read from storage. "+
 			"The field must be a pointer or have omitempty."),
-		field("default", Value, "Same as +kubebuilder:default (code-generator's and kube-openapi's spelling)."),
-		field("kubebuilder:validation:Required", Flag, "The field must be present (listed in the schema's required)."),
-		field("kubebuilder:validation:Optional", Flag, "The field may be left out."),
-		field("required", Flag, "Same as +kubebuilder:validation:Required."),
-		field("optional", Flag, "Same as +kubebuilder:validation:Optional."),
-		field("kubebuilder:validation:Minimum", Value, "Minimum of a number."),
-		field("kubebuilder:validation:Maximum", Value, "Maximum of a number."),
+		typed("default", LiteralValue, "Same as +kubebuilder:default (code-generator's and kube-openapi's spelling); +kubebuilder:default wins when both are given."),
+		&Definition{Name: "kubebuilder:validation:Required", Target: OnPackage | OnField | OnType, Form: Flag,
+			Help: "The field must be present (listed in the schema's required). On a package (controller-gen: every field required by default) it is a warning: not applied yet."},
+		&Definition{Name: "kubebuilder:validation:Optional", Target: OnPackage | OnField | OnType, Form: Flag,
+			Help: "The field may be left out. On a package (controller-gen: every field optional by default) aagen's default already is: optional with omitempty."},
+		alias(field("required", Flag, "Same as +kubebuilder:validation:Required."), "kubebuilder:validation:Required"),
+		alias(field("optional", Flag, "Same as +kubebuilder:validation:Optional."), "kubebuilder:validation:Optional"),
+		alias(field("k8s:required", Flag, "Same as +kubebuilder:validation:Required (k8s.io/api's declarative validation spelling)."), "kubebuilder:validation:Required"),
+		alias(field("k8s:optional", Flag, "Same as +kubebuilder:validation:Optional (k8s.io/api's declarative validation spelling)."), "kubebuilder:validation:Optional"),
+		field("k8s:immutable", Flag, "The field cannot change once set: the CEL rule self == oldSelf with message \"field is immutable\", as controller-gen writes it."),
+		typed("kubebuilder:validation:Minimum", Number, "Minimum of a number."),
+		typed("kubebuilder:validation:Maximum", Number, "Maximum of a number."),
+		alias(typed("k8s:minimum", Number, "Same as +kubebuilder:validation:Minimum (k8s.io/api's declarative validation spelling)."), "kubebuilder:validation:Minimum"),
+		alias(typed("k8s:maximum", Number, "Same as +kubebuilder:validation:Maximum (k8s.io/api's declarative validation spelling)."), "kubebuilder:validation:Maximum"),
 		field("kubebuilder:validation:ExclusiveMinimum", Flag, "The minimum itself is not allowed."),
 		field("kubebuilder:validation:ExclusiveMaximum", Flag, "The maximum itself is not allowed."),
-		field("kubebuilder:validation:MultipleOf", Value, "The number must be a multiple of this."),
-		field("kubebuilder:validation:MinLength", Value, "Minimum string length."),
-		field("kubebuilder:validation:MaxLength", Value, "Maximum string length."),
-		field("kubebuilder:validation:Pattern", Value, "Regular expression (RE2) the string must match; quote it when it has commas."),
-		field("kubebuilder:validation:Format", Value, "String format a CRD validates: date-time, date, duration, email, uri, hostname, ipv4, ipv6, cidr, mac, uuid, byte, ..."),
-		field("kubebuilder:validation:Enum", Value, "Allowed values, separated by ';' (scalars only)."),
-		field("kubebuilder:validation:MinItems", Value, "Minimum list length."),
-		field("kubebuilder:validation:MaxItems", Value, "Maximum list length."),
+		typed("kubebuilder:validation:MultipleOf", Number, "The number must be a multiple of this."),
+		typed("kubebuilder:validation:MinLength", Integer, "Minimum string length."),
+		typed("kubebuilder:validation:MaxLength", Integer, "Maximum string length."),
+		alias(typed("k8s:maxLength", Integer, "Same as +kubebuilder:validation:MaxLength (k8s.io/api's declarative validation spelling)."), "kubebuilder:validation:MaxLength"),
+		typed("kubebuilder:validation:Pattern", String, "Regular expression (RE2) the string must match; quote it when it has commas."),
+		typed("kubebuilder:validation:Format", String, "String format a CRD validates: date-time, date, duration, email, uri, hostname, ipv4, ipv6, cidr, mac, uuid, byte, ..."),
+		typed("kubebuilder:validation:Enum", StringList, "Allowed values, separated by ';' (scalars only)."),
+		typed("kubebuilder:validation:MinItems", Integer, "Minimum list length."),
+		typed("kubebuilder:validation:MaxItems", Integer, "Maximum list length."),
+		alias(typed("k8s:maxItems", Integer, "Same as +kubebuilder:validation:MaxItems (k8s.io/api's declarative validation spelling)."), "kubebuilder:validation:MaxItems"),
 		&Definition{Name: "kubebuilder:validation:UniqueItems", Target: OnField | OnType, Form: Value,
 			Help: "Rejected like in a CRD (quadratic cost): use +listType=set, which checks uniqueness in linear time."},
-		field("kubebuilder:validation:MinProperties", Value, "Minimum number of map entries or object fields."),
-		field("kubebuilder:validation:MaxProperties", Value, "Maximum number of map entries or object fields."),
+		typed("kubebuilder:validation:MinProperties", Integer, "Minimum number of map entries or object fields."),
+		typed("kubebuilder:validation:MaxProperties", Integer, "Maximum number of map entries or object fields."),
+		&Definition{Name: "kubebuilder:validation:ExactlyOneOf", Target: OnType, Form: Value, Type: StringList,
+			Help: "Exactly one of these fields (JSON names, a;b) must be set: the CEL rule controller-gen writes, with its message. Repeatable."},
+		&Definition{Name: "kubebuilder:validation:AtMostOneOf", Target: OnType, Form: Value, Type: StringList,
+			Help: "At most one of these fields (JSON names, a;b) may be set: the CEL rule controller-gen writes, with its message. Repeatable."},
+		&Definition{Name: "kubebuilder:validation:AtLeastOneOf", Target: OnType, Form: Value, Type: StringList,
+			Help: "At least one of these fields (JSON names, a;b) must be set: the CEL rule controller-gen writes, with its message. Repeatable."},
 		&Definition{Name: "kubebuilder:validation:XValidation", Target: OnType | OnField, Form: Args,
 			Keys: []string{"rule", "message", "messageExpression", "reason", "fieldPath", "optionalOldSelf"},
 			Help: "A CEL rule, evaluated like a CRD's x-kubernetes-validations (self; oldSelf on update for transition rules): " +
@@ -124,15 +170,114 @@ func Default() *Registry {
 			"the schema's type comes from the Go type (kube-openapi); overriding it would publish a schema the server does not decode"),
 		pending("kubebuilder:validation:XIntOrString", Flag, "The field is an int or a string.",
 			"use intstr.IntOrString, whose schema already is int-or-string"),
-		pending("kubebuilder:validation:EmbeddedResource", Flag, "The field holds an embedded object.",
-			"use runtime.RawExtension; the embedded apiVersion/kind/metadata checks of CRDs are not applied yet"),
-		pending("kubebuilder:pruning:PreserveUnknownFields", Flag, "Keep unknown fields.",
-			"Go types drop unknown fields when decoding; use runtime.RawExtension for free-form data"),
+		field("kubebuilder:validation:EmbeddedResource", Flag, "The runtime.RawExtension field holds a Kubernetes object: like a CRD's "+
+			"x-kubernetes-embedded-resource, apiVersion and kind are required and checked, metadata is validated as an object's metadata and "+
+			"pruned to its fields (silently: a CRD warns about the dropped fields, or refuses them under fieldValidation=Strict). "+
+			"On another type it is an error (a Go struct keeps only its own fields)."),
+		alias(field("kubebuilder:validation:XEmbeddedResource", Flag, "Same as +kubebuilder:validation:EmbeddedResource."), "kubebuilder:validation:EmbeddedResource"),
+		field("kubebuilder:pruning:PreserveUnknownFields", Flag, "Keep unknown fields: what a runtime.RawExtension field does anyway "+
+			"(any JSON object is stored as sent; published as x-kubernetes-preserve-unknown-fields, as controller-gen writes it for RawExtension). "+
+			"On a struct, a map or a type it is an error: Go types keep only the fields they declare, so use runtime.RawExtension."),
+		alias(field("kubebuilder:validation:XPreserveUnknownFields", Flag, "Same as +kubebuilder:pruning:PreserveUnknownFields."), "kubebuilder:pruning:PreserveUnknownFields"),
+		pending("kubebuilder:validation:Schemaless", Flag, "The field has no schema.",
+			"use runtime.RawExtension or apiextensions' JSON for free-form data"),
+		&Definition{Name: "nullable", Target: OnField | OnType, Form: Flag,
+			Help:    "null is a value of the field (controller-gen).",
+			Ignored: "a Go field holds no null: null on input clears the field and it is left out (omitempty), as a CRD prunes a null it does not allow"},
 	)
+	defs = append(defs, itemsMarkers(defs)...)
+	defs = append(defs, otherTools()...)
+	return NewRegistry(owned, defs...)
+}
+
+// ItemsPrefix starts controller-gen's markers that constrain each item of a list
+// (+kubebuilder:validation:items:MaxLength=3): the validation marker named by the rest.
+const ItemsPrefix = "kubebuilder:validation:items:"
+
+// itemsMarkers are controller-gen's +kubebuilder:validation:items:* markers: each
+// validation marker among defs, applied to the items of a list, with the same syntax.
+func itemsMarkers(defs []*Definition) []*Definition {
+	byName := map[string]*Definition{}
+	for _, d := range defs {
+		byName[d.Name] = d
+	}
+	var out []*Definition
+	for _, n := range []string{"Minimum", "Maximum", "ExclusiveMinimum", "ExclusiveMaximum", "MultipleOf", "MinLength", "MaxLength", "Pattern",
+		"Format", "Enum", "MinItems", "MaxItems", "UniqueItems", "MinProperties", "MaxProperties", "Type", "XPreserveUnknownFields",
+		"XEmbeddedResource", "XIntOrString", "XValidation"} {
+		base := byName["kubebuilder:validation:"+n]
+		d := &Definition{Name: ItemsPrefix + n, Target: OnField | OnType, Form: Flag, Help: "+kubebuilder:validation:" + n + " for each item of the list."}
+		if base != nil {
+			d.Form, d.Type, d.Keys, d.Pending = base.Form, base.Type, base.Keys, base.Pending
+		}
+		switch n {
+		case "Format", "Enum":
+			d.Pending = "enum and format of list items are not published or checked yet; give the items a named type and mark that type"
+		case "XValidation":
+			d.Pending = "CEL rules on list items are not applied yet; give the items a named struct type and put the rule on it"
+		case "Type", "XPreserveUnknownFields", "XEmbeddedResource", "XIntOrString":
+			d.Form = Flag
+			if n == "Type" {
+				d.Form = Value
+			}
+			d.Pending = "the items' schema comes from their Go type"
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// otherTools are the markers of code-generator, kube-openapi and k8s.io/api's own types
+// that aagen recognises: applied by the generator that reads them from the comments, or
+// ignored because they concern what an aggregated server does not have. Markers of
+// other tools not listed here pass through untouched all the same.
+func otherTools() []*Definition {
+	raw := func(name, help, ignored string) *Definition {
+		return &Definition{Name: name, Target: OnPackage | OnType | OnField, Form: Raw, Help: help, Ignored: ignored}
+	}
+	const byTool = "read from the comment by the code generator named (aagen runs it)"
+	return []*Definition{
+		raw("listType", "atomic, set or map: how server-side apply merges the list, published as x-kubernetes-list-type and checked (set, map keys) like a CRD (kube-openapi).", ""),
+		raw("listMapKey", "A key field of a +listType=map list (repeatable; kube-openapi).", ""),
+		raw("mapType", "atomic or granular: how server-side apply merges the map (kube-openapi).", ""),
+		raw("structType", "atomic or granular: how server-side apply merges the struct (kube-openapi).", ""),
+		raw("k8s:listType", "Same as +listType (k8s.io/api's declarative validation spelling).", "declarative validation (validation-gen) is not run; use +listType, which kube-openapi publishes"),
+		raw("k8s:listMapKey", "Same as +listMapKey (k8s.io/api's declarative validation spelling).", "declarative validation (validation-gen) is not run; use +listMapKey, which kube-openapi publishes"),
+		raw("patchStrategy", "Strategic merge patch strategy of the field (kube-openapi publishes it as x-kubernetes-patch-strategy).", ""),
+		raw("patchMergeKey", "Strategic merge patch key of a list (kube-openapi publishes it as x-kubernetes-patch-merge-key).", ""),
+		raw("enum", "The named string type is an enum of its constants (kube-openapi).", ""),
+		raw("k8s:enum", "Same as +enum (declarative validation spelling).", byTool),
+		raw("protobuf", "Protocol buffer generation (go-to-protobuf).", "aggregated servers generated by aagen speak JSON and YAML; protobuf tags and markers are left as they are"),
+		raw("k8s:protobuf-gen", "Protocol buffer generation (go-to-protobuf).", "aggregated servers generated by aagen speak JSON and YAML"),
+		raw("k8s:openapi-gen", "kube-openapi's switch and extensions (x-kubernetes-...).", byTool),
+		raw("k8s:openapi-model-package", "kube-openapi's model package name.", byTool),
+		raw("k8s:deepcopy-gen", "deepcopy-gen's switch and interfaces.", byTool),
+		raw("k8s:conversion-gen", "conversion-gen's peer packages and switches.", byTool),
+		raw("k8s:defaulter-gen", "defaulter-gen's switch.", byTool),
+		raw("k8s:prerelease-lifecycle-gen", "API lifecycle (introduced, deprecated, removed, replacement) of built-in Kubernetes types.",
+			"lifecycle of built-in Kubernetes APIs; mark deprecated versions with +kubebuilder:deprecatedversion"),
+		raw("k8s:validation-gen", "Declarative validation of built-in Kubernetes types (validation-gen).", "declarative validation (validation-gen) is not run; write +kubebuilder:validation markers"),
+		raw("k8s:format", "A declarative validation format (k8s-short-name, ...).", "declarative validation formats are not run; use +kubebuilder:validation:Format or Pattern"),
+		raw("k8s:alpha", "Declarative validation gated as alpha.", "declarative validation (validation-gen) is not run"),
+		raw("k8s:beta", "Declarative validation gated as beta.", "declarative validation (validation-gen) is not run"),
+		raw("featureGate", "The field is gated by a Kubernetes feature gate.", "feature gates of built-in Kubernetes APIs"),
+		raw("k8s:supportsSubresource", "Declarative validation of a subresource.", "declarative validation (validation-gen) is not run"),
+	}
 }
 
 func field(name string, form Form, help string) *Definition {
 	return &Definition{Name: name, Target: OnField | OnType, Form: form, Help: help}
+}
+
+// alias makes d another spelling of the marker named same.
+func alias(d *Definition, same string) *Definition {
+	d.Same = same
+	return d
+}
+
+// typed is a Value marker on fields and types whose value has type t.
+func typed(name string, t ValueType, help string) *Definition {
+	return &Definition{Name: name, Target: OnField | OnType, Form: Value, Type: t, Help: help}
 }
 
 func pending(name string, form Form, help, why string) *Definition {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"go/ast"
 	"go/token"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -43,7 +44,35 @@ const (
 	Value
 	// Args is "+name:key=value,key=value".
 	Args
+	// Raw takes anything after the name ("+name", "+name=...", "+name:..."): markers
+	// of other tools that aagen recognises without reading their arguments.
+	Raw
 )
+
+// ValueType is the type of a Value marker's value; the marker's accessors (Int, Number,
+// Bool, List, Literal) read it as that type.
+type ValueType int
+
+// Value types.
+const (
+	// String is any text (quotes removed).
+	String ValueType = iota
+	// Integer is a whole number.
+	Integer
+	// Number is a floating-point number.
+	Number
+	// Boolean is true or false.
+	Boolean
+	// StringList is "a;b" or "{a,b}".
+	StringList
+	// LiteralValue is controller-tools' literal syntax ("{from: Same}", "{a,b}", 3,
+	// forty-two, "quoted"), typed by the field it is applied to.
+	LiteralValue
+)
+
+func (t ValueType) String() string {
+	return [...]string{"string", "integer", "number", "boolean", "list", "literal"}[t]
+}
 
 // Definition describes one marker.
 type Definition struct {
@@ -54,15 +83,44 @@ type Definition struct {
 	Keys []string
 	// Help is one line for the marker reference and error messages.
 	Help string
+	// Type is the type of a Value marker's value.
+	Type ValueType
+	// Same names the marker this one is another spelling of (+required is
+	// +kubebuilder:validation:Required): a Set looked up by that name finds it too.
+	Same string
 	// Pending is set for markers aagen recognises but does not apply yet; using one is a
 	// warning, never silence.
 	Pending string
+	// Ignored is set for markers of other tools or of CustomResourceDefinitions that do
+	// not apply to an aggregated API server (or that other generators read from the
+	// comments themselves): it says why. They are accepted silently.
+	Ignored string
+}
+
+// Canonical is the name of the marker this one is a spelling of: Same, or its own name.
+func (d *Definition) Canonical() string {
+	if d.Same != "" {
+		return d.Same
+	}
+	return d.Name
+}
+
+// Status says what aagen does with the marker, for the reference.
+func (d *Definition) Status() string {
+	switch {
+	case d.Pending != "":
+		return "recognised, not applied yet (warning): " + d.Pending
+	case d.Ignored != "":
+		return "ignored: " + d.Ignored
+	}
+	return "applied"
 }
 
 // Marker is one parsed marker occurrence.
 type Marker struct {
 	Def   *Definition
 	Value string            // Value form; "true"/"false" for Flag
+	Text  string            // Value form: the value as written, quotes kept
 	Args  map[string]string // Args form
 	Pos   token.Position
 	Raw   string
@@ -108,21 +166,21 @@ func (r *Registry) Lookup(name string) *Definition { return r.defs[name] }
 // Set is the markers found on one node.
 type Set []Marker
 
-// Get returns the first marker named name.
+// Get returns the first marker named name, or another spelling of it (Definition.Same).
 func (s Set) Get(name string) (Marker, bool) {
 	for _, m := range s {
-		if m.Def.Name == name {
+		if m.Def.Name == name || m.Def.Same == name {
 			return m, true
 		}
 	}
 	return Marker{}, false
 }
 
-// All returns every marker named name.
+// All returns every marker named name or spelt as another spelling of it.
 func (s Set) All(name string) []Marker {
 	var out []Marker
 	for _, m := range s {
-		if m.Def.Name == name {
+		if m.Def.Name == name || m.Def.Same == name {
 			out = append(out, m)
 		}
 	}
@@ -134,6 +192,44 @@ func (s Set) Has(name string) bool {
 	m, ok := s.Get(name)
 	return ok && m.Value != "false"
 }
+
+// Int reads the value as a whole number.
+func (m Marker) Int() (int64, error) {
+	n, err := strconv.ParseInt(m.Value, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not an integer", m.Value)
+	}
+	return n, nil
+}
+
+// Number reads the value as a finite number.
+func (m Marker) Number() (float64, error) {
+	f, err := strconv.ParseFloat(m.Value, 64)
+	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+		return 0, fmt.Errorf("%q is not a number", m.Value)
+	}
+	return f, nil
+}
+
+// Bool reads a flag ("+name", "+name=false") or a Value marker's true or false.
+func (m Marker) Bool() (bool, error) {
+	if m.Def != nil && m.Def.Form == Flag {
+		return m.Value != "false", nil
+	}
+	switch m.Value {
+	case "true":
+		return true, nil
+	case "false":
+		return false, nil
+	}
+	return false, fmt.Errorf("%q is not true or false", m.Value)
+}
+
+// Strings reads a list value: "a;b" or "{a,b}".
+func (m Marker) Strings() []string { return List(m.Value) }
+
+// Literal reads the value in controller-tools' literal syntax (or as JSON).
+func (m Marker) Literal() (Literal, error) { return ParseLiteral(m.Text) }
 
 // Parse reads the markers in the comment groups (in source order) of a node of kind
 // target. It returns the known markers and diagnostics for unknown, misplaced or
@@ -193,6 +289,11 @@ func (r *Registry) parseOne(text string, pos token.Position, target Target) (Mar
 	m := Marker{Pos: pos, Raw: "+" + text}
 	head, value, hasValue := strings.Cut(text, "=")
 	head = strings.TrimSpace(head)
+	if hasValue && strings.HasSuffix(head, ":") {
+		// "+name:=value", controller-tools' spelling of "+name=value".
+		head = strings.TrimSuffix(head, ":")
+		text = head + "=" + value
+	}
 	errf := func(format string, args ...any) *Diagnostic {
 		return &Diagnostic{Pos: pos, Msg: fmt.Sprintf("marker %s: ", m.Raw) + fmt.Sprintf(format, args...)}
 	}
@@ -204,6 +305,10 @@ func (r *Registry) parseOne(text string, pos token.Position, target Target) (Mar
 			if d.Form == Args && (text == d.Name || strings.HasPrefix(text, d.Name+":")) {
 				def = d
 				argText = strings.TrimPrefix(strings.TrimPrefix(text, d.Name), ":")
+				break
+			}
+			if d.Form == Raw && (head == d.Name || strings.HasPrefix(head, d.Name+":") || strings.HasPrefix(head, d.Name+".")) {
+				def = d
 				break
 			}
 		}
@@ -228,6 +333,9 @@ func (r *Registry) parseOne(text string, pos token.Position, target Target) (Mar
 		return m, errf("+%s belongs on a %s, not on a %s; move it", def.Name, def.Target, target), true
 	}
 	switch def.Form {
+	case Raw:
+		m.Value = strings.TrimSpace(value)
+		return m, nil, true
 	case Flag:
 		m.Value = "true"
 		if hasValue {
@@ -241,7 +349,8 @@ func (r *Registry) parseOne(text string, pos token.Position, target Target) (Mar
 		if !hasValue || strings.TrimSpace(value) == "" {
 			return m, errf("+%s needs a value: +%s=<value>", def.Name, def.Name), true
 		}
-		m.Value = unquote(strings.TrimSpace(value))
+		m.Text = strings.TrimSpace(value)
+		m.Value = unquote(m.Text)
 	case Args:
 		args, err := splitArgs(argText)
 		if err != nil {

@@ -27,6 +27,9 @@ func TestParseForms(t *testing.T) {
 		{text: "kubebuilder:resource:path=widgets,scope=Cluster,shortName=wd;wg,categories={all,shop}", target: OnType,
 			name: "kubebuilder:resource", args: map[string]string{"path": "widgets", "scope": "Cluster", "shortName": "wd;wg", "categories": "{all,shop}"}},
 		{text: "kubebuilder:subresource:status", target: OnType, name: "kubebuilder:subresource:status", value: "true"},
+		{text: "kubebuilder:validation:Minimum:=1", target: OnField, name: "kubebuilder:validation:Minimum", value: "1"},
+		{text: "kubebuilder:default:={a: b}", target: OnField, name: "kubebuilder:default", value: "{a: b}"},
+		{text: "kubebuilder:validation:Pattern=`^a,b$`", target: OnField, name: "kubebuilder:validation:Pattern", value: "^a,b$"},
 		{text: "genclient:nonNamspaced", target: OnType, err: `unknown marker "+genclient:nonNamspaced"; did you mean +genclient:nonNamespaced?`},
 		{text: "kubebuilder:resource:scop=Cluster", target: OnType, err: `unknown argument "scop" of +kubebuilder:resource (known: path, scope, shortName, categories, singular); did you mean scope?`},
 		{text: "groupName", target: OnPackage, err: "needs a value"},
@@ -54,9 +57,10 @@ func TestParseForms(t *testing.T) {
 
 func TestForeignMarkersPassThrough(t *testing.T) {
 	r := Default()
-	for _, text := range []string{"listMapKey=type", "listType=atomic", "k8s:deepcopy-gen=package", "k8s:openapi-gen=true", "patchStrategy=merge"} {
-		if _, d, known := r.ParseText(text, OnField); d != nil || known {
-			t.Errorf("%s: want ignored, got %+v known=%v", text, d, known)
+	for _, text := range []string{"listMapKey=type", "listType=atomic", "k8s:deepcopy-gen=package", "k8s:openapi-gen=true", "patchStrategy=merge",
+		"k8s:some-future-tool=x", "protobuf.options.(gogoproto.goproto_stringer)=false", "k8s:prerelease-lifecycle-gen:introduced=1.30"} {
+		if _, d, _ := r.ParseText(text, OnField); d != nil {
+			t.Errorf("%s: want no diagnostic, got %+v", text, d)
 		}
 	}
 }
@@ -136,5 +140,70 @@ func TestForeignNearMissWarns(t *testing.T) {
 		if known || d == nil || !d.Warning || !strings.Contains(d.Msg, "did you mean "+want+"?") {
 			t.Errorf("%s: want a warning naming %s, got %+v known=%v", text, want, d, known)
 		}
+	}
+}
+
+// TestEveryControllerGenMarker: every marker controller-gen registers (controller-tools
+// 434758187dddcaf646276fbe2c2ba40ff4e859d5: pkg/crd/markers, pkg/rbac, pkg/webhook,
+// pkg/deepcopy, pkg/applyconfiguration), used as its documentation shows, is known:
+// applied, ignored, or a warning, never an error.
+func TestEveryControllerGenMarker(t *testing.T) {
+	r := Default()
+	cases := []struct {
+		text   string
+		target Target
+	}{
+		{"groupName=shop.example.com", OnPackage}, {"versionName=v1", OnPackage}, {"kubebuilder:skip", OnPackage},
+		{"kubebuilder:skipversion", OnPackage}, {"kubebuilder:skipversion", OnType},
+		{"kubebuilder:validation:Required", OnPackage}, {"kubebuilder:validation:Optional", OnPackage},
+		{"kubebuilder:object:generate=true", OnPackage}, {"kubebuilder:object:generate=false", OnType}, {"kubebuilder:object:root=true", OnType},
+		{"kubebuilder:ac:generate=true", OnPackage}, {"kubebuilder:ac:generate=false", OnType}, {"kubebuilder:ac:output:package=applyconfiguration", OnPackage},
+		{"kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch", OnPackage},
+		{"kubebuilder:rbac:groups=\"\",resources=pods,verbs=get,namespace=x", OnType},
+		{"kubebuilder:webhook:path=/mutate,mutating=true,failurePolicy=fail,sideEffects=None,groups=apps,resources=deployments,verbs=create;update,versions=v1,name=m.example.com,admissionReviewVersions=v1", OnPackage},
+		{"kubebuilder:webhookconfiguration:mutating=true,name=x", OnPackage},
+		{"kubebuilder:metadata:annotations=\"a=b\";\"c=d\",labels=\"e=f\"", OnType},
+		{"kubebuilder:printcolumn:name=Age,type=date,JSONPath=`.metadata.creationTimestamp`", OnType},
+		{"kubebuilder:resource:path=widgets,scope=Cluster,shortName=wd,categories=all,singular=widget", OnType},
+		{"kubebuilder:subresource:status", OnType},
+		{"kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.replicas,selectorpath=.status.selector", OnType},
+		{"kubebuilder:storageversion", OnType}, {"kubebuilder:unservedversion", OnType},
+		{"kubebuilder:deprecatedversion:warning=\"old\"", OnType}, {"kubebuilder:deprecatedversion", OnType},
+		{"kubebuilder:selectablefield:JSONPath=`.spec.x`", OnType},
+		{"kubebuilder:validation:ExactlyOneOf=a;b", OnType}, {"kubebuilder:validation:AtMostOneOf=a;b", OnType},
+		{"kubebuilder:validation:AtLeastOneOf=a;b", OnType}, {"k8s:enum", OnType}, {"enum", OnType},
+		{"kubebuilder:title=Spec", OnType}, {"kubebuilder:title=\"A title\"", OnField},
+		{"kubebuilder:externalDocs:url=\"https://example.com\",description=\"x\"", OnField},
+		{"kubebuilder:example={a, b}", OnField}, {"kubebuilder:default={from: Same}", OnField}, {"default=\"x\"", OnField},
+		{"nullable", OnField}, {"required", OnField}, {"optional", OnField}, {"k8s:required", OnField}, {"k8s:optional", OnField},
+		{"k8s:immutable", OnField}, {"kubebuilder:validation:Schemaless", OnField},
+		{"kubebuilder:validation:EmbeddedResource", OnField}, {"kubebuilder:pruning:PreserveUnknownFields", OnField},
+		{"kubebuilder:pruning:PreserveUnknownFields", OnType},
+		{"listType=map", OnField}, {"listMapKey=name", OnField}, {"mapType=granular", OnField}, {"structType=atomic", OnType},
+		{"k8s:listType=map", OnField}, {"k8s:listMapKey=name", OnField},
+		{"kubebuilder:validation:XValidation:rule=\"self.a == self.b\",message=\"equal\"", OnType},
+	}
+	for _, n := range []string{"Maximum=1", "Minimum:=1", "ExclusiveMaximum=true", "ExclusiveMinimum", "MultipleOf=2", "MinProperties=1",
+		"MaxProperties=2", "MaxLength=3", "MinLength=1", "Pattern=`^a$`", "MaxItems=3", "MinItems=1", "UniqueItems=false", "Enum=a;b",
+		"Format=date-time", "Type=string", "XPreserveUnknownFields", "XEmbeddedResource", "XIntOrString", "XValidation:rule=\"self > 0\""} {
+		for _, target := range []Target{OnField, OnType} {
+			cases = append(cases, struct {
+				text   string
+				target Target
+			}{"kubebuilder:validation:" + n, target}, struct {
+				text   string
+				target Target
+			}{"kubebuilder:validation:items:" + n, target})
+		}
+	}
+	for _, c := range cases {
+		_, d, known := r.ParseText(c.text, c.target)
+		if !known || d != nil && !d.Warning {
+			t.Errorf("+%s on a %s: known=%v, %+v", c.text, c.target, known, d)
+		}
+	}
+	// A misspelling is still an error with the near-miss hint.
+	if _, d, _ := r.ParseText("kubebuilder:validation:Minimun:=1", OnField); d == nil || d.Warning || !strings.Contains(d.Msg, "did you mean +kubebuilder:validation:Minimum?") {
+		t.Errorf("misspelled Minimum:=1: %+v", d)
 	}
 }

@@ -80,6 +80,10 @@ func (b *builder) errorf(pos token.Position, fix, format string, args ...any) {
 	b.diags = append(b.diags, Diagnostic{Pos: pos, Msg: sprintf(format, args...), Fix: fix})
 }
 
+func (b *builder) warnf(pos token.Position, format string, args ...any) {
+	b.diags = append(b.diags, Diagnostic{Pos: pos, Warning: true, Msg: sprintf(format, args...)})
+}
+
 func (b *builder) markerDiags(ds []markers.Diagnostic) {
 	for _, d := range ds {
 		b.diags = append(b.diags, Diagnostic{Pos: d.Pos, Warning: d.Warning, Msg: d.Msg})
@@ -145,8 +149,14 @@ func (b *builder) pkg(p *packages.Package) {
 	if pkgMarkers.Has("kubebuilder:skip") || pkgMarkers.Has("kubebuilder:skipversion") {
 		return
 	}
+	if m, ok := pkgMarkers.Get("kubebuilder:validation:Required"); ok {
+		b.warnf(m.Pos, "+kubebuilder:validation:Required on a package (every field required unless marked optional) is not applied yet: mark the required fields +required")
+	}
 	var kindDecls []typeDecl
 	for _, d := range decls {
+		if d.markers.Has("kubebuilder:skipversion") {
+			continue // controller-gen: this kind is left out of this version
+		}
 		root := d.markers.Has("genclient") || d.markers.Has("kubebuilder:object:root")
 		if root && !isListDecl(p, d.spec.Name.Name) {
 			kindDecls = append(kindDecls, d)

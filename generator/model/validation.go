@@ -2,6 +2,7 @@ package model
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"go/ast"
 	"go/token"
@@ -96,7 +97,18 @@ type FieldValidation struct {
 	Required *bool
 	// Default is the JSON default value (+kubebuilder:default or +default), "" for none.
 	Default string
-	Pos     token.Position
+	// Items holds the constraints on each item of a list field
+	// (+kubebuilder:validation:items:MaxLength and the like), nil without any.
+	Items *Validation
+	// FreeForm is set for fields whose value is any JSON (runtime.RawExtension,
+	// apiextensions' JSON): their schema keeps unknown fields
+	// (x-kubernetes-preserve-unknown-fields), as controller-gen's does.
+	FreeForm bool
+	// EmbeddedResource is +kubebuilder:validation:EmbeddedResource on a free-form field:
+	// the value is a Kubernetes object (apiVersion, kind and metadata checked like a
+	// CRD's x-kubernetes-embedded-resource).
+	EmbeddedResource bool
+	Pos              token.Position
 }
 
 // TypeValidation is what markers say about one struct type of a types package and its
@@ -134,7 +146,8 @@ var validationMarkers = []string{
 	"kubebuilder:validation:MaxLength", "kubebuilder:validation:Pattern", "kubebuilder:validation:Format",
 	"kubebuilder:validation:Enum", "kubebuilder:validation:MinItems", "kubebuilder:validation:MaxItems",
 	"kubebuilder:validation:UniqueItems", "kubebuilder:validation:MinProperties", "kubebuilder:validation:MaxProperties",
-	"kubebuilder:validation:XValidation",
+	"kubebuilder:validation:XValidation", "kubebuilder:validation:ExactlyOneOf", "kubebuilder:validation:AtMostOneOf",
+	"kubebuilder:validation:AtLeastOneOf", "k8s:immutable",
 }
 
 // crdFormats are the string formats a CRD's schema validation knows (see
@@ -168,6 +181,12 @@ func (b *builder) validations(p *packages.Package, v *Version, decls []typeDecl)
 			m, _ := d.markers.Get("kubebuilder:validation:XValidation")
 			b.errorf(m.Pos, "put CEL rules on a struct type or on the field", "+kubebuilder:validation:XValidation on %s: CEL rules on named non-struct types are not supported yet", d.spec.Name.Name)
 			continue
+		}
+		for _, name := range []string{"kubebuilder:pruning:PreserveUnknownFields", "kubebuilder:validation:EmbeddedResource"} {
+			if m, ok := d.markers.Get(name); ok {
+				b.errorf(m.Pos, "put it on a field of type runtime.RawExtension (k8s.io/apimachinery/pkg/runtime), which keeps any JSON object as it was sent",
+					"+%s on type %s: a Go type keeps only the fields it declares", m.Def.Name, d.spec.Name.Name)
+			}
 		}
 		typeLevel[d.spec.Name.Name] = val
 		if _, isStruct := obj.Type().Underlying().(*types.Struct); !isStruct {
@@ -207,14 +226,13 @@ func (b *builder) validations(p *packages.Package, v *Version, decls []typeDecl)
 				val = val.merge(scalar[n])
 			}
 			fv.Validation = val
-			req, hasReq := ms.Get("kubebuilder:validation:Required")
-			opt, hasOpt := ms.Get("kubebuilder:validation:Optional")
-			if !hasReq {
-				req, hasReq = ms.Get("required")
+			if items, ok := b.itemsValidation(f.Type(), ms, where); !ok {
+				continue
+			} else if items != nil {
+				fv.Items = items
 			}
-			if !hasOpt {
-				opt, hasOpt = ms.Get("optional")
-			}
+			req, hasReq := ms.Get("kubebuilder:validation:Required") // or +required, +k8s:required
+			opt, hasOpt := ms.Get("kubebuilder:validation:Optional") // or +optional, +k8s:optional
 			switch {
 			case hasReq && hasOpt && req.Value != "false" && opt.Value != "false":
 				b.errorf(req.Pos, "keep one of them", "field %s is marked both required and optional", where)
@@ -224,13 +242,11 @@ func (b *builder) validations(p *packages.Package, v *Version, decls []typeDecl)
 			case hasOpt && opt.Value != "false":
 				fv.Required = ptrTo(false)
 			}
-			def, hasDef := ms.Get("kubebuilder:default")
-			if other, ok := ms.Get("default"); ok {
-				if hasDef && rawValue(other) != rawValue(def) {
-					b.errorf(other.Pos, "keep one default", "field %s has two different defaults: %s and %s", where, rawValue(def), rawValue(other))
-					continue
-				}
-				def, hasDef = other, true
+			// +kubebuilder:default wins over +default, as in controller-gen.
+			def, hasDef := firstOf(ms, "kubebuilder:default", "default")
+			if hasDef && def.Def.Name == "default" && strings.HasPrefix(def.Value, "ref(") {
+				b.warnf(def.Pos, "+default=ref(...) on %s is not applied yet: write the value itself", where)
+				hasDef = false
 			}
 			if hasDef {
 				js, ok := b.checkDefault(def, f.Type(), st.Tag(i), where, fv.Validation)
@@ -239,7 +255,10 @@ func (b *builder) validations(p *packages.Package, v *Version, decls []typeDecl)
 				}
 				fv.Default = js
 			}
-			if fv.Validation.IsZero() && fv.Required == nil && fv.Default == "" {
+			if !b.freeForm(&fv, f.Type(), ms, where) {
+				continue
+			}
+			if fv.Validation.IsZero() && fv.Required == nil && fv.Default == "" && !fv.FreeForm && fv.Items == nil {
 				continue
 			}
 			tv.Fields = append(tv.Fields, fv)
@@ -254,12 +273,22 @@ func (b *builder) validations(p *packages.Package, v *Version, decls []typeDecl)
 
 func hasAnyValidation(ms markers.Set) bool {
 	for _, m := range ms {
-		if slices.Contains(validationMarkers, m.Def.Name) || m.Def.Name == "kubebuilder:default" || m.Def.Name == "default" ||
+		if slices.Contains(validationMarkers, m.Def.Canonical()) || m.Def.Name == "kubebuilder:default" || m.Def.Name == "default" ||
 			m.Def.Name == "kubebuilder:validation:Required" || m.Def.Name == "kubebuilder:validation:Optional" {
 			return true
 		}
 	}
 	return false
+}
+
+// firstOf returns the first marker of ms named by one of names, in the order of names.
+func firstOf(ms markers.Set, names ...string) (markers.Marker, bool) {
+	for _, n := range names {
+		if m, ok := ms.Get(n); ok {
+			return m, true
+		}
+	}
+	return markers.Marker{}, false
 }
 
 // validation reads the constraint markers in ms for a node of Go type t.
@@ -276,9 +305,9 @@ func (b *builder) validation(t types.Type, ms markers.Set, where string) (Valida
 			fail(m, "use it on an integer or floating-point field, or remove it", "the field is %s, not a number", article(kind))
 			return nil
 		}
-		f, err := strconv.ParseFloat(m.Value, 64)
-		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-			fail(m, "write a number, e.g. +"+m.Def.Name+"=1", "%q is not a number", m.Value)
+		f, err := m.Number()
+		if err != nil {
+			fail(m, "write a number, e.g. +"+m.Def.Name+"=1", "%v", err)
 			return nil
 		}
 		if kind == "integer" && f != math.Trunc(f) && m.Def.Name != "kubebuilder:validation:MultipleOf" {
@@ -292,7 +321,7 @@ func (b *builder) validation(t types.Type, ms markers.Set, where string) (Valida
 			fail(m, "use it on "+strings.Join(want, " or ")+" fields, or remove it", "the field is %s", article(kind))
 			return nil
 		}
-		n, err := strconv.ParseInt(m.Value, 10, 64)
+		n, err := m.Int()
 		if err != nil || n < 0 {
 			fail(m, "write a non-negative integer, e.g. +"+m.Def.Name+"=1", "%q is not a non-negative integer", m.Value)
 			return nil
@@ -300,20 +329,14 @@ func (b *builder) validation(t types.Type, ms markers.Set, where string) (Valida
 		return &n
 	}
 	flag := func(m markers.Marker) bool {
-		if m.Def.Form == markers.Flag {
-			return m.Value != "false"
+		v, err := m.Bool()
+		if err != nil {
+			fail(m, "write =true or =false", "%v", err)
 		}
-		switch m.Value {
-		case "true":
-			return true
-		case "false":
-			return false
-		}
-		fail(m, "write =true or =false", "%q is not true or false", m.Value)
-		return false
+		return v
 	}
 	for _, m := range ms {
-		switch m.Def.Name {
+		switch m.Def.Canonical() {
 		case "kubebuilder:validation:Minimum":
 			v.Minimum = number(m)
 		case "kubebuilder:validation:Maximum":
@@ -374,7 +397,7 @@ func (b *builder) validation(t types.Type, ms markers.Set, where string) (Valida
 				fail(m, "use +kubebuilder:validation:Enum on a string, number or boolean field (or its named type)", "the field is %s; enum values must be scalars", article(kind))
 				continue
 			}
-			for _, s := range markers.List(m.Value) {
+			for _, s := range m.Strings() {
 				val, err := enumValue(s, kind)
 				if err != nil {
 					fail(m, "list values of the field's type separated by ';', e.g. +kubebuilder:validation:Enum=Wood;Steel", "%v", err)
@@ -389,6 +412,15 @@ func (b *builder) validation(t types.Type, ms markers.Set, where string) (Valida
 				continue
 			}
 			v.Rules = append(v.Rules, r)
+		case "k8s:immutable":
+			// controller-gen's rule and message for +k8s:immutable.
+			v.Rules = append(v.Rules, Rule{Rule: "self == oldSelf", Message: "field is immutable"})
+		case "kubebuilder:validation:ExactlyOneOf", "kubebuilder:validation:AtMostOneOf", "kubebuilder:validation:AtLeastOneOf":
+			if r, ok := b.oneOfRule(t, m, where); ok {
+				v.Rules = append(v.Rules, r)
+			} else {
+				good = false
+			}
 		}
 	}
 	if v.Minimum != nil && v.Maximum != nil && *v.Minimum > *v.Maximum {
@@ -452,25 +484,164 @@ func (b *builder) rule(m markers.Marker, where string) (Rule, bool) {
 	return r, good
 }
 
-// checkDefault checks that a default value is JSON of the field's type, and that the
-// field can tell "unset" from "set" (a pointer, or omitempty), as defaulting requires.
-func (b *builder) checkDefault(m markers.Marker, t types.Type, tag, where string, val Validation) (string, bool) {
-	raw := rawValue(m)
-	kind := schemaKind(t)
-	var v any
-	if err := json.Unmarshal([]byte(raw), &v); err != nil {
-		if kind != "string" {
-			b.errorf(m.Pos, `write the default as JSON: a number, true/false, a quoted string ("Wood"), a list or an object`,
-				"+%s on %s: %s is not JSON: %v", m.Def.Name, where, raw, err)
-			return "", false
+// itemsValidation reads the +kubebuilder:validation:items:* markers of a list field of
+// type t: the constraints of each item, checked against the item type. It returns nil
+// without any.
+func (b *builder) itemsValidation(t types.Type, ms markers.Set, where string) (*Validation, bool) {
+	var items markers.Set
+	for _, m := range ms {
+		if !strings.HasPrefix(m.Def.Name, markers.ItemsPrefix) || m.Def.Pending != "" {
+			continue
 		}
-		// A bare word on a string field, as controller-gen accepts: +kubebuilder:default=Wood.
-		v = raw
+		base := b.reg.Lookup("kubebuilder:validation:" + strings.TrimPrefix(m.Def.Name, markers.ItemsPrefix))
+		if base == nil {
+			continue
+		}
+		m.Def = base
+		items = append(items, m)
 	}
-	js, _ := json.Marshal(v)
-	m.Value = string(js)
-	if !jsonMatches(v, kind) {
-		b.errorf(m.Pos, "write a default of the field's JSON type ("+kind+")", "+%s on %s: default %s does not match the field's type (%s)", m.Def.Name, where, m.Value, kind)
+	if len(items) == 0 {
+		return nil, true
+	}
+	if p, ok := t.(*types.Pointer); ok {
+		t = p.Elem()
+	}
+	var elem types.Type
+	switch u := t.Underlying().(type) {
+	case *types.Slice:
+		elem = u.Elem()
+	case *types.Array:
+		elem = u.Elem()
+	}
+	if elem == nil || schemaKind(t) != "array" {
+		b.errorf(items[0].Pos, "put +kubebuilder:validation:items:* markers on list fields only", "+%s%s on %s: the field is not a list",
+			markers.ItemsPrefix, strings.TrimPrefix(items[0].Def.Name, "kubebuilder:validation:"), where)
+		return nil, false
+	}
+	v, ok := b.validation(elem, items, where+"[*]")
+	if !ok {
+		return nil, false
+	}
+	return &v, true
+}
+
+// freeForm reads the markers of free-form JSON (+kubebuilder:pruning:PreserveUnknownFields,
+// +kubebuilder:validation:EmbeddedResource and their X spellings) on a field of type t.
+// A Go struct or map cannot keep fields it does not declare, so on other types they are
+// errors that say what to use instead.
+func (b *builder) freeForm(fv *FieldValidation, t types.Type, ms markers.Set, where string) bool {
+	fv.FreeForm = isRawExtension(t)
+	preserve, hasPreserve := ms.Get("kubebuilder:pruning:PreserveUnknownFields")
+	embedded, hasEmbedded := ms.Get("kubebuilder:validation:EmbeddedResource")
+	good := true
+	why := "keeps only the fields its Go type declares"
+	if containsInterface(t) {
+		// map[string]any, []interface{}: deepcopy-gen and openapi-gen have no code for interface{}.
+		why = "holds interface{} values, which deepcopy-gen cannot copy and openapi-gen cannot describe"
+	}
+	for _, m := range []struct {
+		m   markers.Marker
+		has bool
+	}{{preserve, hasPreserve}, {embedded, hasEmbedded}} {
+		if m.has && !fv.FreeForm {
+			b.errorf(m.m.Pos, "make the field a *runtime.RawExtension (k8s.io/apimachinery/pkg/runtime), which keeps any JSON object as it was sent",
+				"+%s on %s: a field of type %s %s", m.m.Def.Name, where, types.TypeString(t, func(p *types.Package) string { return p.Name() }), why)
+			good = false
+		}
+	}
+	if hasEmbedded && fv.FreeForm {
+		fv.EmbeddedResource, _ = embedded.Bool()
+	}
+	return good
+}
+
+// containsInterface reports whether t is, or holds in a map, slice or pointer, an interface.
+func containsInterface(t types.Type) bool {
+	switch u := t.Underlying().(type) {
+	case *types.Interface:
+		return true
+	case *types.Pointer:
+		return containsInterface(u.Elem())
+	case *types.Slice:
+		return containsInterface(u.Elem())
+	case *types.Map:
+		return containsInterface(u.Elem())
+	}
+	return false
+}
+
+// isRawExtension reports whether t is runtime.RawExtension or a pointer to one.
+func isRawExtension(t types.Type) bool {
+	if p, ok := t.(*types.Pointer); ok {
+		t = p.Elem()
+	}
+	n, ok := t.(*types.Named)
+	return ok && n.Obj().Pkg() != nil && n.Obj().Pkg().Path()+"."+n.Obj().Name() == rawExtensionPath
+}
+
+// oneOfRule is the CEL rule controller-gen writes for +kubebuilder:validation:ExactlyOneOf,
+// AtMostOneOf and AtLeastOneOf on a struct type: fields are the JSON names of its fields.
+func (b *builder) oneOfRule(t types.Type, m markers.Marker, where string) (Rule, bool) {
+	st, ok := t.Underlying().(*types.Struct)
+	if !ok {
+		b.errorf(m.Pos, "put it on a struct type", "+%s on %s: the type is not a struct", m.Def.Name, where)
+		return Rule{}, false
+	}
+	fields := m.Strings()
+	if len(fields) == 0 {
+		b.errorf(m.Pos, "list JSON field names separated by ';', e.g. +"+m.Def.Name+"=http;https", "+%s on %s: no fields", m.Def.Name, where)
+		return Rule{}, false
+	}
+	var known []string
+	for i := 0; i < st.NumFields(); i++ {
+		if n := jsonTagName(st.Tag(i)); n != "" && n != "-" {
+			known = append(known, n)
+		}
+	}
+	for _, f := range fields {
+		if !slices.Contains(known, f) {
+			b.errorf(m.Pos, "use the JSON names of the type's fields: "+strings.Join(known, ", "), "+%s on %s: no field %q", m.Def.Name, where, f)
+			return Rule{}, false
+		}
+	}
+	var sum, or []string
+	for _, f := range fields {
+		sum = append(sum, "(has(self."+f+")?1:0)")
+		or = append(or, "has(self."+f+")")
+	}
+	switch strings.TrimPrefix(m.Def.Name, "kubebuilder:validation:") {
+	case "ExactlyOneOf":
+		return Rule{Rule: strings.Join(sum, "+") + " == 1", Message: fmt.Sprintf("exactly one of the fields in %v must be set", fields)}, true
+	case "AtMostOneOf":
+		return Rule{Rule: strings.Join(sum, "+") + " <= 1", Message: fmt.Sprintf("at most one of the fields in %v may be set", fields)}, true
+	}
+	return Rule{Rule: strings.Join(or, "||"), Message: fmt.Sprintf("at least one of the fields in %v must be set", fields)}, true
+}
+
+// checkDefault reads a default value (controller-tools' literal syntax or JSON) as the
+// field's type, and checks that the field can tell "unset" from "set" (a pointer, or
+// omitempty), as defaulting requires. It returns the default as JSON.
+func (b *builder) checkDefault(m markers.Marker, t types.Type, tag, where string, val Validation) (string, bool) {
+	kind := schemaKind(t)
+	lit, err := m.Literal()
+	if err != nil {
+		b.errorf(m.Pos, `write the default in controller-tools' syntax (3, Wood, {a, b}, {key: value}) or as JSON`,
+			"+%s on %s: %v", m.Def.Name, where, err)
+		return "", false
+	}
+	v, err := lit.JSON(literalShape(t, 0))
+	if err != nil {
+		var mm *markers.MismatchError
+		if errors.As(err, &mm) && mm.WrongType && len(mm.Path) == 0 {
+			b.errorf(m.Pos, "write a default of the field's JSON type ("+kind+")", "+%s on %s: default %s does not match the field's type (%s)", m.Def.Name, where, m.Text, kind)
+		} else {
+			b.errorf(m.Pos, "write a default of the field's JSON type ("+kind+")", "+%s on %s: default %s: %v", m.Def.Name, where, m.Text, err)
+		}
+		return "", false
+	}
+	js, err := json.Marshal(v)
+	if err != nil {
+		b.errorf(m.Pos, "write the default as JSON", "+%s on %s: %v", m.Def.Name, where, err)
 		return "", false
 	}
 	_, isPtr := t.(*types.Pointer)
@@ -485,10 +656,86 @@ func (b *builder) checkDefault(m markers.Marker, t types.Type, tag, where string
 		return "", false
 	}
 	if len(val.Enum) > 0 && !slices.ContainsFunc(val.Enum, func(e any) bool { return fmt.Sprint(e) == fmt.Sprint(v) }) {
-		b.errorf(m.Pos, "use one of the enum values as the default", "+%s on %s: default %s is not one of the allowed values", m.Def.Name, where, raw)
+		b.errorf(m.Pos, "use one of the enum values as the default", "+%s on %s: default %s is not one of the allowed values", m.Def.Name, where, m.Text)
 		return "", false
 	}
 	return string(js), true
+}
+
+// Types whose JSON is free-form (any value): a literal on them is guessed, as by controller-tools.
+const (
+	rawExtensionPath = "k8s.io/apimachinery/pkg/runtime.RawExtension"
+	apiextJSONPath   = "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1.JSON"
+)
+
+// literalShape is the JSON shape of Go type t, for reading a literal default as it.
+func literalShape(t types.Type, depth int) *markers.Shape {
+	if p, ok := t.(*types.Pointer); ok {
+		return literalShape(p.Elem(), depth)
+	}
+	if depth > 32 || isFreeForm(t) {
+		return nil
+	}
+	kind := schemaKind(t)
+	s := &markers.Shape{Type: kind}
+	switch kind {
+	case "unknown":
+		return nil
+	case "array":
+		switch u := t.Underlying().(type) {
+		case *types.Slice:
+			s.Items = literalShape(u.Elem(), depth+1)
+		case *types.Array:
+			s.Items = literalShape(u.Elem(), depth+1)
+		}
+	case "object":
+		switch u := t.Underlying().(type) {
+		case *types.Map:
+			s.Values = literalShape(u.Elem(), depth+1)
+		case *types.Struct:
+			s.Properties = map[string]*markers.Shape{}
+			structShape(u, s.Properties, depth)
+		}
+	}
+	return s
+}
+
+// structShape adds the JSON fields of st (those of inlined embedded structs too) to props.
+func structShape(st *types.Struct, props map[string]*markers.Shape, depth int) {
+	for i := 0; i < st.NumFields(); i++ {
+		f := st.Field(i)
+		name := jsonTagName(st.Tag(i))
+		if f.Embedded() && (name == "" || strings.Contains(tagJSON(st.Tag(i)), "inline")) {
+			et := f.Type()
+			if p, ok := et.(*types.Pointer); ok {
+				et = p.Elem()
+			}
+			if est, ok := et.Underlying().(*types.Struct); ok {
+				structShape(est, props, depth+1)
+			}
+			continue
+		}
+		if !f.Exported() || name == "" || name == "-" {
+			continue
+		}
+		props[name] = literalShape(f.Type(), depth+1)
+	}
+}
+
+// isFreeForm reports whether values of t hold any JSON: interface{}, runtime.RawExtension,
+// apiextensions' JSON.
+func isFreeForm(t types.Type) bool {
+	if p, ok := t.(*types.Pointer); ok {
+		t = p.Elem()
+	}
+	if n, ok := t.(*types.Named); ok && n.Obj().Pkg() != nil {
+		switch n.Obj().Pkg().Path() + "." + n.Obj().Name() {
+		case rawExtensionPath, apiextJSONPath:
+			return true
+		}
+	}
+	_, isIface := t.Underlying().(*types.Interface)
+	return isIface
 }
 
 // jsonKind is the OpenAPI type of a Go type: string, integer, number, boolean, array,
@@ -528,22 +775,6 @@ func schemaKind(t types.Type) string {
 		return "object"
 	}
 	return "unknown"
-}
-
-func jsonMatches(v any, kind string) bool {
-	switch v := v.(type) {
-	case bool:
-		return kind == "boolean"
-	case float64:
-		return kind == "number" || kind == "int-or-string" || kind == "integer" && v == math.Trunc(v)
-	case string:
-		return kind == "string" || kind == "int-or-string"
-	case []any:
-		return kind == "array"
-	case map[string]any:
-		return kind == "object"
-	}
-	return false
 }
 
 func enumValue(s, kind string) (any, error) {
@@ -587,12 +818,6 @@ func article(kind string) string {
 		return "of a type without a JSON schema"
 	}
 	return "a " + kind
-}
-
-// rawValue is the value of a Value marker as written (quotes kept): a default's JSON.
-func rawValue(m markers.Marker) string {
-	_, v, _ := strings.Cut(m.Raw, "=")
-	return strings.TrimSpace(v)
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

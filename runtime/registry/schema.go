@@ -13,6 +13,7 @@ import (
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel/model"
 	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
 	structurallisttype "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/listtype"
+	structuralobjectmeta "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/objectmeta"
 	apiextensionsvalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -44,6 +45,7 @@ const (
 	defIntOrString  = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
 	defQuantity     = "io.k8s.apimachinery.pkg.api.resource.Quantity"
 	defRawExtension = "io.k8s.apimachinery.pkg.runtime.RawExtension"
+	defJSON         = "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSON"
 )
 
 // schemaValidator validates objects of one kind against its structural schema.
@@ -55,6 +57,10 @@ type schemaValidator struct {
 	// and has no default: one decoding cannot tell apart from its zero value, so a body
 	// that leaves it out must be read (BodyInspector).
 	hiddenRequired bool
+	// embedded is set when the schema has x-kubernetes-embedded-resource nodes: free-form
+	// values that are Kubernetes objects, whose apiVersion, kind and metadata are
+	// checked and whose metadata is pruned as a CRD's are.
+	embedded bool
 }
 
 // newSchemaValidator builds the validator of the kind. CEL rules that do not compile
@@ -79,7 +85,43 @@ func newSchemaValidator(s *Schema) (*schemaValidator, error) {
 		return nil, fmt.Errorf("schema of %s: %w", s.Name, err)
 	}
 	return &schemaValidator{structural: structural, validator: validator, cel: cel.NewValidator(structural, true, celconfig.PerCallLimit),
-		hiddenRequired: hasHiddenRequired(structural)}, nil
+		hiddenRequired: hasHiddenRequired(structural), embedded: hasEmbeddedResource(structural)}, nil
+}
+
+// hasEmbeddedResource reports whether a node of s is an embedded resource.
+func hasEmbeddedResource(s *structuralschema.Structural) bool {
+	if s == nil {
+		return false
+	}
+	if s.XEmbeddedResource {
+		return true
+	}
+	for _, p := range s.Properties {
+		if hasEmbeddedResource(&p) {
+			return true
+		}
+	}
+	if s.AdditionalProperties != nil && hasEmbeddedResource(s.AdditionalProperties.Structural) {
+		return true
+	}
+	return hasEmbeddedResource(s.Items)
+}
+
+// coerceEmbedded prunes the metadata of the embedded resources in obj to the fields of
+// ObjectMeta (an embedded object's metadata.bogus is dropped, as by a CRD). Objects
+// without embedded resources are left alone.
+func (v *schemaValidator) coerceEmbedded(obj runtime.Object) {
+	if v == nil || !v.embedded {
+		return
+	}
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return // validation reports it
+	}
+	if err := structuralobjectmeta.Coerce(nil, u, v.structural, false, false); err != nil {
+		return // malformed metadata: validation reports it (422), as for a CRD
+	}
+	_ = runtime.DefaultUnstructuredConverter.FromUnstructured(u, obj)
 }
 
 // compileRules compiles the CEL rules of every node, reporting the first node whose
@@ -147,8 +189,12 @@ func (v *schemaValidator) validate(ctx context.Context, obj, old runtime.Object)
 	var errs field.ErrorList
 	var celOpts []cel.Option
 	var ou map[string]any
+	if v.embedded {
+		// apiVersion, kind and metadata of embedded resources, as a CRD's strategy checks them.
+		errs = append(errs, structuralobjectmeta.Validate(ctx, nil, u, v.structural, false)...)
+	}
 	if old == nil {
-		errs = apiextensionsvalidation.ValidateCustomResource(nil, u, v.validator)
+		errs = append(errs, apiextensionsvalidation.ValidateCustomResource(nil, u, v.validator)...)
 		errs = append(errs, structurallisttype.ValidateListSetsAndMaps(nil, v.structural, u)...)
 	} else {
 		if ou, err = schemaInput(old); err != nil {
@@ -159,7 +205,7 @@ func (v *schemaValidator) validate(ctx context.Context, obj, old runtime.Object)
 		// Ratcheting, as for CRDs: an invalid value that the update does not change is
 		// not an error, so tightening a constraint does not block unrelated updates.
 		correlated := common.NewCorrelatedObject(u, ou, &model.Structural{Structural: v.structural})
-		errs = apiextensionsvalidation.ValidateCustomResourceUpdate(nil, u, ou, v.validator, apiextensionsvalidation.WithRatcheting(correlated))
+		errs = append(errs, apiextensionsvalidation.ValidateCustomResourceUpdate(nil, u, ou, v.validator, apiextensionsvalidation.WithRatcheting(correlated))...)
 		if oldErrs := structurallisttype.ValidateListSetsAndMaps(nil, v.structural, ou); len(oldErrs) == 0 {
 			errs = append(errs, structurallisttype.ValidateListSetsAndMaps(nil, v.structural, u)...)
 		}
@@ -240,6 +286,9 @@ func (r *resolver) definition(name string) (*spec.Schema, error) {
 		}, nil
 	case defRawExtension:
 		return preserveUnknown(), nil
+	case defJSON:
+		// Any JSON value, as controller-gen writes apiextensions' JSON into a CRD.
+		return &spec.Schema{VendorExtensible: spec.VendorExtensible{Extensions: spec.Extensions{"x-kubernetes-preserve-unknown-fields": true}}}, nil
 	case defObjectMeta:
 		return &spec.Schema{SchemaProps: spec.SchemaProps{Type: spec.StringOrArray{"object"}}}, nil
 	}
@@ -302,17 +351,34 @@ func (r *resolver) schema(s spec.Schema) (*spec.Schema, error) {
 		}
 		out.AdditionalProperties = &spec.SchemaOrBool{Allows: true, Schema: ap}
 	}
-	for i, a := range s.AllOf {
+	out.AllOf = nil
+	for _, a := range s.AllOf {
 		ra, err := r.schema(a)
 		if err != nil {
 			return nil, err
 		}
-		if i == 0 {
-			out.AllOf = make([]spec.Schema, len(s.AllOf))
+		if out.Items != nil && out.Items.Schema != nil && onlyItems(ra) {
+			// kube-openapi writes the constraints of list items (+k8s:validation:items:...)
+			// as allOf: [{items: {...}}]; a CRD has them in items itself.
+			merged := *out.Items.Schema
+			mergeSchema(&merged, *ra.Items.Schema)
+			out.Items = &spec.SchemaOrArray{Schema: &merged}
+			continue
 		}
-		out.AllOf[i] = *ra
+		out.AllOf = append(out.AllOf, *ra)
 	}
 	return &out, nil
+}
+
+// onlyItems reports whether s says nothing but a schema for list items.
+func onlyItems(s *spec.Schema) bool {
+	if s.Items == nil || s.Items.Schema == nil || len(s.Items.Schemas) > 0 {
+		return false
+	}
+	rest := *s
+	rest.Items = nil
+	data, err := json.Marshal(rest)
+	return err == nil && string(data) == "{}"
 }
 
 // mergeSchema copies what is set in add onto dst (add's type, if any, is ignored: the

@@ -47,6 +47,7 @@ func (s *strategy[T]) PrepareForCreate(ctx context.Context, obj runtime.Object) 
 		s.res.Status.CopyStatus(o, s.res.New())
 	}
 	objectMeta(o).Generation = 1
+	s.schema.coerceEmbedded(o)
 	if s.hooks.prepareCreate != nil {
 		s.hooks.prepareCreate.PrepareForCreate(ctx, o)
 	}
@@ -57,6 +58,7 @@ func (s *strategy[T]) PrepareForUpdate(ctx context.Context, obj, old runtime.Obj
 	if s.res.Status != nil {
 		s.res.Status.CopyStatus(o, prev)
 	}
+	s.schema.coerceEmbedded(o)
 	bumpGeneration(s.res, o, prev)
 	if s.hooks.prepareUpdate != nil {
 		s.hooks.prepareUpdate.PrepareForUpdate(ctx, o, prev)

@@ -102,3 +102,12 @@ func (s *versionedSchemas) validate(ctx context.Context, obj, old runtime.Object
 	}
 	return v.validate(ctx, obj, old)
 }
+
+// coerceEmbedded prunes the metadata of embedded resources in obj (of the storage
+// version) as a CRD does when it decodes a request.
+func (s *versionedSchemas) coerceEmbedded(obj runtime.Object) {
+	if s == nil {
+		return
+	}
+	s.byVersion[s.storage].coerceEmbedded(obj)
+}

@@ -6,6 +6,8 @@
 package v1
 
 import (
+	json "encoding/json"
+
 	corev1 "k8s.io/api/core/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 )
@@ -14,11 +16,28 @@ import (
 // Public to allow building arbitrary schemes.
 // All generated defaulters are covering - they call all nested defaulters.
 func RegisterDefaults(scheme *runtime.Scheme) error {
+	scheme.AddTypeDefaultingFunc(&Gift{}, func(obj interface{}) { SetObjectDefaults_Gift(obj.(*Gift)) })
+	scheme.AddTypeDefaultingFunc(&GiftList{}, func(obj interface{}) { SetObjectDefaults_GiftList(obj.(*GiftList)) })
 	scheme.AddTypeDefaultingFunc(&Visitor{}, func(obj interface{}) { SetObjectDefaults_Visitor(obj.(*Visitor)) })
 	scheme.AddTypeDefaultingFunc(&VisitorList{}, func(obj interface{}) { SetObjectDefaults_VisitorList(obj.(*VisitorList)) })
 	scheme.AddTypeDefaultingFunc(&Worker{}, func(obj interface{}) { SetObjectDefaults_Worker(obj.(*Worker)) })
 	scheme.AddTypeDefaultingFunc(&WorkerList{}, func(obj interface{}) { SetObjectDefaults_WorkerList(obj.(*WorkerList)) })
 	return nil
+}
+
+func SetObjectDefaults_Gift(in *Gift) {
+	if in.Spec.Ribbon == nil {
+		if err := json.Unmarshal([]byte(`{"color":"red","widthCm":2}`), &in.Spec.Ribbon); err != nil {
+			panic(err)
+		}
+	}
+}
+
+func SetObjectDefaults_GiftList(in *GiftList) {
+	for i := range in.Items {
+		a := &in.Items[i]
+		SetObjectDefaults_Gift(a)
+	}
 }
 
 func SetObjectDefaults_Visitor(in *Visitor) {

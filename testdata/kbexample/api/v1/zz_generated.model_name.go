@@ -6,6 +6,21 @@
 package v1
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in Gift) OpenAPIModelName() string {
+	return "com.example.kbexample.api.v1.Gift"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in GiftList) OpenAPIModelName() string {
+	return "com.example.kbexample.api.v1.GiftList"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in GiftSpec) OpenAPIModelName() string {
+	return "com.example.kbexample.api.v1.GiftSpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in Guestbook) OpenAPIModelName() string {
 	return "com.example.kbexample.api.v1.Guestbook"
 }
@@ -23,6 +38,11 @@ func (in GuestbookSpec) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in GuestbookStatus) OpenAPIModelName() string {
 	return "com.example.kbexample.api.v1.GuestbookStatus"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in Ribbon) OpenAPIModelName() string {
+	return "com.example.kbexample.api.v1.Ribbon"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.

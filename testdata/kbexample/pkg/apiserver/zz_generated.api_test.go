@@ -23,6 +23,9 @@ func TestAPI(t *testing.T) {
 	}
 	srv := servertest.Start(t, spec)
 	cs := versioned.NewForConfigOrDie(srv.Config)
+	t.Run("Gift.webapp.example.com/v1", func(t *testing.T) {
+		servertest.CRUD[*apiv1.Gift, *apiv1.GiftList](t, cs.WebappV1().Gifts("default"), servertest.Sample(t, "../../config/samples", "webapp.example.com/v1", "Gift", &apiv1.Gift{}))
+	})
 	t.Run("Guestbook.webapp.example.com/v1", func(t *testing.T) {
 		servertest.CRUD[*apiv1.Guestbook, *apiv1.GuestbookList](t, cs.WebappV1().Guestbooks("default"), servertest.Sample(t, "../../config/samples", "webapp.example.com/v1", "Guestbook", &apiv1.Guestbook{}))
 	})

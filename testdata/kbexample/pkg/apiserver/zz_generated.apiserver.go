@@ -12,6 +12,7 @@ import (
 	"example.com/kbexample/pkg/generated/clientset/versioned"
 	"example.com/kbexample/pkg/generated/informers/externalversions"
 	"example.com/kbexample/pkg/generated/openapi"
+	apigift "example.com/kbexample/pkg/registry/api/gift"
 	apiguestbook "example.com/kbexample/pkg/registry/api/guestbook"
 	apivisitor "example.com/kbexample/pkg/registry/api/visitor"
 	apiworker "example.com/kbexample/pkg/registry/api/worker"
@@ -38,7 +39,7 @@ func NewScheme() (*runtime.Scheme, error) {
 	scheme.AddKnownTypes(schema.GroupVersion{
 		Group:   "webapp.example.com",
 		Version: runtime.APIVersionInternal,
-	}, &apiv1.Guestbook{}, &apiv1.GuestbookList{}, &apiv1.Visitor{}, &apiv1.VisitorList{}, &apiv1.Worker{}, &apiv1.WorkerList{})
+	}, &apiv1.Gift{}, &apiv1.GiftList{}, &apiv1.Guestbook{}, &apiv1.GuestbookList{}, &apiv1.Visitor{}, &apiv1.VisitorList{}, &apiv1.Worker{}, &apiv1.WorkerList{})
 	if err := scheme.SetVersionPriority(apiv1.SchemeGroupVersion, apiv1beta1.SchemeGroupVersion); err != nil {
 		return nil, err
 	}
@@ -75,6 +76,10 @@ func NewSpec() (server.Spec, error) {
 		Groups: []server.Group{{
 			Name: "webapp.example.com",
 			Resources: []server.Resource{{
+				Plural:     "gifts",
+				Versions:   []server.ResourceVersion{{Name: "v1"}},
+				NewStorage: apigift.NewStorage,
+			}, {
 				Plural: "guestbooks",
 				Versions: []server.ResourceVersion{{Name: "v1"}, {
 					Name:               "v1beta1",

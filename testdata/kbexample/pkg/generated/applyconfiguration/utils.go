@@ -18,12 +18,18 @@ import (
 func ForKind(kind schema.GroupVersionKind) interface{} {
 	switch kind {
 	// Group=webapp.example.com, Version=v1
+	case v1.SchemeGroupVersion.WithKind("Gift"):
+		return &apiv1.GiftApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("GiftSpec"):
+		return &apiv1.GiftSpecApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("Guestbook"):
 		return &apiv1.GuestbookApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("GuestbookSpec"):
 		return &apiv1.GuestbookSpecApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("GuestbookStatus"):
 		return &apiv1.GuestbookStatusApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("Ribbon"):
+		return &apiv1.RibbonApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("Visitor"):
 		return &apiv1.VisitorApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("VisitorSpec"):

@@ -22,10 +22,14 @@ import (
 
 func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
 	return map[string]common.OpenAPIDefinition{
+		v1.Gift{}.OpenAPIModelName():                                        schema_examplecom_kbexample_api_v1_Gift(ref),
+		v1.GiftList{}.OpenAPIModelName():                                    schema_examplecom_kbexample_api_v1_GiftList(ref),
+		v1.GiftSpec{}.OpenAPIModelName():                                    schema_examplecom_kbexample_api_v1_GiftSpec(ref),
 		v1.Guestbook{}.OpenAPIModelName():                                   schema_examplecom_kbexample_api_v1_Guestbook(ref),
 		v1.GuestbookList{}.OpenAPIModelName():                               schema_examplecom_kbexample_api_v1_GuestbookList(ref),
 		v1.GuestbookSpec{}.OpenAPIModelName():                               schema_examplecom_kbexample_api_v1_GuestbookSpec(ref),
 		v1.GuestbookStatus{}.OpenAPIModelName():                             schema_examplecom_kbexample_api_v1_GuestbookStatus(ref),
+		v1.Ribbon{}.OpenAPIModelName():                                      schema_examplecom_kbexample_api_v1_Ribbon(ref),
 		v1.Visitor{}.OpenAPIModelName():                                     schema_examplecom_kbexample_api_v1_Visitor(ref),
 		v1.VisitorList{}.OpenAPIModelName():                                 schema_examplecom_kbexample_api_v1_VisitorList(ref),
 		v1.VisitorSpec{}.OpenAPIModelName():                                 schema_examplecom_kbexample_api_v1_VisitorSpec(ref),
@@ -232,6 +236,175 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 	}
 }
 
+func schema_examplecom_kbexample_api_v1_Gift(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "Gift is the Schema for the gifts API",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(metav1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(v1.GiftSpec{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1.GiftSpec{}.OpenAPIModelName(), metav1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_examplecom_kbexample_api_v1_GiftList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "GiftList contains a list of Gift",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(metav1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Type: []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1.Gift{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			v1.Gift{}.OpenAPIModelName(), metav1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_examplecom_kbexample_api_v1_GiftSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "GiftSpec is what a visitor leaves behind: free-form data kept as sent, the way a CustomResourceDefinition keeps it.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"from": {
+						SchemaProps: spec.SchemaProps{
+							Description: "From is who left the gift.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"card": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Card is any JSON object; unknown fields in it are kept.",
+							Ref:         ref(runtime.RawExtension{}.OpenAPIModelName()),
+						},
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-preserve-unknown-fields": true,
+							},
+						},
+					},
+					"wrapped": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Wrapped is a Kubernetes object (apiVersion, kind, metadata), kept as sent except for its metadata, which is pruned to the fields of object metadata.",
+							Ref:         ref(runtime.RawExtension{}.OpenAPIModelName()),
+						},
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-embedded-resource":       true,
+								"x-kubernetes-preserve-unknown-fields": true,
+							},
+						},
+					},
+					"tags": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Tags label the gift: lower-case words of at most 8 letters.",
+							AllOf: []spec.Schema{
+								{
+									SchemaProps: spec.SchemaProps{
+										Items: &spec.SchemaOrArray{
+											Schema: &spec.Schema{
+												SchemaProps: spec.SchemaProps{
+													MaxLength: ptr.To[int64](8),
+													Pattern:   "^[a-z]+$",
+												},
+											},
+										},
+									},
+								},
+							},
+							Type: []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"ribbon": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Ribbon is tied around the gift.",
+							Default:     map[string]interface{}{"color": "red", "widthCm": 2},
+							Ref:         ref(v1.Ribbon{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1.Ribbon{}.OpenAPIModelName(), runtime.RawExtension{}.OpenAPIModelName()},
+	}
+}
+
 func schema_examplecom_kbexample_api_v1_Guestbook(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -364,6 +537,33 @@ func schema_examplecom_kbexample_api_v1_GuestbookStatus(ref common.ReferenceCall
 					"ready": {
 						SchemaProps: spec.SchemaProps{
 							Description: "Ready is the number of frontend replicas that are ready.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_examplecom_kbexample_api_v1_Ribbon(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "Ribbon is a ribbon.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"color": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Color of the ribbon.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"widthCm": {
+						SchemaProps: spec.SchemaProps{
+							Description: "WidthCm is its width in centimetres.",
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},
@@ -773,6 +973,11 @@ func schema_examplecom_kbexample_api_v1_WorkerSpec(ref common.ReferenceCallback)
 						SchemaProps: spec.SchemaProps{
 							Description: "Config is handed to the workers as it is.",
 							Ref:         ref(runtime.RawExtension{}.OpenAPIModelName()),
+						},
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-preserve-unknown-fields": true,
+							},
 						},
 					},
 				},

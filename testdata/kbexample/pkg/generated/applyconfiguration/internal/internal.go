@@ -23,6 +23,47 @@ func Parser() *typed.Parser {
 var parserOnce sync.Once
 var parser *typed.Parser
 var schemaYAML = typed.YAMLObject(`types:
+- name: com.example.kbexample.api.v1.Gift
+  map:
+    fields:
+    - name: apiVersion
+      type:
+        scalar: string
+    - name: kind
+      type:
+        scalar: string
+    - name: metadata
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta
+      default: {}
+    - name: spec
+      type:
+        namedType: com.example.kbexample.api.v1.GiftSpec
+      default: {}
+- name: com.example.kbexample.api.v1.GiftSpec
+  map:
+    fields:
+    - name: card
+      type:
+        namedType: __untyped_atomic_
+    - name: from
+      type:
+        scalar: string
+    - name: ribbon
+      type:
+        namedType: com.example.kbexample.api.v1.Ribbon
+      default:
+        color: red
+        widthCm: 2
+    - name: tags
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: atomic
+    - name: wrapped
+      type:
+        namedType: __untyped_atomic_
 - name: com.example.kbexample.api.v1.Guestbook
   map:
     fields:
@@ -57,6 +98,15 @@ var schemaYAML = typed.YAMLObject(`types:
   map:
     fields:
     - name: ready
+      type:
+        scalar: numeric
+- name: com.example.kbexample.api.v1.Ribbon
+  map:
+    fields:
+    - name: color
+      type:
+        scalar: string
+    - name: widthCm
       type:
         scalar: numeric
 - name: com.example.kbexample.api.v1.Visitor

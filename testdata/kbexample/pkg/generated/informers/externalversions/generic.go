@@ -38,6 +38,8 @@ func (f *genericInformer) Lister() cache.GenericLister {
 func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource) (GenericInformer, error) {
 	switch resource {
 	// Group=webapp.example.com, Version=v1
+	case v1.SchemeGroupVersion.WithResource("gifts"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Webapp().V1().Gifts().Informer()}, nil
 	case v1.SchemeGroupVersion.WithResource("guestbooks"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Webapp().V1().Guestbooks().Informer()}, nil
 	case v1.SchemeGroupVersion.WithResource("visitors"):

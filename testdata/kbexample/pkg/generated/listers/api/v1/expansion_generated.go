@@ -2,6 +2,14 @@
 
 package v1
 
+// GiftListerExpansion allows custom methods to be added to
+// GiftLister.
+type GiftListerExpansion interface{}
+
+// GiftNamespaceListerExpansion allows custom methods to be added to
+// GiftNamespaceLister.
+type GiftNamespaceListerExpansion interface{}
+
 // GuestbookListerExpansion allows custom methods to be added to
 // GuestbookLister.
 type GuestbookListerExpansion interface{}

@@ -8,6 +8,8 @@ import (
 
 // Interface provides access to all the informers in this group version.
 type Interface interface {
+	// Gifts returns a GiftInformer.
+	Gifts() TypedGiftInformer
 	// Guestbooks returns a GuestbookInformer.
 	Guestbooks() TypedGuestbookInformer
 	// Visitors returns a VisitorInformer.
@@ -25,6 +27,11 @@ type version struct {
 // New returns a new Interface.
 func New(f internalinterfaces.SharedInformerFactory, namespace string, tweakListOptions internalinterfaces.TweakListOptionsFunc) Interface {
 	return &version{factory: f, namespace: namespace, tweakListOptions: tweakListOptions}
+}
+
+// Gifts returns a TypedGiftInformer.
+func (v *version) Gifts() TypedGiftInformer {
+	return &giftInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }
 
 // Guestbooks returns a TypedGuestbookInformer.

@@ -12,6 +12,7 @@ import (
 
 type WebappV1Interface interface {
 	RESTClient() rest.Interface
+	GiftsGetter
 	GuestbooksGetter
 	VisitorsGetter
 	WorkersGetter
@@ -20,6 +21,10 @@ type WebappV1Interface interface {
 // WebappV1Client is used to interact with features provided by the webapp.example.com group.
 type WebappV1Client struct {
 	restClient rest.Interface
+}
+
+func (c *WebappV1Client) Gifts(namespace string) GiftInterface {
+	return newGifts(c, namespace)
 }
 
 func (c *WebappV1Client) Guestbooks(namespace string) GuestbookInterface {

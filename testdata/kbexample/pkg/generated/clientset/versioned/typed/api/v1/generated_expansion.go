@@ -2,6 +2,8 @@
 
 package v1
 
+type GiftExpansion interface{}
+
 type GuestbookExpansion interface{}
 
 type VisitorExpansion interface{}

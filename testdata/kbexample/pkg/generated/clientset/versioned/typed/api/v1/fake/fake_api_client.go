@@ -12,6 +12,10 @@ type FakeWebappV1 struct {
 	*testing.Fake
 }
 
+func (c *FakeWebappV1) Gifts(namespace string) v1.GiftInterface {
+	return newFakeGifts(c, namespace)
+}
+
 func (c *FakeWebappV1) Guestbooks(namespace string) v1.GuestbookInterface {
 	return newFakeGuestbooks(c, namespace)
 }

@@ -1,0 +1,116 @@
+package model_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/aagen-dev/aagen/generator/model"
+)
+
+// TestControllerGenMarkers builds a types package written for controller-gen
+// (generator/testdata/controllergen, generated whole by generator's TestControllerGenStyle): its
+// marker syntax (+name:=value, literal defaults typed by the field), markers aagen
+// applies (oneOf rules, +k8s:immutable, k8s.io/api's +k8s:required and +k8s:maxLength),
+// and CRD-only, RBAC and webhook markers, which are accepted without an error.
+func TestControllerGenMarkers(t *testing.T) {
+	files := map[string]string{}
+	for _, f := range []string{"doc.go", "types.go"} {
+		data, err := os.ReadFile(filepath.Join("../testdata/controllergen/pkg/apis/shop/v1", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files["pkg/apis/shop/v1/"+f] = string(data)
+	}
+	dir := module(t, files)
+	m, warns, err := build(t, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range warns {
+		t.Errorf("unexpected warning: %s", w.String())
+	}
+	v := m.Groups[0].Versions[0]
+	var spec *model.TypeValidation
+	for i := range v.Validations {
+		if v.Validations[i].Name == "WidgetSpec" {
+			spec = v.Validations[i]
+		}
+	}
+	if spec == nil {
+		t.Fatalf("no validation of WidgetSpec in %+v", v.Validations)
+	}
+	if len(spec.Rules) != 1 || spec.Rules[0].Rule != "(has(self.http)?1:0)+(has(self.grpc)?1:0) == 1" ||
+		spec.Rules[0].Message != "exactly one of the fields in [http grpc] must be set" {
+		t.Errorf("ExactlyOneOf: rules %+v", spec.Rules)
+	}
+	fields := map[string]model.FieldValidation{}
+	for _, f := range spec.Fields {
+		fields[f.JSONName] = f
+	}
+	for name, want := range map[string]string{"size": "3", "name": `"forty-two"`, "namespaces": `{"from":"Same"}`,
+		"ports": `[{"name":"a","port":80},{"name":"b","port":443}]`} {
+		if got := fields[name].Default; got != want {
+			t.Errorf("default of %s = %s, want %s", name, got, want)
+		}
+	}
+	if mn := fields["size"].Minimum; mn == nil || *mn != 1 {
+		t.Errorf("size: Minimum:=1 not applied: %v", mn)
+	}
+	if ml := fields["name"].MaxLength; ml == nil || *ml != 16 {
+		t.Errorf("name: +k8s:maxLength not applied: %v", ml)
+	}
+	if r := fields["name"].Rules; len(r) != 1 || r[0].Rule != "self == oldSelf" || r[0].Message != "field is immutable" {
+		t.Errorf("name: +k8s:immutable: %+v", r)
+	}
+	if it := fields["tags"].Items; it == nil || it.MaxLength == nil || *it.MaxLength != 8 || it.Pattern != "^[a-z]+$" {
+		t.Errorf("tags: items markers not applied: %+v", it)
+	}
+	if r := fields["owner"].Required; r == nil || !*r {
+		t.Errorf("owner: +k8s:required not applied")
+	}
+}
+
+// TestMarkersWarnings: markers recognised but not applied warn at their position.
+func TestMarkersWarnings(t *testing.T) {
+	dir := module(t, map[string]string{
+		"pkg/apis/shop/v1/doc.go": "// +groupName=shop.example.com\n// +kubebuilder:validation:Required\npackage v1\n",
+		"pkg/apis/shop/v1/types.go": `package v1
+
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+// +genclient
+type Widget struct {
+	metav1.TypeMeta   ` + "`json:\",inline\"`" + `
+	metav1.ObjectMeta ` + "`json:\"metadata,omitempty\"`" + `
+	Spec WidgetSpec ` + "`json:\"spec\"`" + `
+}
+
+type WidgetList struct {
+	metav1.TypeMeta ` + "`json:\",inline\"`" + `
+	metav1.ListMeta ` + "`json:\"metadata,omitempty\"`" + `
+	Items           []Widget ` + "`json:\"items\"`" + `
+}
+
+type WidgetSpec struct {
+	// +kubebuilder:validation:items:Enum=a;b
+	Tags []string ` + "`json:\"tags,omitempty\"`" + `
+}
+`,
+	})
+	_, warns, err := build(t, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msgs []string
+	for _, w := range warns {
+		msgs = append(msgs, w.String())
+	}
+	all := strings.Join(msgs, "\n")
+	for _, want := range []string{"doc.go:2:1: warning: +kubebuilder:validation:Required on a package", "types.go:19:2: warning: marker +kubebuilder:validation:items:Enum is recognised but not applied yet"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("warnings lack %q:\n%s", want, all)
+		}
+	}
+}
