@@ -647,7 +647,11 @@ func (b *builder) checkDefault(m markers.Marker, t types.Type, tag, where string
 	_, isPtr := t.(*types.Pointer)
 	if !isPtr && kind == "object" {
 		if _, isStruct := t.Underlying().(*types.Struct); isStruct {
-			b.errorf(m.Pos, "make the field a pointer to default it", "+%s on %s: a non-pointer struct field cannot have a default (it is never unset)", m.Def.Name, where)
+			// A CRD sets such a default when the object has no such field; a Go struct
+			// field is never absent, and defaulter-gen cannot default it. controller-gen
+			// packages carry these (Gateway API's status defaults), so this is a warning,
+			// not a refusal: the default is neither published nor applied.
+			b.warnf(m.Pos, "+%s on %s: not applied: a non-pointer struct field is never unset, so it cannot be defaulted (make it a pointer to default it)", m.Def.Name, where)
 			return "", false
 		}
 	}
