@@ -66,6 +66,11 @@ func Packages(ctx context.Context, dir string, patterns []string) (*Result, erro
 				// load leaves those out (see generatedRef).
 				continue
 			}
+			if why := importError(p, e); why != "" {
+				// "could not import X (invalid package name: "")" hides the cause, which
+				// go/packages puts on X: usually a module go.mod does not require.
+				msg = e.Pos + ": " + why
+			}
 			if !seen[msg] {
 				seen[msg] = true
 				errs = append(errs, relPos(msg))
@@ -87,6 +92,28 @@ func Packages(ctx context.Context, dir string, patterns []string) (*Result, erro
 		}
 	}
 	return &Result{ModuleDir: modDir, ModulePath: modPath, Packages: pkgs}, nil
+}
+
+// importError returns, for a type error "could not import X", the errors of X itself (such
+// as "no required module provides package X; to add it: go get X"), or "".
+func importError(p *packages.Package, e packages.Error) string {
+	if e.Kind != packages.TypeError {
+		return ""
+	}
+	_, rest, ok := strings.Cut(e.Msg, "could not import ")
+	if !ok {
+		return ""
+	}
+	path, _, _ := strings.Cut(rest, " ")
+	imp := p.Imports[path]
+	if imp == nil || len(imp.Errors) == 0 {
+		return ""
+	}
+	var msgs []string
+	for _, ie := range imp.Errors {
+		msgs = append(msgs, strings.ReplaceAll(ie.Msg, "\n\t", " "))
+	}
+	return fmt.Sprintf("cannot import %s: %s", path, strings.Join(msgs, "; "))
 }
 
 // generatedNames are the identifiers that the usual generators' files declare (aagen's

@@ -1,0 +1,47 @@
+package load
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestMissingModuleIsNamed: a types package that imports a package of a module go.mod does
+// not require gets go's own cause and fix at the import's file:line, not the type checker's
+// "could not import k8s.io/api/core/v1 (invalid package name: "")".
+func TestMissingModuleIsNamed(t *testing.T) {
+	dir := t.TempDir()
+	sum, err := os.ReadFile(filepath.Join("..", "..", "go.sum"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{
+		"go.mod": "module example.com/pipes\n\ngo 1.26.0\n\nrequire k8s.io/apimachinery v0.37.2\n",
+		"go.sum": string(sum),
+		"pkg/apis/ci/v1/doc.go": "// +groupName=ci.example.com\npackage v1\n",
+		"pkg/apis/ci/v1/types.go": "package v1\n\nimport corev1 \"k8s.io/api/core/v1\"\n\n// +genclient\ntype Pipeline struct {\n\tSteps []corev1.Container `json:\"steps\"`\n}\n",
+	}
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err = Packages(context.Background(), dir, []string{"./pkg/apis/..."})
+	if err == nil {
+		t.Fatal("the load succeeded without k8s.io/api in go.mod")
+	}
+	for _, want := range []string{"pkg/apis/ci/v1/types.go:3:", "cannot import k8s.io/api/core/v1", "no required module provides package k8s.io/api/core/v1", "go get"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error lacks %q:\n%v", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), "invalid package name") {
+		t.Errorf("the error still shows the type checker's symptom:\n%v", err)
+	}
+}
