@@ -18,9 +18,9 @@ func TestMissingModuleIsNamed(t *testing.T) {
 		t.Fatal(err)
 	}
 	files := map[string]string{
-		"go.mod": "module example.com/pipes\n\ngo 1.26.0\n\nrequire k8s.io/apimachinery v0.37.2\n",
-		"go.sum": string(sum),
-		"pkg/apis/ci/v1/doc.go": "// +groupName=ci.example.com\npackage v1\n",
+		"go.mod":                  "module example.com/pipes\n\ngo 1.26.0\n\nrequire k8s.io/apimachinery v0.37.2\n",
+		"go.sum":                  string(sum),
+		"pkg/apis/ci/v1/doc.go":   "// +groupName=ci.example.com\npackage v1\n",
 		"pkg/apis/ci/v1/types.go": "package v1\n\nimport corev1 \"k8s.io/api/core/v1\"\n\n// +genclient\ntype Pipeline struct {\n\tSteps []corev1.Container `json:\"steps\"`\n}\n",
 	}
 	for name, content := range files {
