@@ -77,6 +77,11 @@ func Packages(ctx context.Context, dir string, patterns []string) (*Result, erro
 			}
 		}
 	}
+	if len(errs) == 0 {
+		if dep := missingGoSum(pkgs); dep != "" {
+			return nil, fmt.Errorf("%s/go.sum lacks entries for modules the types packages import (%s): run `go mod tidy` in %s, then aagen again", modDir, dep, modDir)
+		}
+	}
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("the types packages do not compile; fix these first:\n\t%s", strings.Join(errs, "\n\t"))
 	}
@@ -92,6 +97,23 @@ func Packages(ctx context.Context, dir string, patterns []string) (*Result, erro
 		}
 	}
 	return &Result{ModuleDir: modDir, ModulePath: modPath, Packages: pkgs}, nil
+}
+
+// missingGoSum returns the first "missing go.sum entry" error among the packages' imports,
+// direct or not, or "". go/packages puts such an error on the imported package only, and the
+// type checker may still succeed on export data; the code generators' own load would fail on
+// it later with one error per package.
+func missingGoSum(pkgs []*packages.Package) string {
+	first := ""
+	packages.Visit(pkgs, func(p *packages.Package) bool {
+		for _, e := range p.Errors {
+			if first == "" && strings.Contains(e.Msg, "missing go.sum entry") {
+				first = p.PkgPath + ": " + strings.SplitN(e.Msg, ";", 2)[0]
+			}
+		}
+		return first == ""
+	}, nil)
+	return first
 }
 
 // importError returns, for a type error "could not import X", the errors of X itself (such

@@ -23,15 +23,7 @@ func TestMissingModuleIsNamed(t *testing.T) {
 		"pkg/apis/ci/v1/doc.go":   "// +groupName=ci.example.com\npackage v1\n",
 		"pkg/apis/ci/v1/types.go": "package v1\n\nimport corev1 \"k8s.io/api/core/v1\"\n\n// +genclient\ntype Pipeline struct {\n\tSteps []corev1.Container `json:\"steps\"`\n}\n",
 	}
-	for name, content := range files {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeFiles(t, dir, files)
 	_, err = Packages(context.Background(), dir, []string{"./pkg/apis/..."})
 	if err == nil {
 		t.Fatal("the load succeeded without k8s.io/api in go.mod")
@@ -43,5 +35,51 @@ func TestMissingModuleIsNamed(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "invalid package name") {
 		t.Errorf("the error still shows the type checker's symptom:\n%v", err)
+	}
+}
+
+// TestIncompleteGoSumSaysTidy: a go.sum with the entries of the modules the types import
+// directly but not of theirs (what `go get k8s.io/api@...` leaves) is one error naming go mod
+// tidy, not the code generators' error per package later.
+func TestIncompleteGoSumSaysTidy(t *testing.T) {
+	dir := t.TempDir()
+	full, err := os.ReadFile(filepath.Join("..", "..", "go.sum"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum []string
+	for _, line := range strings.Split(string(full), "\n") {
+		if strings.HasPrefix(line, "k8s.io/apimachinery v0.37.2") {
+			sum = append(sum, line)
+		}
+	}
+	files := map[string]string{
+		"go.mod":                  "module example.com/pipes\n\ngo 1.26.0\n\nrequire k8s.io/apimachinery v0.37.2\n",
+		"go.sum":                  strings.Join(sum, "\n") + "\n",
+		"pkg/apis/ci/v1/doc.go":   "// +groupName=ci.example.com\npackage v1\n",
+		"pkg/apis/ci/v1/types.go": "package v1\n\nimport metav1 \"k8s.io/apimachinery/pkg/apis/meta/v1\"\n\n// +genclient\ntype Pipeline struct {\n\tmetav1.TypeMeta `json:\",inline\"`\n\tmetav1.ObjectMeta `json:\"metadata,omitempty\"`\n}\n",
+	}
+	writeFiles(t, dir, files)
+	_, err = Packages(context.Background(), dir, []string{"./pkg/apis/..."})
+	if err == nil {
+		t.Fatal("the load succeeded with an incomplete go.sum")
+	}
+	for _, want := range []string{"go.sum lacks entries", "missing go.sum entry", "run `go mod tidy` in " + dir} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error lacks %q:\n%v", want, err)
+		}
+	}
+}
+
+func writeFiles(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
