@@ -245,6 +245,20 @@ func TestAggregation(t *testing.T) {
 		wantForbidden(t, "X-Remote-User from an untrusted certificate", err, `User "`+cluster.FrontProxyClientName+`" cannot list resource "boats"`)
 	})
 
+	// A clientset of the generated project, in protobuf, for every kind (protobuf_test.go).
+	t.Run("protobuf clients", func(t *testing.T) {
+		if out, err := kubectl(t, cp.Kubeconfig, "", "create", "namespace", "protobuf"); err != nil {
+			t.Fatalf("kubectl create namespace: %v\n%s", err, out)
+		}
+		protobufClients(t, cp, dir, "protobuf")
+	})
+
+	// A protobuf-only clientset through kube-apiserver: create, get, list, watch and delete
+	// a Boat, read equal by a JSON client, from the example's own TestProtobufServed.
+	t.Run("protobuf clientset through kube-apiserver", func(t *testing.T) {
+		runExampleTest(t, ctx, cp, dir, ns, "TestProtobufServed")
+	})
+
 	// Last: it ends with the generated server's shutdown (subresources_test.go).
 	t.Run("imperative subresources", func(t *testing.T) { testSubresources(t, ctx, cp, backend, dir, ns) })
 }

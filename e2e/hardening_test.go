@@ -50,9 +50,9 @@ const (
 //   - that the embedded etcd refuses a process of another local user (nobody) while the
 //     server's own user can use it;
 //   - content negotiation for every Accept a client may send, on get, list, watch, tables
-//     and the status and scale subresources, as kube-apiserver negotiates for a custom
-//     resource (its handler offers no protobuf for the resource itself: JSON where the
-//     client allows it, 406 where it does not; protobuf PartialObjectMetadata is served);
+//     and the status and scale subresources, as kube-apiserver negotiates for a built-in
+//     resource (the generated types have protobuf methods: protobuf where the client
+//     prefers it, objects, lists and watch streams alike; no protobuf tables);
 //   - that a value under a resource's prefix that does not decode fails as it does in
 //     kube-apiserver 1.37: a get of that object and a list from etcd answer 500
 //     StorageReadError naming its key, other objects are served, and a delete with
@@ -128,6 +128,7 @@ func TestLocalServerHardening(t *testing.T) {
 		}
 		ok := func(kind string) want { return want{200, contentTypeJSON, kind} }
 		notAcceptable := want{code: http.StatusNotAcceptable}
+		protobuf := want{200, contentTypeProtobuf, ""}
 		cases := []struct {
 			path, accept string
 			want         want
@@ -136,8 +137,8 @@ func TestLocalServerHardening(t *testing.T) {
 			{"/boats", acceptYAML, want{200, contentTypeYAML, ""}},
 			{"/boats", acceptAny, ok("BoatList")},
 			{"/boats", "", ok("BoatList")},
-			{"/boats", acceptProtobufOrJSON, ok("BoatList")},
-			{"/boats", acceptProtobuf, notAcceptable},
+			{"/boats", acceptProtobufOrJSON, protobuf},
+			{"/boats", acceptProtobuf, protobuf},
 			{"/boats", acceptCBOR, notAcceptable}, // CBORServingAndStorage is off in 1.37
 			{"/boats", acceptTable, ok("Table")},
 			{"/boats", acceptTableKubectl, ok("Table")},
@@ -147,18 +148,19 @@ func TestLocalServerHardening(t *testing.T) {
 			{"/boats/sound", acceptJSON, ok("Boat")},
 			{"/boats/sound", acceptYAML, want{200, contentTypeYAML, ""}},
 			{"/boats/sound", acceptAny, ok("Boat")},
-			{"/boats/sound", acceptProtobufOrJSON, ok("Boat")},
-			{"/boats/sound", acceptProtobuf, notAcceptable},
+			{"/boats/sound", acceptProtobufOrJSON, protobuf},
+			{"/boats/sound", acceptProtobuf, protobuf},
 			{"/boats/sound", acceptTable, ok("Table")},
-			{"/boats/sound/status", acceptProtobufOrJSON, ok("Boat")},
-			{"/boats/sound/status", acceptProtobuf, notAcceptable},
+			{"/boats/sound/status", acceptProtobufOrJSON, protobuf},
+			{"/boats/sound/status", acceptProtobuf, protobuf},
 			{"/boats/sound/status", acceptYAML, want{200, contentTypeYAML, ""}},
-			{"/fleets/armada/scale", acceptProtobufOrJSON, ok("Scale")},
+			{"/fleets/armada/scale", acceptProtobufOrJSON, protobuf},
 			{"/fleets/armada/scale", acceptJSON, ok("Scale")},
-			{"/fleets/armada/scale", acceptProtobuf, notAcceptable},
+			{"/fleets/armada/scale", acceptProtobuf, protobuf},
 			{"/fleets/armada/scale", acceptTable, ok("Table")},
-			{"/boats?watch=1", acceptProtobuf, notAcceptable},
-			{"/boats?watch=1", acceptProtobufWatch, notAcceptable},
+			{"/boats?watch=1", acceptProtobuf, want{200, acceptProtobufWatch, ""}},
+			{"/boats?watch=1", acceptProtobufWatch, want{200, acceptProtobufWatch, ""}},
+			{"/boats?watch=1", acceptProtobufOrJSON, want{200, acceptProtobufWatch, ""}},
 		}
 		for _, c := range cases {
 			t.Run(c.path+" Accept: "+c.accept, func(t *testing.T) {
@@ -190,9 +192,8 @@ func TestLocalServerHardening(t *testing.T) {
 			})
 		}
 
-		// A watch whose client accepts protobuf or JSON gets JSON events, not a stream
-		// that closes at its first event.
-		for _, accept := range []string{acceptProtobufOrJSON, acceptAny, acceptJSON, acceptProtobufWatch + ", application/json;stream=watch"} {
+		// A watch whose client accepts JSON first, or anything, gets JSON events.
+		for _, accept := range []string{acceptAny, acceptJSON, "application/json;stream=watch, " + acceptProtobufWatch} {
 			t.Run("watch Accept: "+accept, func(t *testing.T) {
 				wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
 				defer wcancel()

@@ -213,9 +213,9 @@ func moveMarker(t *testing.T, from, to, marker, anchor string) {
 	}
 }
 
-// storedVersions opens the (stopped) server's etcd data directory and counts the stored
-// objects of resource by the apiVersion they are encoded in.
-func storedVersions(t *testing.T, ctx context.Context, dir, resource string) map[string]int {
+// storedValues opens the (stopped) server's etcd data directory and returns every value
+// under /registry/, by key.
+func storedValues(t *testing.T, ctx context.Context, dir string) map[string][]byte {
 	t.Helper()
 	e, err := etcd.Start(ctx, etcd.Config{Dir: dir})
 	if err != nil {
@@ -231,18 +231,27 @@ func storedVersions(t *testing.T, ctx context.Context, dir, resource string) map
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]int{}
+	out := make(map[string][]byte, len(resp.Kvs))
 	for _, kv := range resp.Kvs {
-		if !strings.Contains(string(kv.Key), "/"+resource+"/") {
+		out[string(kv.Key)] = kv.Value
+	}
+	return out
+}
+
+// storedVersions counts the stored objects of resource in the (stopped) server's etcd data
+// directory by the apiVersion they are encoded in.
+func storedVersions(t *testing.T, ctx context.Context, dir, resource string) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	for key, value := range storedValues(t, ctx, dir) {
+		if !strings.Contains(key, "/"+resource+"/") {
 			continue
 		}
-		var head struct {
-			APIVersion string `json:"apiVersion"`
+		_, v, err := storedHead(value)
+		if err != nil {
+			t.Fatalf("%s is neither JSON nor protobuf: %v", key, err)
 		}
-		if err := json.Unmarshal(kv.Value, &head); err != nil {
-			t.Fatalf("%s is not JSON: %v", kv.Key, err)
-		}
-		out[head.APIVersion]++
+		out[v]++
 	}
 	return out
 }

@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -55,13 +57,7 @@ func testSubresources(t *testing.T, ctx context.Context, cp *cluster.ControlPlan
 	// The generated client's Depart, GetBerth and UpdateBerth, the REST client's stream and
 	// the websocket executor, from the example's own test, against kube-apiserver.
 	t.Run("generated client through kube-apiserver", func(t *testing.T) {
-		cmd := exec.CommandContext(ctx, "go", "test", "-count=1", "-run", "^TestSubresources$", "./test/")
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "MARINA_KUBECONFIG="+cp.Kubeconfig, "MARINA_NAMESPACE="+ns)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("the example's TestSubresources against kube-apiserver: %v\n%s", err, cluster.Tail(string(out), 4000))
-		}
+		runExampleTest(t, ctx, cp, dir, ns, "TestSubresources")
 	})
 
 	dyn := dynamic.NewForConfigOrDie(cp.Admin)
@@ -253,6 +249,36 @@ func testSubresources(t *testing.T, ctx context.Context, cp *cluster.ControlPlan
 		victor := cp.PKI.FrontProxy(backend, "victor", "system:authenticated")
 		if code, body := httpGet(t, victor, boatsPath+"/kestrel/log"); code != 200 || !strings.HasPrefix(string(body), "logbook of kestrel") {
 			t.Errorf("victor (view) log at the generated server: %d %s", code, body)
+		} // The roles README lists: the view berth is in view (read), its update and the action
+		// in edit only; a connection over POST is authorized as create.
+		if code, body := httpGet(t, victor, boatsPath+"/kestrel/berth"); code != 200 {
+			t.Errorf("victor (view) GET berth at the generated server: %d %s", code, body)
+		}
+		hc, err := rest.HTTPClientFor(victor)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct{ method, sub, want string }{
+			{"POST", "depart", `User "victor" cannot create resource "boats/depart"`},
+			{"PUT", "berth", `User "victor" cannot update resource "boats/berth"`},
+			{"POST", "attach", `User "victor" cannot create resource "boats/attach"`},
+		} {
+			req, err := http.NewRequestWithContext(ctx, c.method, victor.Host+boatsPath+"/kestrel/"+c.sub, strings.NewReader("{}"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := hc.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			var status metav1.Status // the message, not the JSON-escaped body
+			_ = json.Unmarshal(body, &status)
+			if resp.StatusCode != http.StatusForbidden || !strings.Contains(status.Message, c.want) {
+				t.Errorf("victor (view) %s %s at the generated server: %d %s; want 403 %q", c.method, c.sub, resp.StatusCode, body, c.want)
+			}
 		}
 	})
 
@@ -356,4 +382,17 @@ func sameSet(a, b string) bool {
 		}
 	}
 	return true
+}
+
+// runExampleTest runs the example's own test name (in dir/test) against kube-apiserver
+// (MARINA_KUBECONFIG, MARINA_NAMESPACE), and fails unless it ran and passed.
+func runExampleTest(t *testing.T, ctx context.Context, cp *cluster.ControlPlane, dir, ns, name string) {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, "go", "test", "-count=1", "-v", "-run", "^"+name+"$", "./test/")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "MARINA_KUBECONFIG="+cp.Kubeconfig, "MARINA_NAMESPACE="+ns)
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: "+name+" ") {
+		t.Fatalf("the example's %s against kube-apiserver: %v\n%s", name, err, cluster.Tail(string(out), 4000))
+	}
 }

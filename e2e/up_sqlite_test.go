@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,9 +14,11 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/aagen-dev/aagen/e2e/cluster"
+	"github.com/aagen-dev/aagen/runtime/server"
 )
 
 // TestUpSQLite runs `aagen up --datastore=sqlite` on the example: the server keeps its
@@ -35,6 +38,20 @@ func TestUpSQLite(t *testing.T) {
 		if round == 0 {
 			if _, err := bc.Create(ctx, boat("on-sqlite", nil, 7), metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
+			}
+			// No embedded etcd, no etcd snapshot: the database is backed up with its own
+			// tools (docs/backup.md), and `backup` says so on the 404.
+			hc, err := rest.HTTPClientFor(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := hc.Get(cfg.Host + server.EtcdSnapshotPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusNotFound {
+				t.Errorf("GET %s on SQLite: %s, want 404 Not Found", server.EtcdSnapshotPath, resp.Status)
 			}
 		} else if _, err := bc.Get(ctx, "on-sqlite", metav1.GetOptions{}); err != nil {
 			t.Fatalf("after a restart on the same SQLite file: %v", err)

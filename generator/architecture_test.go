@@ -7,55 +7,89 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
 
 // TestArchitectureDocNames checks that every package, file and Go name docs/architecture.md
-// names in backquotes exists: `pkg.Name` must be declared in that package, `Type.Member`
-// must be a field or method of a type of the repository, and paths must exist.
+// names in backquotes exists: `pkg.Name` must be declared in that package, `pkg.Type.Member`
+// must be a field, embedded field or method of that type of that package, `Type.Member` a
+// field or method of a type of that name in some package of the repository, and paths must
+// exist. The packages are every Go package under generator/, runtime/, internal/ and
+// e2e/cluster, by their last path element.
 func TestArchitectureDocNames(t *testing.T) {
 	root := filepath.Join("..")
 	doc, err := os.ReadFile(filepath.Join(root, "docs", "architecture.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	packages := map[string]string{
-		"generator": "generator", "load": "generator/load", "markers": "generator/markers", "model": "generator/model",
-		"codegen": "generator/codegen", "emit": "generator/emit", "output": "generator/output", "layout": "generator/layout",
-		"server": "runtime/server", "registry": "runtime/registry", "etcd": "runtime/etcd", "localauth": "runtime/localauth",
-		"servertest": "runtime/servertest", "cluster": "e2e/cluster", "subresource": "runtime/subresource",
-	}
-	decls := map[string]map[string]bool{} // package dir -> top-level names
-	members := map[string]bool{}          // "Type.Member" over every package
-	for _, dir := range packages {
-		decls[dir] = map[string]bool{}
-		fset := token.NewFileSet()
-		pkgs, err := parser.ParseDir(fset, filepath.Join(root, dir), func(fi os.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
+	packages := map[string]string{}         // package name -> dir
+	decls := map[string]map[string]bool{}   // package dir -> top-level names
+	members := map[string]map[string]bool{} // package dir -> "Type.Member"
+	anyMember := map[string]bool{}          // "Type.Member" over every package
+	for _, top := range []string{"generator", "runtime", "internal", "e2e/cluster"} {
+		err := filepath.WalkDir(filepath.Join(root, top), func(path string, e os.DirEntry, err error) error {
+			if err != nil || !e.IsDir() {
+				return err
+			}
+			if name := e.Name(); name == "testdata" || strings.HasPrefix(name, ".") {
+				return filepath.SkipDir
+			}
+			fset := token.NewFileSet()
+			pkgs, err := parser.ParseDir(fset, path, func(fi os.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
+			if err != nil {
+				return err
+			}
+			dir, _ := filepath.Rel(root, path)
+			for name, p := range pkgs {
+				if name == "main" {
+					continue
+				}
+				if prev, dup := packages[name]; dup {
+					t.Errorf("two packages named %s (%s and %s): the doc's names would be ambiguous", name, prev, dir)
+				}
+				packages[name], decls[dir], members[dir] = dir, map[string]bool{}, map[string]bool{}
+				for _, f := range p.Files {
+					collectNames(f, decls[dir], members[dir])
+				}
+				for m := range members[dir] {
+					anyMember[m] = true
+				}
+			}
+			return nil
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, p := range pkgs {
-			for _, f := range p.Files {
-				collectNames(f, decls[dir], members)
-			}
-		}
 	}
 	code := regexp.MustCompile("`([^`]+)`")
-	ident := regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]*)\.([A-Za-z_][A-Za-z0-9_]*)(\[.*\]|\(\))?$`)
+	ident := regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]*)\.([A-Za-z_][A-Za-z0-9_]*)(?:\.([A-Za-z_][A-Za-z0-9_]*))?(\[.*\]|\(\))?$`)
+	// file names (doc.go, types.go) look like identifiers too
+	fileExts := []string{"go", "md", "yaml", "json", "txt"}
 	checked := 0
 	for _, m := range code.FindAllStringSubmatch(string(doc), -1) {
 		tok := m[1]
 		if strings.Contains(tok, "...") {
 			continue
 		}
-		if id := ident.FindStringSubmatch(tok); id != nil && id[2] != "go" && id[2] != "md" {
-			if dir, ok := packages[id[1]]; ok {
+		if id := ident.FindStringSubmatch(tok); id != nil && !slices.Contains(fileExts, id[2]) && !slices.Contains(fileExts, id[3]) {
+			dir, isPkg := packages[id[1]]
+			switch {
+			case isPkg && id[3] != "":
+				if !members[dir][id[2]+"."+id[3]] {
+					t.Errorf("docs/architecture.md names %s, but type %s of package %s has no field or method %s", tok, id[2], dir, id[3])
+				}
+			case isPkg:
 				if !decls[dir][id[2]] {
 					t.Errorf("docs/architecture.md names %s, but package %s declares no %s", tok, dir, id[2])
 				}
-			} else if !members[id[1]+"."+id[2]] {
-				t.Errorf("docs/architecture.md names %s, but no type %s has a field or method %s", tok, id[1], id[2])
+			case id[3] != "":
+				continue // not ours (e.g. an upstream package.Type.Member)
+			default:
+				if !anyMember[id[1]+"."+id[2]] {
+					t.Errorf("docs/architecture.md names %s, but no type %s has a field or method %s", tok, id[1], id[2])
+				}
 			}
 			checked++
 			continue
@@ -105,10 +139,20 @@ func collectNames(f *ast.File, top map[string]bool, members map[string]bool) {
 				switch s := s.(type) {
 				case *ast.TypeSpec:
 					top[s.Name.Name] = true
-					if st, ok := s.Type.(*ast.StructType); ok {
-						for _, fld := range st.Fields.List {
-							for _, n := range fld.Names {
-								members[s.Name.Name+"."+n.Name] = true
+					var fields []*ast.Field
+					switch typ := s.Type.(type) {
+					case *ast.StructType:
+						fields = typ.Fields.List
+					case *ast.InterfaceType:
+						fields = typ.Methods.List
+					}
+					for _, fld := range fields {
+						for _, n := range fld.Names {
+							members[s.Name.Name+"."+n.Name] = true
+						}
+						if len(fld.Names) == 0 { // embedded: its type name is the field's
+							if n := embeddedName(fld.Type); n != "" {
+								members[s.Name.Name+"."+n] = true
 							}
 						}
 					}
@@ -118,6 +162,67 @@ func collectNames(f *ast.File, top map[string]bool, members map[string]bool) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// embeddedName is the name of an embedded field of type t: T, *T, pkg.T, T[X].
+func embeddedName(t ast.Expr) string {
+	for {
+		switch x := t.(type) {
+		case *ast.StarExpr:
+			t = x.X
+		case *ast.IndexExpr:
+			t = x.X
+		case *ast.IndexListExpr:
+			t = x.X
+		case *ast.SelectorExpr:
+			return x.Sel.Name
+		case *ast.Ident:
+			return x.Name
+		default:
+			return ""
+		}
+	}
+}
+
+// TestREADMEVersions checks that the versions README.md states are the ones the modules pin:
+// k8s.io/*, etcd and Go in its Versions section, controller-runtime's minor and the
+// kube-apiserver the e2e tests build.
+func TestREADMEVersions(t *testing.T) {
+	root := filepath.Join("..")
+	read := func(p string) string {
+		data, err := os.ReadFile(filepath.Join(root, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(data)
+	}
+	readme, gomod := read("README.md"), read("go.mod")
+	require := func(mod string) string {
+		m := regexp.MustCompile(`(?m)^\s*` + regexp.QuoteMeta(mod) + ` (v\S+)`).FindStringSubmatch(gomod)
+		if m == nil {
+			t.Fatalf("go.mod does not require %s", mod)
+		}
+		return m[1]
+	}
+	_, versions, _ := strings.Cut(readme, "\n## Versions\n")
+	versions, _, _ = strings.Cut(versions, "\n## ")
+	goVersion := regexp.MustCompile(`(?m)^go (\d+\.\d+)`).FindStringSubmatch(gomod)
+	kube := regexp.MustCompile(`KubeVersion = "(v[^"]+)"`).FindStringSubmatch(read("e2e/cluster/tools.go"))
+	if goVersion == nil || kube == nil {
+		t.Fatal("go.mod's go directive or e2e/cluster's KubeVersion not found")
+	}
+	crMinor := regexp.MustCompile(`^v\d+\.\d+`).FindString(require("sigs.k8s.io/controller-runtime"))
+	for _, c := range []struct{ text, want string }{
+		{versions, "k8s.io/* " + require("k8s.io/apiserver")},
+		{versions, "go.etcd.io/etcd/server/v3 " + require("go.etcd.io/etcd/server/v3")},
+		{versions, "Go " + goVersion[1]},
+		{readme, "controller-runtime " + crMinor + " manager"},
+		{strings.ReplaceAll(readme, "\n", " "), "kube-apiserver and kube-controller-manager " + kube[1]},
+	} {
+		if !strings.Contains(c.text, c.want) {
+			t.Errorf("README.md does not say %q (the version the modules pin)", c.want)
 		}
 	}
 }

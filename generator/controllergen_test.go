@@ -1,6 +1,7 @@
 package generator_test
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -47,10 +48,27 @@ func TestControllerGenStyle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	sizeWarned := false
 	for _, w := range res.Warnings {
+		// WidgetSpec.Size cannot coexist with the protobuf method Size: the package is
+		// served in JSON only, and the warning says so at the field.
+		if strings.Contains(w.String(), "types.go:30:2: warning: no protobuf for package example.com/marina/pkg/apis/shop/v1: WidgetSpec.Size has the name of a protobuf method") {
+			sizeWarned = true
+			continue
+		}
 		t.Errorf("unexpected warning: %s", w)
 	}
+	if !sizeWarned {
+		t.Error("no warning that WidgetSpec.Size keeps the package from protobuf")
+	}
+	if _, ok := snapshot(t, dir)["pkg/apis/shop/v1/zz_generated.protobuf.go"]; ok {
+		t.Error("zz_generated.protobuf.go written for a package whose WidgetSpec has a field named Size")
+	}
 	tree := snapshot(t, dir)
+	// The package is JSON-only, so its typed client does not ask for protobuf.
+	if client, ok := tree["pkg/generated/clientset/versioned/typed/shop/v1/widget.go"]; !ok || bytes.Contains(client, []byte("PrefersProtobuf")) {
+		t.Errorf("the typed Widget client (present: %v) asks for protobuf, but the package has no protobuf methods", ok)
+	}
 	defaults := string(tree["pkg/apis/shop/v1/zz_generated.defaults.go"])
 	openapi := string(tree["pkg/generated/openapi/zz_generated.openapi.go"])
 	for _, want := range []string{

@@ -142,11 +142,8 @@ func Generate(ctx context.Context, o Options) (_ *Result, err error) {
 
 	scan := slices.Clone(outDirs)
 	for _, g := range m.Groups {
-		for _, v := range g.Versions {
+		for _, v := range g.Packages() {
 			scan = append(scan, m.RelPath(v.Dir))
-		}
-		if g.Internal != nil {
-			scan = append(scan, m.RelPath(g.Internal.Dir))
 		}
 	}
 
@@ -165,9 +162,18 @@ func Generate(ctx context.Context, o Options) (_ *Result, err error) {
 		}
 	}
 
+	// The protobuf methods first: whether every served package has them decides what the
+	// clientset asks for.
+	proto, protoWarns, jsonOnly, err := emit.Protobuf(m, loaded.Packages)
+	if err != nil {
+		return nil, err
+	}
+	in := codegenInput(m, generatedPkg, load.ReferencedTypes(loaded.Packages))
+	in.PrefersProtobuf = len(m.Groups) > 0 && len(jsonOnly) == 0
+
 	t := time.Now()
 	logf("running code generators (deepcopy, openapi, clientset, listers, informers, apply configurations)")
-	files, stats, err := codegen.RunWithStats(ctx, codegenInput(m, generatedPkg, load.ReferencedTypes(loaded.Packages)))
+	files, stats, err := codegen.RunWithStats(ctx, in)
 	if err != nil {
 		return nil, fmt.Errorf("code generation: %w", err)
 	}
@@ -198,6 +204,9 @@ func Generate(ctx context.Context, o Options) (_ *Result, err error) {
 		return nil, err
 	}
 	all = append(all, deploy...)
+	all = append(all, proto...)
+	res.Warnings = append(res.Warnings, protoWarns...)
+	report(diagnostics(protoWarns)...)
 	apiDocs, err := emit.APIDocs(m, loaded.Packages, res.ServerName)
 	if err != nil {
 		return nil, err

@@ -15,13 +15,9 @@ func clientMethods(k *model.Kind) []string {
 	for _, s := range k.Subresources {
 		switch s.Type {
 		case model.Action:
-			result := k.Name
-			switch s.Output {
-			case "":
-			case "Status":
+			result := s.Answer(k.Name)
+			if result == "Status" {
 				result = "k8s.io/apimachinery/pkg/apis/meta/v1.Status"
-			default:
-				result = s.Output
 			}
 			out = append(out, fmt.Sprintf("%s,verb=create,subresource=%s,input=%s,result=%s", s.GoName(), s.Name, s.Input, result))
 		case model.View:

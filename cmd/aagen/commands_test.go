@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aagen-dev/aagen/generator/deploycerts"
 	"github.com/aagen-dev/aagen/internal/testskip"
 )
 
@@ -70,6 +71,10 @@ func TestCertsRenew(t *testing.T) {
 	keyBefore, _ := os.ReadFile(filepath.Join(certs, "tls.key"))
 	etcdCABefore, _ := os.ReadFile(filepath.Join(certs, "etcd-ca.crt"))
 	etcdClientBefore, _ := os.ReadFile(filepath.Join(certs, "etcd-client.key"))
+	before := map[string][]byte{}
+	for _, name := range deploycerts.FileNames() {
+		before[name], _ = os.ReadFile(filepath.Join(certs, name))
+	}
 	if len(etcdCABefore) == 0 || len(etcdClientBefore) == 0 {
 		t.Fatalf("the example has no etcd certificates in %s to renew", certs)
 	}
@@ -91,6 +96,17 @@ func TestCertsRenew(t *testing.T) {
 	etcdClient, _ := os.ReadFile(filepath.Join(certs, "etcd-client.key"))
 	if bytes.Equal(etcdCA, etcdCABefore) || bytes.Equal(etcdClient, etcdClientBefore) || len(etcdCA) == 0 || len(etcdClient) == 0 {
 		t.Errorf("certs --renew kept etcd's CA or the server's etcd client key")
+	}
+	// All of them (README): every certificate, key and Secret file is new.
+	for _, name := range deploycerts.FileNames() {
+		now, _ := os.ReadFile(filepath.Join(certs, name))
+		if len(now) == 0 || bytes.Equal(now, before[name]) {
+			t.Errorf("certs --renew kept %s (or left it empty)", name)
+		}
+	}
+	// The directory keeps its keys out of version control (README).
+	if ignore, _ := os.ReadFile(filepath.Join(certs, ".gitignore")); !strings.Contains(string(ignore), "\n*\n!.gitignore\n") {
+		t.Errorf("config/deploy/certs/.gitignore does not ignore everything but itself:\n%s", ignore)
 	}
 	apiservices, _ := os.ReadFile(filepath.Join(dir, "config/deploy/zz_generated.apiservices.yaml"))
 	if !strings.Contains(string(apiservices), "caBundle: "+base64.StdEncoding.EncodeToString(ca)) {

@@ -150,7 +150,7 @@ func generationAndStartup(root string) error {
 		}
 		os.RemoveAll(dir)
 		rows = append(rows,
-			row{"generate " + api.name + ", cold", "aagen generate", "script-driven generators", cold, script, "<= 0.25"},
+			row{"generate " + api.name + ", cold", "aagen generate", "script-driven generators", cold, script, "<= 0.2"},
 			row{"generate " + api.name + ", no-op", "aagen generate", "one package load", noop, load, "<= 1.2"},
 		)
 	}

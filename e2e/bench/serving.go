@@ -256,6 +256,12 @@ func serving(root string, cfg servingConfig) (string, error) {
 		return "", err
 	}
 
+	r.Logf("serving: protobuf next to JSON")
+	protobufTable, protobufLists, err := protobufRows(subjects[:2], cfg)
+	if err != nil {
+		return "", err
+	}
+
 	// The floor for writes: etcd puts of the same size at the same concurrency.
 	size, err := storedSize(subjects[0])
 	if err != nil {
@@ -286,6 +292,9 @@ func serving(root string, cfg servingConfig) (string, error) {
 	fmt.Fprintln(&b, "\nCBOR (--feature-gates=CBORServingAndStorage=true) next to JSON, same subject, same objects, back to back:")
 	fmt.Fprintln(&b)
 	b.WriteString(cborTable)
+	fmt.Fprintln(&b, "\nProtobuf next to JSON, same subject, same objects, back to back (the objects are stored as protobuf):")
+	fmt.Fprintln(&b)
+	b.WriteString(protobufTable)
 	fmt.Fprintln(&b, "\n| startup to /readyz, delegating to kube-apiserver, same etcd (median of 3) | generated server | sample-apiserver | ratio |")
 	fmt.Fprintln(&b, "| --- | --- | --- | --- |")
 	fmt.Fprintf(&b, "| process start to /readyz ok | %.2fs | %.2fs | %.2f |\n", startRows[0].Seconds(), startRows[1].Seconds(), float64(startRows[0])/float64(startRows[1]))
@@ -303,12 +312,15 @@ func serving(root string, cfg servingConfig) (string, error) {
 		met  bool
 	}
 	l10 := rows[wLarge].by
-	cr, gt, gt1 := rows[wCreate].by, rows[wGet].by, rows[wGet1].by
+	cr, gt, gt1, wf := rows[wCreate].by, rows[wGet].by, rows[wGet1].by, rows[wWatch].by
 	targets := []target{
 		{"list cost (server CPU, largest list, JSON), direct <= 0.5x CRD", fmt.Sprintf("%.2f", ratio(l10[direct0].cpu, l10[crd].cpu)), ratio(l10[direct0].cpu, l10[crd].cpu) <= 0.5},
 		{"list cost (server CPU, largest list, JSON), via aggregator <= 0.5x CRD", fmt.Sprintf("%.2f", ratio(l10[agg].cpu, l10[crd].cpu)), ratio(l10[agg].cpu, l10[crd].cpu) <= 0.5},
-		{"list with protobuf <= 0.25x CRD", "not measured: the generated types have no protobuf codec yet", false},
-		{"get p50 via aggregator within +1 ms of CRD, 1 client", fmt.Sprintf("%+.2f ms", float64(gt1[agg].pct(0.5)-gt1[crd].pct(0.5))/1e6), gt1[agg].pct(0.5)-gt1[crd].pct(0.5) <= time.Millisecond},
+		{"list cost (server CPU, largest list), protobuf, direct <= 0.1x CRD (JSON)", fmt.Sprintf("%.2f", ratio(perOp(protobufLists[direct0]), perOp(l10[crd]))), ratio(perOp(protobufLists[direct0]), perOp(l10[crd])) <= 0.1},
+		{"list cost (server CPU, largest list), protobuf, via aggregator <= 0.1x CRD (JSON)", fmt.Sprintf("%.2f", ratio(perOp(protobufLists[agg]), perOp(l10[crd]))), ratio(perOp(protobufLists[agg]), perOp(l10[crd])) <= 0.1},
+		{"get p50 via aggregator within +0.5 ms of CRD, 1 client", fmt.Sprintf("%+.2f ms", float64(gt1[agg].pct(0.5)-gt1[crd].pct(0.5))/1e6), gt1[agg].pct(0.5)-gt1[crd].pct(0.5) <= time.Millisecond/2},
+		{fmt.Sprintf("get rate via aggregator >= 1.0x CRD, %d clients", cfg.concurrency), fmt.Sprintf("%.2f", gt[agg].rate()/gt[crd].rate()), gt[agg].rate() >= gt[crd].rate()},
+		{"watch fan-out rate via aggregator >= 1.0x CRD", fmt.Sprintf("%.2f", wf[agg].rate()/wf[crd].rate()), wf[agg].rate() >= wf[crd].rate()},
 		{fmt.Sprintf("get p50 via aggregator within +1 ms of CRD, %d clients", cfg.concurrency), fmt.Sprintf("%+.2f ms", float64(gt[agg].pct(0.5)-gt[crd].pct(0.5))/1e6), gt[agg].pct(0.5)-gt[crd].pct(0.5) <= time.Millisecond},
 		{"create p50 via aggregator within +1 ms of CRD", fmt.Sprintf("%+.2f ms", float64(cr[agg].pct(0.5)-cr[crd].pct(0.5))/1e6), cr[agg].pct(0.5)-cr[crd].pct(0.5) <= time.Millisecond},
 		{"create rate via aggregator >= 1.0x CRD", fmt.Sprintf("%.2f", cr[agg].rate()/cr[crd].rate()), cr[agg].rate() >= cr[crd].rate()},
@@ -374,6 +386,25 @@ func runOps(n, c int, procs []*cluster.Process, op func(i int) error) (measureme
 		return m, fmt.Errorf("%d of %d operations failed, the first: %w", failures, n, firstErr)
 	}
 	return m, nil
+}
+
+// watchEvents returns a reader of the events of a watch answered in mediaType: each call
+// returns the next event's type and its object's resourceVersion.
+func watchEvents(r *bufio.Reader, mediaType string) func() (typ, rv string, err error) {
+	if mediaType == protobufMediaType {
+		return func() (string, string, error) { return protobufWatchEvent(r) }
+	}
+	dec := json.NewDecoder(r)
+	return func() (string, string, error) {
+		var ev struct {
+			Type   string
+			Object struct {
+				Metadata struct{ ResourceVersion string }
+			}
+		}
+		err := dec.Decode(&ev)
+		return ev.Type, ev.Object.Metadata.ResourceVersion, err
+	}
 }
 
 // do sends a request and checks its status; it returns the body.
@@ -452,6 +483,13 @@ func list(s *subject, selector string, want int) error {
 // watchFanOut opens cfg.watchers watches, makes cfg.updates writes, and measures the
 // delivery latency of every event to every watcher from the start of its write.
 func watchFanOut(s *subject, cfg servingConfig) (measurement, error) {
+	return watchFanOutAs(s, cfg, "application/json", 50)
+}
+
+// watchFanOutAs is watchFanOut with the watches answered in accept (JSON or protobuf),
+// the writes setting spec.lengthMeters to lengthBase+i%20 (a base no earlier run used, so
+// that every write changes the object).
+func watchFanOutAs(s *subject, cfg servingConfig, accept string, lengthBase int) (measurement, error) {
 	data, _, err := do(s.client, http.MethodGet, s.base+"?limit=1", "", http.StatusOK)
 	if err != nil {
 		return measurement{}, err
@@ -476,7 +514,7 @@ func watchFanOut(s *subject, cfg servingConfig) (measurement, error) {
 			defer done.Done()
 			req, _ := http.NewRequestWithContext(ctx, http.MethodGet,
 				fmt.Sprintf("%s?watch=1&resourceVersion=%s&labelSelector=fleet%%3Dbench", s.base, l.ResourceVersion), nil)
-			req.Header.Set("Accept", "application/json")
+			req.Header.Set("Accept", accept)
 			resp, err := s.client.Do(req)
 			ready.Done()
 			if err != nil {
@@ -484,20 +522,19 @@ func watchFanOut(s *subject, cfg servingConfig) (measurement, error) {
 				return
 			}
 			defer resp.Body.Close()
-			dec := json.NewDecoder(bufio.NewReader(resp.Body))
+			if ct := resp.Header.Get("Content-Type"); resp.StatusCode != http.StatusOK || !strings.HasPrefix(ct, accept) {
+				errs <- fmt.Errorf("watcher %d: %d %s, want 200 %s", w, resp.StatusCode, ct, accept)
+				return
+			}
+			next := watchEvents(bufio.NewReader(resp.Body), accept)
 			for len(received[w]) < cfg.updates {
-				var ev struct {
-					Type   string
-					Object struct {
-						Metadata struct{ ResourceVersion string }
-					}
-				}
-				if err := dec.Decode(&ev); err != nil {
+				typ, rv, err := next()
+				if err != nil {
 					errs <- fmt.Errorf("watcher %d after %d events: %w", w, len(received[w]), err)
 					return
 				}
-				if ev.Type == "MODIFIED" {
-					received[w] = append(received[w], seen{ev.Object.Metadata.ResourceVersion, time.Now()})
+				if typ == "MODIFIED" {
+					received[w] = append(received[w], seen{rv, time.Now()})
 				}
 			}
 		}()
@@ -510,7 +547,7 @@ func watchFanOut(s *subject, cfg servingConfig) (measurement, error) {
 	start := time.Now()
 	if _, err := runOps(cfg.updates, 4, nil, func(i int) error {
 		t := time.Now()
-		body, _, err := do(s.client, http.MethodPatch, fmt.Sprintf("%s/boat-%05d", s.base, i), fmt.Sprintf(`{"spec":{"lengthMeters":%d}}`, 50+i%20), http.StatusOK)
+		body, _, err := do(s.client, http.MethodPatch, fmt.Sprintf("%s/boat-%05d", s.base, i), fmt.Sprintf(`{"spec":{"lengthMeters":%d}}`, lengthBase+i%20), http.StatusOK)
 		if err != nil {
 			return err
 		}

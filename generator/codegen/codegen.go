@@ -124,6 +124,14 @@ type Input struct {
 	// types, and those of k8s.io/api use k8s.io/client-go's apply configurations
 	// (see referenced.go). Types of the openapi extras may be listed; they change nothing.
 	ReferencedTypes []string
+	// PrefersProtobuf makes the generated clientset (and so the informers, which list
+	// and watch through it) ask for protobuf with a JSON fallback, as Kubernetes' own
+	// components do: client-gen's --prefers-protobuf. Each request then sends
+	// "Accept: application/vnd.kubernetes.protobuf,application/json" and encodes its body in
+	// protobuf, unless the rest.Config names a ContentType or AcceptContentTypes. Set it only
+	// when every served type has the protobuf methods (zz_generated.protobuf.go): the client
+	// encodes request bodies with them.
+	PrefersProtobuf bool
 }
 
 // File is a generated file.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path"
@@ -130,8 +131,9 @@ func injectReferenced(u types.Universe, in Input) {
 // proxy only if it is not there yet), whether or not the module requires client-go yet, so
 // that the output does not depend on what go.mod holds before the generated clients do.
 // Types client-go has no apply configuration for, or a k8s.io/api whose version cannot be
-// told (replaced by a directory), are used as they are.
-func externalApplyConfigurations(ctx context.Context, in Input, u types.Universe) map[types.Name]string {
+// told (replaced by a directory), are used as they are. A client-go that cannot be
+// downloaded is an error: the output would otherwise depend on the network.
+func externalApplyConfigurations(ctx context.Context, in Input, u types.Universe) (map[types.Name]string, error) {
 	ext := map[types.Name]string{}
 	roots := map[string]string{} // k8s.io/api directory -> client-go's directory ("" unknown)
 	for _, n := range in.referencedTypeNames() {
@@ -142,7 +144,10 @@ func externalApplyConfigurations(ctx context.Context, in Input, u types.Universe
 		apiRoot := strings.TrimSuffix(filepath.ToSlash(u[n.Package].Dir), "/"+rest)
 		clientGo, seen := roots[apiRoot]
 		if !seen {
-			clientGo = clientGoDir(ctx, in, apiRoot)
+			var err error
+			if clientGo, err = clientGoDir(ctx, in, apiRoot); err != nil {
+				return nil, err
+			}
 			roots[apiRoot] = clientGo
 		}
 		if clientGo == "" {
@@ -155,30 +160,37 @@ func externalApplyConfigurations(ctx context.Context, in Input, u types.Universe
 			ext[n] = clientGoApplyConfigs + rest
 		}
 	}
-	return ext
+	return ext, nil
 }
 
 // clientGoDir returns the directory of k8s.io/client-go that goes with the k8s.io/api in
 // apiRoot (slash-separated): vendor/k8s.io/client-go next to a vendored k8s.io/api, else
-// k8s.io/client-go@<version> of the module cache, downloaded if needed. "" if there is none.
-func clientGoDir(ctx context.Context, in Input, apiRoot string) string {
+// k8s.io/client-go@<version> of the module cache, downloaded if needed. "" when the
+// version cannot be told (k8s.io/api replaced by a directory); an error when the download
+// fails.
+func clientGoDir(ctx context.Context, in Input, apiRoot string) (string, error) {
 	if prefix, ok := strings.CutSuffix(apiRoot, "/vendor/k8s.io/api"); ok {
-		return filepath.FromSlash(prefix + "/vendor/k8s.io/client-go")
+		return filepath.FromSlash(prefix + "/vendor/k8s.io/client-go"), nil
 	}
 	_, version, ok := strings.Cut(path.Base(apiRoot), "@")
 	if !ok || !strings.HasSuffix(path.Dir(apiRoot), "/k8s.io") {
-		return ""
+		return "", nil
 	}
 	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", "k8s.io/client-go@"+version)
 	cmd.Dir = in.ModuleDir
 	cmd.Env = goEnv(in.ModuleDir)
 	out, err := cmd.Output()
-	if err != nil {
-		return ""
+	var mod struct{ Dir, Error string }
+	_ = json.Unmarshal(out, &mod) // go mod download -json reports its own failure in Error
+	if err != nil || mod.Dir == "" {
+		why := mod.Error
+		if why == "" && err != nil {
+			why = err.Error()
+			if ee, ok := err.(*exec.ExitError); ok && len(ee.Stderr) > 0 {
+				why = strings.TrimSpace(string(ee.Stderr))
+			}
+		}
+		return "", fmt.Errorf("codegen: downloading k8s.io/client-go@%s, whose apply configurations the generated ones use for the k8s.io/api types your API references: %s\n\tfix: make the Go module proxy reachable (GOPROXY), or run `go mod download k8s.io/client-go@%s` in %s", version, why, version, in.ModuleDir)
 	}
-	var mod struct{ Dir string }
-	if json.Unmarshal(out, &mod) != nil {
-		return ""
-	}
-	return mod.Dir
+	return mod.Dir, nil
 }

@@ -61,7 +61,7 @@ type step struct {
 	nameSystems   namer.NameSystems
 	defaultSystem string
 	inputs        []string
-	targets       func(*generator.Context) []generator.Target
+	targets       func(*generator.Context) ([]generator.Target, error)
 	action        func(context.Context) error
 }
 
@@ -152,9 +152,9 @@ func run(ctx context.Context, in Input, opts runOptions) (files []File, stats St
 		c.FileTypes = map[string]generator.FileType{generator.GoFileType: goFile}
 
 		var targets []generator.Target
-		if err := guard(st.tool, "GetTargets", func() error {
-			targets = st.targets(c)
-			return nil
+		if err := guard(st.tool, "GetTargets", func() (err error) {
+			targets, err = st.targets(c)
+			return err
 		}); err != nil {
 			return nil, stats, err
 		}
@@ -339,6 +339,7 @@ func (in Input) steps(ctx context.Context, schemaPath string, schema func(contex
 	ca.ApplyConfigurationPackage = applyPkg
 	plurals := in.pluralExceptions()
 	ca.PluralExceptions = plurals
+	ca.PrefersProtobuf = in.PrefersProtobuf
 
 	la := listerargs.New()
 	la.OutputPkg = path.Join(out, "listers")
@@ -372,31 +373,31 @@ func (in Input) steps(ctx context.Context, schemaPath string, schema func(contex
 		{
 			tool: toolDeepcopy, nameSystems: deepcopygen.NameSystems(), defaultSystem: deepcopygen.DefaultNameSystem(),
 			inputs:  types,
-			targets: func(c *generator.Context) []generator.Target { return deepcopygen.GetTargets(c, da) },
+			targets: func(c *generator.Context) ([]generator.Target, error) { return deepcopygen.GetTargets(c, da), nil },
 		},
 		{
 			tool: toolDefaulter, nameSystems: defaultergen.NameSystems(), defaultSystem: defaultergen.DefaultNameSystem(),
 			when:    "a types package has defaults (+kubebuilder:default, +default)",
 			applies: len(defaulted) > 0,
 			inputs:  defaulted,
-			targets: func(c *generator.Context) []generator.Target { return defaultergen.GetTargets(c, dfa) },
+			targets: func(c *generator.Context) ([]generator.Target, error) { return defaultergen.GetTargets(c, dfa), nil },
 		},
 		{
 			// OpenAPIModelName methods, so that the scheme and the definitions
 			// agree on REST-friendly names (and kinds get their GVK extension).
 			tool: toolOpenAPI, nameSystems: openapigen.NameSystems(), defaultSystem: openapigen.DefaultNameSystem(),
 			inputs: external,
-			targets: func(c *generator.Context) []generator.Target {
+			targets: func(c *generator.Context) ([]generator.Target, error) {
 				// and the referenced packages of the module that get a model package injected
 				c.Inputs = slices.Concat(c.Inputs, in.modulePackages(c.Universe))
-				return openapigen.GetModelNameTargets(c, oa, openAPIHeader)
+				return openapigen.GetModelNameTargets(c, oa, openAPIHeader), nil
 			},
 		},
 		{
 			tool: toolOpenAPI, nameSystems: openapigen.NameSystems(), defaultSystem: openapigen.DefaultNameSystem(),
 			inputs: all,
-			targets: func(c *generator.Context) []generator.Target {
-				return openapigen.GetOpenAPITargets(c, oa, openAPIHeader)
+			targets: func(c *generator.Context) ([]generator.Target, error) {
+				return openapigen.GetOpenAPITargets(c, oa, openAPIHeader), nil
 			},
 		},
 		{
@@ -407,28 +408,32 @@ func (in Input) steps(ctx context.Context, schemaPath string, schema func(contex
 		{
 			tool: toolApplyConfig, nameSystems: acgen.NameSystems(), defaultSystem: acgen.DefaultNameSystem(),
 			inputs: served,
-			targets: func(c *generator.Context) []generator.Target {
-				maps.Copy(aa.ExternalApplyConfigurations, externalApplyConfigurations(ctx, in, c.Universe))
-				return acgen.GetTargets(c, aa)
+			targets: func(c *generator.Context) ([]generator.Target, error) {
+				ext, err := externalApplyConfigurations(ctx, in, c.Universe)
+				if err != nil {
+					return nil, err
+				}
+				maps.Copy(aa.ExternalApplyConfigurations, ext)
+				return acgen.GetTargets(c, aa), nil
 			},
 		},
 		{
 			tool: toolClient, nameSystems: clientgen.NameSystems(genutil.PluralExceptionListToMapOrDie(ca.PluralExceptions)),
 			defaultSystem: clientgen.DefaultNameSystem(),
 			inputs:        served,
-			targets:       func(c *generator.Context) []generator.Target { return clientgen.GetTargets(c, ca) },
+			targets:       func(c *generator.Context) ([]generator.Target, error) { return clientgen.GetTargets(c, ca), nil },
 		},
 		{
 			tool: toolLister, nameSystems: listergen.NameSystems(genutil.PluralExceptionListToMapOrDie(la.PluralExceptions)),
 			defaultSystem: listergen.DefaultNameSystem(),
 			inputs:        served,
-			targets:       func(c *generator.Context) []generator.Target { return listergen.GetTargets(c, la) },
+			targets:       func(c *generator.Context) ([]generator.Target, error) { return listergen.GetTargets(c, la), nil },
 		},
 		{
 			tool: toolInformer, nameSystems: informergen.NameSystems(genutil.PluralExceptionListToMapOrDie(ia.PluralExceptions)),
 			defaultSystem: informergen.DefaultNameSystem(),
 			inputs:        served,
-			targets:       func(c *generator.Context) []generator.Target { return informergen.GetTargets(c, ia) },
+			targets:       func(c *generator.Context) ([]generator.Target, error) { return informergen.GetTargets(c, ia), nil },
 		},
 		{
 			// Conversions between each non-storage version and its storage version
@@ -440,7 +445,7 @@ func (in Input) steps(ctx context.Context, schemaPath string, schema func(contex
 			when:    "a kind is served in a version other than its storage version",
 			applies: len(converted) > 0,
 			inputs:  converted,
-			targets: func(c *generator.Context) []generator.Target { return conversiongen.GetTargets(c, cva) },
+			targets: func(c *generator.Context) ([]generator.Target, error) { return conversiongen.GetTargets(c, cva), nil },
 		},
 	}
 	return slices.DeleteFunc(steps, func(st step) bool { return st.when != "" && !st.applies }), nil

@@ -121,11 +121,7 @@ func reader(moduleDir, dir string) func(name string) []byte {
 }
 
 func newCA(cn string, now time.Time) ([]byte, []byte, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, err
-	}
-	tmpl := &x509.Certificate{
+	return issue(&x509.Certificate{
 		SerialNumber:          serial(),
 		Subject:               pkix.Name{CommonName: cn},
 		NotBefore:             now.Add(-time.Hour),
@@ -133,22 +129,13 @@ func newCA(cn string, now time.Time) ([]byte, []byte, error) {
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
 		BasicConstraintsValid: true,
 		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return nil, nil, err
-	}
-	return encode(der, key)
+	}, nil, nil)
 }
 
 // newLeaf issues a certificate signed by ca for cn, dnsNames and ips with the given
 // extended key usages.
 func newLeaf(ca *x509.Certificate, signer crypto.Signer, cn string, dnsNames []string, ips []net.IP, usages []x509.ExtKeyUsage, now time.Time) ([]byte, []byte, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, err
-	}
-	tmpl := &x509.Certificate{
+	return issue(&x509.Certificate{
 		SerialNumber: serial(),
 		Subject:      pkix.Name{CommonName: cn},
 		DNSNames:     dnsNames,
@@ -157,8 +144,20 @@ func newLeaf(ca *x509.Certificate, signer crypto.Signer, cn string, dnsNames []s
 		NotAfter:     now.Add(5 * 365 * 24 * time.Hour),
 		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
 		ExtKeyUsage:  usages,
+	}, ca, signer)
+}
+
+// issue makes a new P-256 key and a certificate of tmpl for it, signed by parent's signer,
+// or by itself when parent is nil; it returns both PEM-encoded.
+func issue(tmpl, parent *x509.Certificate, signer crypto.Signer) ([]byte, []byte, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, signer)
+	if parent == nil {
+		parent, signer = tmpl, key
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, signer)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -21,44 +21,17 @@ const BackendFileName = "backend.go"
 func backendStorage(r *model.Resource) *jen.File {
 	k := r.Storage
 	v := k.Version
-	f := newGenerated(RegistryPackage(k), false)
-	f.ImportAlias(v.ImportPath, typesAlias(v))
+	f := registryFile(k)
 	f.ImportName(pkgBackend, "backend")
-	f.ImportName(pkgRegistry, "registry")
 	f.ImportName(pkgRuntime, "runtime")
 	f.ImportName(pkgGeneric, "generic")
-	f.ImportName(pkgRest, "rest")
 	ptr := jen.Op("*").Qual(v.ImportPath, k.Name)
-	fields := []jen.Code{
-		field("Group", jen.Lit(v.Group.Name)),
-		field("Kind", jen.Lit(k.Name)),
-		field("Plural", jen.Lit(k.Plural)),
-		field("Singular", jen.Lit(k.Singular)),
-	}
-	if len(k.ShortNames) > 0 {
-		fields = append(fields, field("ShortNames", jen.Index().String().Values(lits(k.ShortNames)...)))
-	}
-	if len(k.Categories) > 0 {
-		fields = append(fields, field("Categories", jen.Index().String().Values(lits(k.Categories)...)))
-	}
-	fields = append(fields,
-		field("NamespaceScoped", jen.Lit(k.NamespaceScoped)),
-		field("New", jen.Func().Params().Add(ptr.Clone()).Block(jen.Return(jen.Op("&").Qual(v.ImportPath, k.Name).Values()))),
-		field("NewList", jen.Func().Params().Qual(pkgRuntime, "Object").Block(jen.Return(jen.Op("&").Qual(v.ImportPath, k.ListName).Values()))),
-	)
+	fields := resourceFields(k, nil)
 	if cols := columns(k); cols != nil {
 		fields = append(fields, field("Columns", cols))
 	}
-	if len(k.SelectableFields) > 0 {
-		var sel []jen.Code
-		for _, fp := range k.SelectableFields {
-			sel = append(sel, structLit(
-				field("Name", jen.Lit(fp.Label())),
-				field("Value", jen.Func().Params(jen.Id("obj").Add(ptr.Clone())).String().Block(
-					readField(fp, jen.Lit(""), func(v *jen.Statement) jen.Code { return selectorValue(fp, v) })...)),
-			))
-		}
-		fields = append(fields, field("SelectableFields", jen.Index().Qual(pkgBackend, "SelectableField").Types(ptr.Clone()).Values(sel...)))
+	if sel := selectableFields(k, pkgBackend, ptr); sel != nil {
+		fields = append(fields, field("SelectableFields", sel))
 	}
 	f.Commentf("NewStorage builds the REST storage of %s.%s:", k.Plural, v.Group.Name)
 	f.Commentf("the backend NewBackend returns (%s, yours) serves it instead of etcd, and discovery lists", BackendFileName)
@@ -75,6 +48,29 @@ func backendStorage(r *model.Resource) *jen.File {
 			jen.Qual(pkgBackend, "Resource").Types(ptr.Clone()).Add(structLit(fields...)), jen.Id("b"))),
 	)
 	return f
+}
+
+// resourceFields are the fields of a registry.Resource or backend.Resource literal that
+// name k's resource and make its objects: group, kind, versions (registry only: pass nil
+// for none), names, scope, New and NewList.
+func resourceFields(k *model.Kind, versions jen.Code) []jen.Code {
+	v := k.Version
+	fields := []jen.Code{field("Group", jen.Lit(v.Group.Name)), field("Kind", jen.Lit(k.Name))}
+	if versions != nil {
+		fields = append(fields, versions)
+	}
+	fields = append(fields, field("Plural", jen.Lit(k.Plural)), field("Singular", jen.Lit(k.Singular)))
+	if len(k.ShortNames) > 0 {
+		fields = append(fields, field("ShortNames", jen.Index().String().Values(lits(k.ShortNames)...)))
+	}
+	if len(k.Categories) > 0 {
+		fields = append(fields, field("Categories", jen.Index().String().Values(lits(k.Categories)...)))
+	}
+	return append(fields,
+		field("NamespaceScoped", jen.Lit(k.NamespaceScoped)),
+		field("New", jen.Func().Params().Op("*").Qual(v.ImportPath, k.Name).Block(jen.Return(jen.Op("&").Qual(v.ImportPath, k.Name).Values()))),
+		field("NewList", jen.Func().Params().Qual(pkgRuntime, "Object").Block(jen.Return(jen.Op("&").Qual(v.ImportPath, k.ListName).Values()))),
+	)
 }
 
 // columns is the []registry.Column literal of k's printer columns; nil without any.
@@ -100,6 +96,23 @@ func columns(k *model.Kind) jen.Code {
 	return jen.Index().Qual(pkgRegistry, "Column").Values(cols...)
 }
 
+// selectableFields is the []<pkg>.SelectableField[ptr] literal of k's selectable fields
+// (pkg is runtime/registry or runtime/backend, which declare the same type); nil without any.
+func selectableFields(k *model.Kind, pkg string, ptr *jen.Statement) jen.Code {
+	if len(k.SelectableFields) == 0 {
+		return nil
+	}
+	var sel []jen.Code
+	for _, fp := range k.SelectableFields {
+		sel = append(sel, structLit(
+			field("Name", jen.Lit(fp.Label())),
+			field("Value", jen.Func().Params(jen.Id("obj").Add(ptr.Clone())).String().Block(
+				readField(fp, jen.Lit(""), func(v *jen.Statement) jen.Code { return selectorValue(fp, v) })...)),
+		))
+	}
+	return jen.Index().Qual(pkg, "SelectableField").Types(ptr.Clone()).Values(sel...)
+}
+
 // backendStub renders the user-owned backend.go of a kind served from the user's backend: a
 // Backend whose Get and List answer a clear error until the user writes them.
 func backendStub(k *model.Kind) *jen.File {
@@ -113,8 +126,10 @@ func backendStub(k *model.Kind) *jen.File {
 	f.Commentf("NewBackend returns what serves %s.%s (+aagen:backend):", k.Plural, v.Group.Name)
 	f.Comment("a backend.Reader (Get, List). Add methods to serve more: Watch (backend.Watcher) for watch and kubectl get -w;")
 	f.Comment("Create, Update and Delete (backend.Writer) for writes; Start (backend.Starter) to start with a")
-	f.Comment("loopback client once the server runs, e.g. to read other kinds through informers. Discovery")
-	f.Comment("lists exactly the verbs implemented; the others are answered 405 MethodNotAllowed.")
+	f.Comment("loopback client once the server runs, e.g. to read other kinds through informers (an informer")
+	f.Comment("keeps a second copy of every object the server already caches: give it a SetTransform that")
+	f.Comment("keeps only the fields you read). Discovery lists exactly the verbs implemented; the others")
+	f.Comment("are answered 405 MethodNotAllowed.")
 	f.Func().Id("NewBackend").Params().Params(jen.Qual(pkgBackend, "Reader").Types(ptr.Clone()), jen.Error()).Block(
 		jen.Return(jen.Op("&").Id("Backend").Values(), jen.Nil()),
 	)

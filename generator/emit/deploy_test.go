@@ -90,8 +90,22 @@ func TestDeployDefault(t *testing.T) {
 	if ignore := got[".dockerignore"]; !strings.Contains(ignore, "config/deploy/certs/") || !strings.Contains(ignore, ".aagen/") {
 		t.Errorf(".dockerignore does not keep the keys and local state out of the build context:\n%s", ignore)
 	}
-	if !strings.Contains(got["Dockerfile"], "USER 65532:65532") || !strings.Contains(got["Dockerfile"], "CGO_ENABLED=0") {
-		t.Errorf("Dockerfile:\n%s", got["Dockerfile"])
+	if !strings.Contains(got["Dockerfile"], "USER 65532:65532") || !strings.Contains(got["Dockerfile"], "CGO_ENABLED=0") ||
+		strings.Count("\n"+got["Dockerfile"], "\nFROM ") != 2 ||
+		!strings.Contains(got["Dockerfile"], "FROM golang:") || !strings.Contains(got["Dockerfile"], "FROM gcr.io/distroless/static") {
+		t.Errorf("Dockerfile: want two stages (a golang build, a distroless static image), non-root, no cgo:\n%s", got["Dockerfile"])
+	}
+	// README's list of what the Deployment and the etcd StatefulSet carry.
+	for _, want := range []string{"replicas: 2", "path: /livez", "path: /readyz", "scheme: HTTPS", "topologySpreadConstraints:", "requests:", "limits:",
+		"kind: PodDisruptionBudget", "kind: Service\n"} {
+		if !strings.Contains(dep, want) {
+			t.Errorf("the server's Deployment manifests lack %q", want)
+		}
+	}
+	for _, want := range []string{"kind: StatefulSet", "replicas: 3", "volumeClaimTemplates:", "clusterIP: None", "kind: PodDisruptionBudget"} {
+		if !strings.Contains(got["config/deploy/zz_generated.etcd.yaml"], want) {
+			t.Errorf("the etcd manifests lack %q", want)
+		}
 	}
 }
 

@@ -83,11 +83,7 @@ func Go(m *model.Model, o Options) ([]File, error) {
 		return nil
 	}
 	for _, g := range m.Groups {
-		versions := g.Versions
-		if g.Internal != nil {
-			versions = append([]*model.Version{g.Internal}, versions...)
-		}
-		for _, v := range versions {
+		for _, v := range g.Packages() {
 			if err := add(path.Join(m.RelPath(v.Dir), "zz_generated.register.go"), Generated, register(v)); err != nil {
 				return nil, err
 			}
@@ -232,15 +228,22 @@ func register(v *model.Version) *jen.File {
 	return f
 }
 
+// registryFile starts a generated file of k's registry package, which refers to k's types
+// and to the runtime's registry and k8s.io/apiserver's rest.
+func registryFile(k *model.Kind) *jen.File {
+	f := newGenerated(RegistryPackage(k), false)
+	f.ImportAlias(k.Version.ImportPath, typesAlias(k.Version))
+	f.ImportName(pkgRegistry, "registry")
+	f.ImportName(pkgRest, "rest")
+	return f
+}
+
 func storage(r *model.Resource, o Options) *jen.File {
 	k := r.Storage
 	v := k.Version
-	f := newGenerated(RegistryPackage(k), false)
-	f.ImportAlias(v.ImportPath, typesAlias(v))
-	f.ImportName(pkgRegistry, "registry")
+	f := registryFile(k)
 	f.ImportName(pkgRuntime, "runtime")
 	f.ImportName(pkgGeneric, "generic")
-	f.ImportName(pkgRest, "rest")
 	f.ImportName(pkgEquality, "equality")
 	f.ImportName(o.GeneratedPkg+"/openapi", "openapi")
 	ptr := jen.Op("*").Qual(v.ImportPath, k.Name)
@@ -257,24 +260,7 @@ func storage(r *model.Resource, o Options) *jen.File {
 			))),
 		))
 	}
-	fields := []jen.Code{
-		field("Group", jen.Lit(v.Group.Name)),
-		field("Kind", jen.Lit(k.Name)),
-		field("Versions", jen.Index().Qual(pkgRegistry, "Version").Values(versions...)),
-		field("Plural", jen.Lit(k.Plural)),
-		field("Singular", jen.Lit(k.Singular)),
-	}
-	if len(k.ShortNames) > 0 {
-		fields = append(fields, field("ShortNames", jen.Index().String().Values(lits(k.ShortNames)...)))
-	}
-	if len(k.Categories) > 0 {
-		fields = append(fields, field("Categories", jen.Index().String().Values(lits(k.Categories)...)))
-	}
-	fields = append(fields,
-		field("NamespaceScoped", jen.Lit(k.NamespaceScoped)),
-		field("New", jen.Func().Params().Add(ptr.Clone()).Block(jen.Return(jen.Op("&").Qual(v.ImportPath, k.Name).Values()))),
-		field("NewList", jen.Func().Params().Qual(pkgRuntime, "Object").Block(jen.Return(jen.Op("&").Qual(v.ImportPath, k.ListName).Values()))),
-	)
+	fields := resourceFields(k, field("Versions", jen.Index().Qual(pkgRegistry, "Version").Values(versions...)))
 	if len(k.SpecFields) > 0 {
 		var args []jen.Code
 		for _, fld := range k.SpecFields {
@@ -306,34 +292,11 @@ func storage(r *model.Resource, o Options) *jen.File {
 			field("CopySpec", jen.Func().Params(jen.List(jen.Id("dst"), jen.Id("src")).Add(ptr.Clone())).Block(copySpec...)),
 		))))
 	}
-	if len(k.PrintColumns) > 0 {
-		var cols []jen.Code
-		for _, c := range k.PrintColumns {
-			d := []jen.Code{field("Name", jen.Lit(c.Name)), field("Type", jen.Lit(c.Type))}
-			if c.Format != "" {
-				d = append(d, field("Format", jen.Lit(c.Format)))
-			}
-			if c.Description != "" {
-				d = append(d, field("Description", jen.Lit(c.Description)))
-			}
-			if c.Priority != 0 {
-				d = append(d, field("Priority", jen.Lit(int(c.Priority))))
-			}
-			d = append(d, field("JSONPath", jen.Lit(c.JSONPath)))
-			cols = append(cols, structLit(d...))
-		}
-		fields = append(fields, field("Columns", jen.Index().Qual(pkgRegistry, "Column").Values(cols...)))
+	if cols := columns(k); cols != nil {
+		fields = append(fields, field("Columns", cols))
 	}
-	if len(k.SelectableFields) > 0 {
-		var sel []jen.Code
-		for _, fp := range k.SelectableFields {
-			sel = append(sel, structLit(
-				field("Name", jen.Lit(fp.Label())),
-				field("Value", jen.Func().Params(jen.Id("obj").Add(ptr.Clone())).String().Block(
-					readField(fp, jen.Lit(""), func(v *jen.Statement) jen.Code { return selectorValue(fp, v) })...)),
-			))
-		}
-		fields = append(fields, field("SelectableFields", jen.Index().Qual(pkgRegistry, "SelectableField").Types(ptr.Clone()).Values(sel...)))
+	if sel := selectableFields(k, pkgRegistry, ptr); sel != nil {
+		fields = append(fields, field("SelectableFields", sel))
 	}
 	var subresources []string
 	if k.HasStatus {
@@ -362,10 +325,11 @@ func storage(r *model.Resource, o Options) *jen.File {
 	fields = append(fields, field("Hooks", jen.Id("Hooks").Values()))
 	what := ""
 	switch len(subresources) {
+	case 0:
 	case 1:
 		what = " and its " + subresources[0] + " subresource"
-	case 2:
-		what = " and its " + subresources[0] + " and " + subresources[1] + " subresources"
+	default:
+		what = " and its " + joinList(subresources) + " subresources"
 	}
 	f.Commentf("NewStorage builds the REST storage of %s.%s: the resource%s, on the etcd storage getter describes.",
 		k.Plural, v.Group.Name, what)

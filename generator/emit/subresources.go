@@ -37,11 +37,8 @@ func subresourceFiles(k *model.Kind) []subresourceFile {
 
 func subresourcesInstall(k *model.Kind) *jen.File {
 	v := k.Version
-	f := newGenerated(RegistryPackage(k), false)
-	f.ImportAlias(v.ImportPath, typesAlias(v))
-	f.ImportName(pkgRegistry, "registry")
+	f := registryFile(k)
 	f.ImportName(pkgSubresource, "subresource")
-	f.ImportName(pkgRest, "rest")
 	ptr := func() *jen.Statement { return jen.Op("*").Qual(v.ImportPath, k.Name) }
 	typ := func(name string) *jen.Statement { return jen.Op("*").Qual(v.ImportPath, name) }
 	newFunc := func(name string) *jen.Statement {
@@ -62,23 +59,23 @@ func subresourcesInstall(k *model.Kind) *jen.File {
 		switch s.Type {
 		case model.Action:
 			body = append(body, key.Op("=").Qual(pkgSubresource, "NewAction").Types(ptr(), typ(s.Input)).Call(
-				jen.Id("updater"), newFunc(s.Input), jen.Id("hooks").Dot(s.GoName())))
+				jen.Id("updater"), newFunc(s.Input), jen.Id("hooks").Dot(s.Hook())))
 		case model.View:
 			d := []jen.Code{
 				field("New", newFunc(s.Object)),
-				field("Get", jen.Id("hooks").Dot("Get"+s.GoName())),
+				field("Get", jen.Id("hooks").Dot(s.Hook())),
 			}
 			if s.Writable {
-				d = append(d, field("Set", jen.Id("hooks").Dot("Set"+s.GoName())))
+				d = append(d, field("Set", jen.Id("hooks").Dot(s.SetHook())))
 			}
 			body = append(body, key.Op("=").Qual(pkgSubresource, "NewView").Types(ptr(), typ(s.Object)).Call(
 				jen.Id("updater"), jen.Qual(pkgSubresource, "ViewFuncs").Types(ptr(), typ(s.Object)).Add(structLit(d...))))
 		case model.Stream:
 			body = append(body, key.Op("=").Qual(pkgSubresource, "NewStream").Types(ptr()).Call(
-				jen.Id("main"), newFunc(k.Name), jen.Id("hooks").Dot("Stream"+s.GoName())))
+				jen.Id("main"), newFunc(k.Name), jen.Id("hooks").Dot(s.Hook())))
 		case model.Connection:
 			body = append(body, key.Op("=").Qual(pkgSubresource, "NewConnection").Types(ptr()).Call(
-				jen.Id("main"), newFunc(k.Name), jen.Id("hooks").Dot("Connect"+s.GoName())))
+				jen.Id("main"), newFunc(k.Name), jen.Id("hooks").Dot(s.Hook())))
 		}
 	}
 	body = append(body, jen.Return(jen.Nil()))
@@ -125,37 +122,37 @@ func subresourceStub(k *model.Kind, s model.Subresource) *jen.File {
 	path := k.Plural + "/<name>/" + s.Name
 	switch s.Type {
 	case model.Action:
-		f.Commentf("%s runs the action %s (POST %s with a %s). obj is a copy of the", s.GoName(), s.Name, path, s.Input)
+		f.Commentf("%s runs the action %s (POST %s with a %s). obj is a copy of the", s.Hook(), s.Name, path, s.Input)
 		f.Comment("stored object: what you change in it is stored as an update (validated like any update;")
 		f.Comment("nothing is written when you leave it as it was). Return obj (answered as stored), another")
 		f.Comment("object of the API or a *metav1.Status. The function runs again when the object changed")
 		f.Comment("meanwhile (a conflict): keep effects outside obj idempotent. Errors of")
 		f.Comment("k8s.io/apimachinery/pkg/api/errors keep their code; others are 500.")
-		f.Func().Params(jen.Id("Hooks")).Id(s.GoName()).Params(ctx, jen.Id("obj").Add(ptr()), jen.Id("in").Add(typ(s.Input))).
+		f.Func().Params(jen.Id("Hooks")).Id(s.Hook()).Params(ctx, jen.Id("obj").Add(ptr()), jen.Id("in").Add(typ(s.Input))).
 			Params(jen.Qual(pkgRuntime, "Object"), jen.Error()).Block(notYet(jen.Nil()))
 	case model.View:
-		f.Commentf("Get%s returns the view %s of obj (GET %s).", s.GoName(), s.Name, path)
-		f.Func().Params(jen.Id("Hooks")).Id("Get"+s.GoName()).Params(ctx, jen.Id("obj").Add(ptr())).
+		f.Commentf("%s returns the view %s of obj (GET %s).", s.Hook(), s.Name, path)
+		f.Func().Params(jen.Id("Hooks")).Id(s.Hook()).Params(ctx, jen.Id("obj").Add(ptr())).
 			Params(typ(s.Object), jen.Error()).Block(notYet(jen.Nil()))
 		if s.Writable {
 			f.Line()
-			f.Commentf("Set%s changes obj, a copy of the stored object, to what view says (PUT or PATCH %s);", s.GoName(), path)
+			f.Commentf("%s changes obj, a copy of the stored object, to what view says (PUT or PATCH %s);", s.SetHook(), path)
 			f.Comment("the change is stored as an update of the object.")
-			f.Func().Params(jen.Id("Hooks")).Id("Set"+s.GoName()).Params(ctx, jen.Id("obj").Add(ptr()), jen.Id("view").Add(typ(s.Object))).
+			f.Func().Params(jen.Id("Hooks")).Id(s.SetHook()).Params(ctx, jen.Id("obj").Add(ptr()), jen.Id("view").Add(typ(s.Object))).
 				Error().Block(notYet(nil))
 		}
 	case model.Stream:
-		f.Commentf("Stream%s writes the stream %s of obj to w (GET %s[?follow=true]). Without", s.GoName(), s.Name, path)
+		f.Commentf("%s writes the stream %s of obj to w (GET %s[?follow=true]). Without", s.Hook(), s.Name, path)
 		f.Comment("opts.Follow, return when everything is written; with it, keep writing what comes until ctx")
 		f.Comment("is done (the client went away or the server is shutting down). Each write reaches the")
 		f.Comment("client at once and blocks while it does not read.")
-		f.Func().Params(jen.Id("Hooks")).Id("Stream"+s.GoName()).Params(ctx, jen.Id("obj").Add(ptr()),
+		f.Func().Params(jen.Id("Hooks")).Id(s.Hook()).Params(ctx, jen.Id("obj").Add(ptr()),
 			jen.Id("opts").Qual(pkgSubresource, "StreamOptions"), jen.Id("w").Qual("io", "Writer")).Error().Block(notYet(nil))
 	case model.Connection:
-		f.Commentf("Connect%s serves one connection %s to obj (websocket, v5.channel.k8s.io, on %s):", s.GoName(), s.Name, path)
+		f.Commentf("%s serves one connection %s to obj (websocket, v5.channel.k8s.io, on %s):", s.Hook(), s.Name, path)
 		f.Comment("read what the client sends from session.Stdin, write to session.Stdout and Stderr, and")
 		f.Comment("return when done or when ctx is done. The error, or success, is sent as the status.")
-		f.Func().Params(jen.Id("Hooks")).Id("Connect"+s.GoName()).Params(ctx, jen.Id("obj").Add(ptr()),
+		f.Func().Params(jen.Id("Hooks")).Id(s.Hook()).Params(ctx, jen.Id("obj").Add(ptr()),
 			jen.Id("session").Qual(pkgSubresource, "Session")).Error().Block(notYet(nil))
 	}
 	return f
@@ -185,15 +182,7 @@ func subresourceRoles(k *model.Kind) (edit, view []string) {
 func subresourceDoc(k *model.Kind, s model.Subresource) string {
 	switch s.Type {
 	case model.Action:
-		out := k.Name
-		switch s.Output {
-		case "":
-		case "Status":
-			out = "Status"
-		default:
-			out = s.Output
-		}
-		return fmt.Sprintf("action: POST a `%s`, answered with a `%s`", s.Input, out)
+		return fmt.Sprintf("action: POST a `%s`, answered with a `%s`", s.Input, s.Answer(k.Name))
 	case model.View:
 		if s.Writable {
 			return fmt.Sprintf("view: get, update, patch a `%s`", s.Object)

@@ -138,14 +138,20 @@ func importError(p *packages.Package, e packages.Error) string {
 	return fmt.Sprintf("cannot import %s: %s", path, strings.Join(msgs, "; "))
 }
 
+// RegistrationNames are the identifiers of a types package's scheme registration, as
+// register-gen writes them into zz_generated.register.go: aagen generates those a package
+// does not declare itself and keeps the package's own.
+func RegistrationNames() []string {
+	return []string{"GroupName", "SchemeGroupVersion", "Kind", "Resource", "SchemeBuilder", "localSchemeBuilder", "AddToScheme"}
+}
+
 // generatedNames are the identifiers that the usual generators' files declare (aagen's
 // own and those of deepcopy-gen, conversion-gen, defaulter-gen, register-gen and
 // controller-gen), as they appear in "undefined: <name>" type errors; a trailing "_" is a
 // prefix.
-var generatedNames = []string{
-	"autoConvert_", "Convert_", "TODO_convert_", "RegisterConversions",
-	"RegisterDefaults", "SetObjectDefaults_",
-	"GroupName", "SchemeGroupVersion", "SchemeBuilder", "localSchemeBuilder", "AddToScheme", "Kind", "Resource",
+func generatedNames() []string {
+	return append([]string{"autoConvert_", "Convert_", "TODO_convert_", "RegisterConversions",
+		"RegisterDefaults", "SetObjectDefaults_"}, RegistrationNames()...)
 }
 
 // generatedRef reports whether a type error is hand-written code's reference to what a
@@ -163,7 +169,7 @@ func generatedRef(msg string) bool {
 	if !ok {
 		return false
 	}
-	for _, n := range generatedNames {
+	for _, n := range generatedNames() {
 		if name == n || strings.HasSuffix(n, "_") && strings.HasPrefix(name, n) {
 			return true
 		}

@@ -8,14 +8,14 @@ var owned = []string{"groupName", "genclient", "kubebuilder:", "aagen:"}
 func Default() *Registry {
 	defs := append([]*Definition(nil),
 		// Package markers.
-		&Definition{Name: "groupName", Target: OnPackage, Form: Value,
-			Help: "API group of the package's kinds, e.g. +groupName=shop.example.com (in doc.go, above the package clause)."},
+		valued(&Definition{Name: "groupName", Target: OnPackage, Form: Value,
+			Help: "API group of the package's kinds, e.g. +groupName=shop.example.com (in doc.go, above the package clause)."}, stringOf[GroupName]()),
 		&Definition{Name: "kubebuilder:object:generate", Target: OnPackage | OnType, Form: Flag,
 			Help: "kubebuilder's deepcopy switch; aagen always generates deepcopy for served kinds."},
-		&Definition{Name: "kubebuilder:skip", Target: OnPackage, Form: Flag,
-			Help: "Skip this package: aagen serves none of its kinds."},
-		&Definition{Name: "kubebuilder:skipversion", Target: OnPackage | OnType, Form: Flag,
-			Help: "Do not serve this version: on the package, none of its kinds; on a kind, that kind (it is left out of this version entirely)."},
+		valued(&Definition{Name: "kubebuilder:skip", Target: OnPackage, Form: Flag,
+			Help: "Skip this package: aagen serves none of its kinds."}, flagOf[Skip]()),
+		valued(&Definition{Name: "kubebuilder:skipversion", Target: OnPackage | OnType, Form: Flag,
+			Help: "Do not serve this version: on the package, none of its kinds; on a kind, that kind (it is left out of this version entirely)."}, flagOf[SkipVersion]()),
 		&Definition{Name: "versionName", Target: OnPackage, Form: Value,
 			Help:    "controller-gen's name of the package's API version.",
 			Ignored: "the version is the package's name (v1, v1beta1, ...); aagen serves that"},
@@ -36,12 +36,12 @@ func Default() *Registry {
 			Ignored: "webhook configurations of a controller; an aggregated server validates and defaults itself (hooks.go)"},
 
 		// Kind markers, client-gen's vocabulary.
-		&Definition{Name: "genclient", Target: OnType, Form: Flag,
-			Help: "Serve this type as a kind and generate its typed client."},
-		&Definition{Name: "genclient:nonNamespaced", Target: OnType, Form: Flag,
-			Help: "The kind is cluster-scoped."},
-		&Definition{Name: "genclient:noStatus", Target: OnType, Form: Flag,
-			Help: "Serve no /status subresource even though the kind has a Status field."},
+		valued(&Definition{Name: "genclient", Target: OnType, Form: Flag,
+			Help: "Serve this type as a kind and generate its typed client."}, flagOf[GenClient]()),
+		valued(&Definition{Name: "genclient:nonNamespaced", Target: OnType, Form: Flag,
+			Help: "The kind is cluster-scoped."}, flagOf[NonNamespaced]()),
+		valued(&Definition{Name: "genclient:noStatus", Target: OnType, Form: Flag,
+			Help: "Serve no /status subresource even though the kind has a Status field."}, flagOf[NoStatus]()),
 		&Definition{Name: "genclient:noVerbs", Target: OnType, Form: Flag,
 			Help: "Generate no client verbs (client-gen)."},
 		&Definition{Name: "genclient:readonly", Target: OnType, Form: Flag,
@@ -54,38 +54,38 @@ func Default() *Registry {
 			Help: "Extra client method (client-gen syntax)."},
 
 		// Kind markers, kubebuilder's vocabulary.
-		&Definition{Name: "kubebuilder:object:root", Target: OnType, Form: Flag,
-			Help: "The type is a root object (a kind or a kind's List)."},
-		&Definition{Name: "kubebuilder:resource", Target: OnType, Form: Args,
+		valued(&Definition{Name: "kubebuilder:object:root", Target: OnType, Form: Flag,
+			Help: "The type is a root object (a kind or a kind's List)."}, flagOf[ObjectRoot]()),
+		valued(&Definition{Name: "kubebuilder:resource", Target: OnType, Form: Args,
 			Keys: []string{"path", "scope", "shortName", "categories", "singular"},
-			Help: "Resource names and scope: path=<plural>,scope=Namespaced|Cluster,shortName=a;b,categories=all;x,singular=<name>."},
-		&Definition{Name: "kubebuilder:subresource:status", Target: OnType, Form: Flag,
-			Help: "Serve the /status subresource."},
-		&Definition{Name: "kubebuilder:storageversion", Target: OnType, Form: Flag,
+			Help: "Resource names and scope: path=<plural>,scope=Namespaced|Cluster,shortName=a;b,categories=all;x,singular=<name>."}, parseResource),
+		valued(&Definition{Name: "kubebuilder:subresource:status", Target: OnType, Form: Flag,
+			Help: "Serve the /status subresource."}, flagOf[StatusSubresource]()),
+		valued(&Definition{Name: "kubebuilder:storageversion", Target: OnType, Form: Flag,
 			Help: "Store this version of the kind (the hub) when the kind is defined in several versions: exactly one of them carries it. " +
-				"Its Go type is the kind's internal version; the other versions convert to and from it (conversion-gen, plus your conversion.go)."},
-		&Definition{Name: "kubebuilder:subresource:scale", Target: OnType, Form: Args,
+				"Its Go type is the kind's internal version; the other versions convert to and from it (conversion-gen, plus your conversion.go)."}, flagOf[StorageVersion]()),
+		valued(&Definition{Name: "kubebuilder:subresource:scale", Target: OnType, Form: Args,
 			Keys: []string{"specpath", "statuspath", "selectorpath"},
 			Help: "Serve /scale (autoscaling/v1 Scale, for kubectl scale and autoscalers): specpath=.spec.replicas (an int32 or *int32 under .spec), " +
-				"statuspath=.status.replicas (an int32 under .status), optional selectorpath=.status.selector (a string: the label selector in string form)."},
-		&Definition{Name: "kubebuilder:printcolumn", Target: OnType, Form: Args,
+				"statuspath=.status.replicas (an int32 under .status), optional selectorpath=.status.selector (a string: the label selector in string form)."}, parseScale),
+		valued(&Definition{Name: "kubebuilder:printcolumn", Target: OnType, Form: Args,
 			Keys: []string{"name", "type", "JSONPath", "description", "priority", "format"},
 			Help: "A column of kubectl get, after NAME and before AGE (repeatable, in order): name=<header>, type=integer|number|string|boolean|date " +
-				"(date shows an age), JSONPath=<.path> (CRD rules), optional description, priority=<n> (above 0: only with -o wide) and format."},
-		&Definition{Name: "kubebuilder:selectablefield", Target: OnType, Form: Args,
+				"(date shows an age), JSONPath=<.path> (CRD rules), optional description, priority=<n> (above 0: only with -o wide) and format."}, parsePrintColumn),
+		valued(&Definition{Name: "kubebuilder:selectablefield", Target: OnType, Form: Args,
 			Keys: []string{"JSONPath"},
 			Help: "A field usable in --field-selector (repeatable): JSONPath=.spec.x names a string, integer or boolean field outside metadata; " +
-				"metadata.name and metadata.namespace are always selectable."},
-		&Definition{Name: "kubebuilder:deprecatedversion", Target: OnType, Form: Args,
+				"metadata.name and metadata.namespace are always selectable."}, func(m Marker) (any, error) { return SelectableField{JSONPath: m.Args["JSONPath"]}, nil }),
+		valued(&Definition{Name: "kubebuilder:deprecatedversion", Target: OnType, Form: Args,
 			Keys: []string{"warning"},
 			Help: "This version of the kind is deprecated: every request in it gets a Warning header (kubectl prints it), " +
-				"warning=<text> or, like a CRD, \"<group>/<version> <Kind> is deprecated\"."},
-		&Definition{Name: "aagen:backend", Target: OnType, Form: Flag,
+				"warning=<text> or, like a CRD, \"<group>/<version> <Kind> is deprecated\"."}, func(m Marker) (any, error) { return DeprecatedVersion{Warning: m.Args["warning"]}, nil }),
+		valued(&Definition{Name: "aagen:backend", Target: OnType, Form: Flag,
 			Help: "Serve the kind from your own code instead of etcd: aagen creates, once, backend.go next to the kind's hooks.go with NewBackend, " +
 				"which returns a runtime/backend Reader (get, list) that may also be a Watcher (watch), a Writer (create, update, delete) and a Starter " +
-				"(started with a loopback client). Discovery lists exactly the verbs it implements; other verbs are 405. No /status or /scale."},
-		&Definition{Name: "kubebuilder:unservedversion", Target: OnType, Form: Flag,
-			Help: "Do not serve this version of the kind (not installed, not in discovery, no client); objects still convert to and from it."},
+				"(started with a loopback client). Discovery lists exactly the verbs it implements; other verbs are 405. No /status or /scale."}, flagOf[Backend]()),
+		valued(&Definition{Name: "kubebuilder:unservedversion", Target: OnType, Form: Flag,
+			Help: "Do not serve this version of the kind (not installed, not in discovery, no client); objects still convert to and from it."}, flagOf[UnservedVersion]()),
 		&Definition{Name: "kubebuilder:metadata", Target: OnType, Form: Args, Keys: []string{"annotations", "labels"},
 			Help:    "Labels and annotations of the generated CustomResourceDefinition object (controller-gen).",
 			Ignored: "metadata of a CRD object; an aggregated API has none (label the APIServices in config/deploy instead)"},
@@ -100,85 +100,85 @@ func Default() *Registry {
 			Ignored: "documentation only; link it from the doc comment"},
 
 		// Imperative subresources (see generator/model/subresources.go and runtime/subresource).
-		&Definition{Name: "aagen:subresource:action", Target: OnType, Form: Args,
+		valued(&Definition{Name: "aagen:subresource:action", Target: OnType, Form: Args,
 			Keys: []string{"name", "input", "output"},
 			Help: "An action, POST <plural>/<name>/<sub> like pods/eviction (repeatable): name=<sub>, input=<type of the body>, optional output=<type of the answer> " +
 				"(default: the kind; Status for a metav1.Status). The types are structs of the same package with metav1.TypeMeta. " +
-				"You implement Hooks.<Name> in pkg/registry/<group>/<kind>/subresource_<sub>.go; the client gets <Name>; roles: edit (create)."},
-		&Definition{Name: "aagen:subresource:view", Target: OnType, Form: Args,
+				"You implement Hooks.<Name> in pkg/registry/<group>/<kind>/subresource_<sub>.go; the client gets <Name>; roles: edit (create)."}, parseSubresource("action")),
+		valued(&Definition{Name: "aagen:subresource:view", Target: OnType, Form: Args,
 			Keys: []string{"name", "type", "update"},
 			Help: "A view, GET <plural>/<name>/<sub> answering another representation of the object like /scale (repeatable): name=<sub>, type=<view type, " +
 				"a struct of the same package with metav1.TypeMeta>, update=true to take PUT and PATCH too. You implement Hooks.Get<Name> (and Set<Name>); " +
-				"the client gets Get<Name> (and Update<Name>); roles: view (get), edit (update, patch)."},
-		&Definition{Name: "aagen:subresource:stream", Target: OnType, Form: Args,
+				"the client gets Get<Name> (and Update<Name>); roles: view (get), edit (update, patch)."}, parseSubresource("view")),
+		valued(&Definition{Name: "aagen:subresource:stream", Target: OnType, Form: Args,
 			Keys: []string{"name"},
 			Help: "A stream, GET <plural>/<name>/<sub>[?follow=true] answering chunked text as it is written, like pods/log (repeatable): name=<sub>. " +
 				"You implement Hooks.Stream<Name>; roles: view (get). A name other than those kube-apiserver treats as long-running " +
-				"(attach, exec, log, portforward, proxy) gets a warning: kube-apiserver would apply its request timeout."},
-		&Definition{Name: "aagen:subresource:connection", Target: OnType, Form: Args,
+				"(attach, exec, log, portforward, proxy) gets a warning: kube-apiserver would apply its request timeout."}, parseSubresource("stream")),
+		valued(&Definition{Name: "aagen:subresource:connection", Target: OnType, Form: Args,
 			Keys: []string{"name"},
 			Help: "A connection, an upgraded bidirectional stream on <plural>/<name>/<sub> like pods/attach, in the websocket protocol v5.channel.k8s.io " +
 				"of kubectl and client-go's websocket executor (repeatable): name=<sub>. You implement Hooks.Connect<Name>; roles: edit (get, create, as pods/exec). " +
-				"Same naming advice as for streams."},
+				"Same naming advice as for streams."}, parseSubresource("connection")),
 
 		// Validation and defaulting (see generator/model/validation.go): the markers become the
 		// kind's OpenAPI schema, which the server validates every write against like a CRD's.
-		typed("kubebuilder:default", LiteralValue, "Default value in controller-tools' literal syntax or as JSON, read as the field's type: 3, true, Wood or \"Wood\" (a string), "+
+		valued(typed("kubebuilder:default", LiteralValue, "Default value in controller-tools' literal syntax or as JSON, read as the field's type: 3, true, Wood or \"Wood\" (a string), "+
 			"{a,b} or [\"a\",\"b\"] (a list), {from: Same} or {\"from\":\"Same\"} (an object), {} (empty). Set on create and when an object without the field is read from storage. "+
-			"The field must be a pointer or have omitempty."),
-		typed("default", LiteralValue, "Same as +kubebuilder:default (code-generator's and kube-openapi's spelling); +kubebuilder:default wins when both are given."),
-		&Definition{Name: "kubebuilder:validation:Required", Target: OnPackage | OnField | OnType, Form: Flag,
-			Help: "The field must be present (listed in the schema's required). On a package (controller-gen: every field required by default) it is a warning: not applied yet."},
-		&Definition{Name: "kubebuilder:validation:Optional", Target: OnPackage | OnField | OnType, Form: Flag,
-			Help: "The field may be left out. On a package (controller-gen: every field optional by default) aagen's default already is: optional with omitempty."},
-		alias(field("required", Flag, "Same as +kubebuilder:validation:Required."), "kubebuilder:validation:Required"),
-		alias(field("optional", Flag, "Same as +kubebuilder:validation:Optional."), "kubebuilder:validation:Optional"),
-		alias(field("k8s:required", Flag, "Same as +kubebuilder:validation:Required (k8s.io/api's declarative validation spelling)."), "kubebuilder:validation:Required"),
-		alias(field("k8s:optional", Flag, "Same as +kubebuilder:validation:Optional (k8s.io/api's declarative validation spelling)."), "kubebuilder:validation:Optional"),
-		field("k8s:immutable", Flag, "The field cannot change once set: the CEL rule self == oldSelf with message \"field is immutable\", as controller-gen writes it."),
-		typed("kubebuilder:validation:Minimum", Number, "Minimum of a number."),
-		typed("kubebuilder:validation:Maximum", Number, "Maximum of a number."),
-		alias(typed("k8s:minimum", Number, "Same as +kubebuilder:validation:Minimum (k8s.io/api's declarative validation spelling)."), "kubebuilder:validation:Minimum"),
-		alias(typed("k8s:maximum", Number, "Same as +kubebuilder:validation:Maximum (k8s.io/api's declarative validation spelling)."), "kubebuilder:validation:Maximum"),
-		field("kubebuilder:validation:ExclusiveMinimum", Flag, "The minimum itself is not allowed."),
-		field("kubebuilder:validation:ExclusiveMaximum", Flag, "The maximum itself is not allowed."),
-		typed("kubebuilder:validation:MultipleOf", Number, "The number must be a multiple of this."),
-		typed("kubebuilder:validation:MinLength", Integer, "Minimum string length."),
-		typed("kubebuilder:validation:MaxLength", Integer, "Maximum string length."),
-		alias(typed("k8s:maxLength", Integer, "Same as +kubebuilder:validation:MaxLength (k8s.io/api's declarative validation spelling)."), "kubebuilder:validation:MaxLength"),
-		typed("kubebuilder:validation:Pattern", String, "Regular expression (RE2) the string must match; quote it when it has commas."),
-		typed("kubebuilder:validation:Format", String, "String format a CRD validates: date-time, date, duration, email, uri, hostname, ipv4, ipv6, cidr, mac, uuid, byte, ..."),
-		typed("kubebuilder:validation:Enum", StringList, "Allowed values, separated by ';' (scalars only)."),
-		typed("kubebuilder:validation:MinItems", Integer, "Minimum list length."),
-		typed("kubebuilder:validation:MaxItems", Integer, "Maximum list length."),
-		alias(typed("k8s:maxItems", Integer, "Same as +kubebuilder:validation:MaxItems (k8s.io/api's declarative validation spelling)."), "kubebuilder:validation:MaxItems"),
-		&Definition{Name: "kubebuilder:validation:UniqueItems", Target: OnField | OnType, Form: Value,
-			Help: "Rejected like in a CRD (quadratic cost): use +listType=set, which checks uniqueness in linear time."},
-		typed("kubebuilder:validation:MinProperties", Integer, "Minimum number of map entries or object fields."),
-		typed("kubebuilder:validation:MaxProperties", Integer, "Maximum number of map entries or object fields."),
-		&Definition{Name: "kubebuilder:validation:ExactlyOneOf", Target: OnType, Form: Value, Type: StringList,
-			Help: "Exactly one of these fields (JSON names, a;b) must be set: the CEL rule controller-gen writes, with its message. Repeatable."},
-		&Definition{Name: "kubebuilder:validation:AtMostOneOf", Target: OnType, Form: Value, Type: StringList,
-			Help: "At most one of these fields (JSON names, a;b) may be set: the CEL rule controller-gen writes, with its message. Repeatable."},
-		&Definition{Name: "kubebuilder:validation:AtLeastOneOf", Target: OnType, Form: Value, Type: StringList,
-			Help: "At least one of these fields (JSON names, a;b) must be set: the CEL rule controller-gen writes, with its message. Repeatable."},
-		&Definition{Name: "kubebuilder:validation:XValidation", Target: OnType | OnField, Form: Args,
+			"The field must be a pointer or have omitempty."), parseDefault),
+		valued(typed("default", LiteralValue, "Same as +kubebuilder:default (code-generator's and kube-openapi's spelling); +kubebuilder:default wins when both are given."), parseDefault),
+		valued(&Definition{Name: "kubebuilder:validation:Required", Target: OnPackage | OnField | OnType, Form: Flag,
+			Help: "The field must be present (listed in the schema's required). On a package (controller-gen: every field required by default) it is a warning: not applied yet."}, flagOf[Required]()),
+		valued(&Definition{Name: "kubebuilder:validation:Optional", Target: OnPackage | OnField | OnType, Form: Flag,
+			Help: "The field may be left out. On a package (controller-gen: every field optional by default) aagen's default already is: optional with omitempty."}, flagOf[Optional]()),
+		valued(alias(field("required", Flag, "Same as +kubebuilder:validation:Required."), "kubebuilder:validation:Required"), flagOf[Required]()),
+		valued(alias(field("optional", Flag, "Same as +kubebuilder:validation:Optional."), "kubebuilder:validation:Optional"), flagOf[Optional]()),
+		valued(alias(field("k8s:required", Flag, "Same as +kubebuilder:validation:Required (k8s.io/api's declarative validation spelling)."), "kubebuilder:validation:Required"), flagOf[Required]()),
+		valued(alias(field("k8s:optional", Flag, "Same as +kubebuilder:validation:Optional (k8s.io/api's declarative validation spelling)."), "kubebuilder:validation:Optional"), flagOf[Optional]()),
+		valued(field("k8s:immutable", Flag, "The field cannot change once set: the CEL rule self == oldSelf with message \"field is immutable\", as controller-gen writes it."), flagOf[Immutable]()),
+		valued(typed("kubebuilder:validation:Minimum", Number, "Minimum of a number."), numberOf[Minimum]()),
+		valued(typed("kubebuilder:validation:Maximum", Number, "Maximum of a number."), numberOf[Maximum]()),
+		valued(alias(typed("k8s:minimum", Number, "Same as +kubebuilder:validation:Minimum (k8s.io/api's declarative validation spelling)."), "kubebuilder:validation:Minimum"), numberOf[Minimum]()),
+		valued(alias(typed("k8s:maximum", Number, "Same as +kubebuilder:validation:Maximum (k8s.io/api's declarative validation spelling)."), "kubebuilder:validation:Maximum"), numberOf[Maximum]()),
+		valued(field("kubebuilder:validation:ExclusiveMinimum", Flag, "The minimum itself is not allowed."), flagOf[ExclusiveMinimum]()),
+		valued(field("kubebuilder:validation:ExclusiveMaximum", Flag, "The maximum itself is not allowed."), flagOf[ExclusiveMaximum]()),
+		valued(typed("kubebuilder:validation:MultipleOf", Number, "The number must be a multiple of this."), parseMultipleOf),
+		valued(typed("kubebuilder:validation:MinLength", Integer, "Minimum string length."), countOf[MinLength]()),
+		valued(typed("kubebuilder:validation:MaxLength", Integer, "Maximum string length."), countOf[MaxLength]()),
+		valued(alias(typed("k8s:maxLength", Integer, "Same as +kubebuilder:validation:MaxLength (k8s.io/api's declarative validation spelling)."), "kubebuilder:validation:MaxLength"), countOf[MaxLength]()),
+		valued(typed("kubebuilder:validation:Pattern", String, "Regular expression (RE2) the string must match; quote it when it has commas."), parsePattern),
+		valued(typed("kubebuilder:validation:Format", String, "String format a CRD validates: date-time, date, duration, email, uri, hostname, ipv4, ipv6, cidr, mac, uuid, byte, ..."), parseFormat),
+		valued(typed("kubebuilder:validation:Enum", StringList, "Allowed values, separated by ';' (scalars only)."), stringsOf[Enum]()),
+		valued(typed("kubebuilder:validation:MinItems", Integer, "Minimum list length."), countOf[MinItems]()),
+		valued(typed("kubebuilder:validation:MaxItems", Integer, "Maximum list length."), countOf[MaxItems]()),
+		valued(alias(typed("k8s:maxItems", Integer, "Same as +kubebuilder:validation:MaxItems (k8s.io/api's declarative validation spelling)."), "kubebuilder:validation:MaxItems"), countOf[MaxItems]()),
+		valued(&Definition{Name: "kubebuilder:validation:UniqueItems", Target: OnField | OnType, Form: Value,
+			Help: "Rejected like in a CRD (quadratic cost): use +listType=set, which checks uniqueness in linear time."}, parseUniqueItems),
+		valued(typed("kubebuilder:validation:MinProperties", Integer, "Minimum number of map entries or object fields."), countOf[MinProperties]()),
+		valued(typed("kubebuilder:validation:MaxProperties", Integer, "Maximum number of map entries or object fields."), countOf[MaxProperties]()),
+		valued(&Definition{Name: "kubebuilder:validation:ExactlyOneOf", Target: OnType, Form: Value, Type: StringList,
+			Help: "Exactly one of these fields (JSON names, a;b) must be set: the CEL rule controller-gen writes, with its message. Repeatable."}, stringsOf[ExactlyOneOf]()),
+		valued(&Definition{Name: "kubebuilder:validation:AtMostOneOf", Target: OnType, Form: Value, Type: StringList,
+			Help: "At most one of these fields (JSON names, a;b) may be set: the CEL rule controller-gen writes, with its message. Repeatable."}, stringsOf[AtMostOneOf]()),
+		valued(&Definition{Name: "kubebuilder:validation:AtLeastOneOf", Target: OnType, Form: Value, Type: StringList,
+			Help: "At least one of these fields (JSON names, a;b) must be set: the CEL rule controller-gen writes, with its message. Repeatable."}, stringsOf[AtLeastOneOf]()),
+		valued(&Definition{Name: "kubebuilder:validation:XValidation", Target: OnType | OnField, Form: Args,
 			Keys: []string{"rule", "message", "messageExpression", "reason", "fieldPath", "optionalOldSelf"},
 			Help: "A CEL rule, evaluated like a CRD's x-kubernetes-validations (self; oldSelf on update for transition rules): " +
-				"rule=<CEL>, message or messageExpression, reason=FieldValueInvalid|FieldValueForbidden|FieldValueRequired|FieldValueDuplicate, fieldPath=.x. Repeatable."},
+				"rule=<CEL>, message or messageExpression, reason=FieldValueInvalid|FieldValueForbidden|FieldValueRequired|FieldValueDuplicate, fieldPath=.x. Repeatable."}, parseRule),
 		pending("kubebuilder:validation:Type", Value, "Override the OpenAPI type.",
 			"the schema's type comes from the Go type (kube-openapi); overriding it would publish a schema the server does not decode"),
 		pending("kubebuilder:validation:XIntOrString", Flag, "The field is an int or a string.",
 			"use intstr.IntOrString, whose schema already is int-or-string"),
-		field("kubebuilder:validation:EmbeddedResource", Flag, "The runtime.RawExtension field holds a Kubernetes object: like a CRD's "+
+		valued(field("kubebuilder:validation:EmbeddedResource", Flag, "The runtime.RawExtension field holds a Kubernetes object: like a CRD's "+
 			"x-kubernetes-embedded-resource, apiVersion and kind are required and checked, metadata is validated as an object's metadata and "+
 			"pruned to its fields (silently: a CRD warns about the dropped fields, or refuses them under fieldValidation=Strict). "+
-			"On another type it is an error (a Go struct keeps only its own fields)."),
-		alias(field("kubebuilder:validation:XEmbeddedResource", Flag, "Same as +kubebuilder:validation:EmbeddedResource."), "kubebuilder:validation:EmbeddedResource"),
-		field("kubebuilder:pruning:PreserveUnknownFields", Flag, "Keep unknown fields: what a runtime.RawExtension field does anyway "+
+			"On another type it is an error (a Go struct keeps only its own fields)."), flagOf[EmbeddedResource]()),
+		valued(alias(field("kubebuilder:validation:XEmbeddedResource", Flag, "Same as +kubebuilder:validation:EmbeddedResource."), "kubebuilder:validation:EmbeddedResource"), flagOf[EmbeddedResource]()),
+		valued(field("kubebuilder:pruning:PreserveUnknownFields", Flag, "Keep unknown fields: what a runtime.RawExtension field does anyway "+
 			"(any JSON object is stored as sent; published as x-kubernetes-preserve-unknown-fields, as controller-gen writes it for RawExtension). "+
-			"On a struct, a map or a type it is an error: Go types keep only the fields they declare, so use runtime.RawExtension."),
-		alias(field("kubebuilder:validation:XPreserveUnknownFields", Flag, "Same as +kubebuilder:pruning:PreserveUnknownFields."), "kubebuilder:pruning:PreserveUnknownFields"),
+			"On a struct, a map or a type it is an error: Go types keep only the fields they declare, so use runtime.RawExtension."), flagOf[PreserveUnknownFields]()),
+		valued(alias(field("kubebuilder:validation:XPreserveUnknownFields", Flag, "Same as +kubebuilder:pruning:PreserveUnknownFields."), "kubebuilder:pruning:PreserveUnknownFields"), flagOf[PreserveUnknownFields]()),
 		pending("kubebuilder:validation:Schemaless", Flag, "The field has no schema.",
 			"use runtime.RawExtension or apiextensions' JSON for free-form data"),
 		&Definition{Name: "nullable", Target: OnField | OnType, Form: Flag,
@@ -209,6 +209,9 @@ func itemsMarkers(defs []*Definition) []*Definition {
 		d := &Definition{Name: ItemsPrefix + n, Target: OnField | OnType, Form: Flag, Help: "+kubebuilder:validation:" + n + " for each item of the list."}
 		if base != nil {
 			d.Form, d.Type, d.Keys, d.Pending = base.Form, base.Type, base.Keys, base.Pending
+			if base.Parse != nil {
+				d.Parse = itemsOf(base.Parse)
+			}
 		}
 		switch n {
 		case "Format", "Enum":
@@ -221,6 +224,9 @@ func itemsMarkers(defs []*Definition) []*Definition {
 				d.Form = Value
 			}
 			d.Pending = "the items' schema comes from their Go type"
+		}
+		if d.Pending != "" {
+			d.Parse = nil
 		}
 		out = append(out, d)
 	}
@@ -247,8 +253,8 @@ func otherTools() []*Definition {
 		raw("patchMergeKey", "Strategic merge patch key of a list (kube-openapi publishes it as x-kubernetes-patch-merge-key).", ""),
 		raw("enum", "The named string type is an enum of its constants (kube-openapi).", ""),
 		raw("k8s:enum", "Same as +enum (declarative validation spelling).", byTool),
-		raw("protobuf", "Protocol buffer generation (go-to-protobuf).", "aggregated servers generated by aagen speak JSON and YAML; protobuf tags and markers are left as they are"),
-		raw("k8s:protobuf-gen", "Protocol buffer generation (go-to-protobuf).", "aggregated servers generated by aagen speak JSON and YAML"),
+		raw("protobuf", "Protocol buffer generation (go-to-protobuf).", "aagen writes the protobuf methods itself (docs/protobuf.md) and takes field numbers from `protobuf:\"...\"` struct tags; go-to-protobuf's +protobuf markers are not read"),
+		raw("k8s:protobuf-gen", "Protocol buffer generation (go-to-protobuf).", "aagen writes protobuf methods for every package whose fields protobuf can carry (docs/protobuf.md)"),
 		raw("k8s:openapi-gen", "kube-openapi's switch and extensions (x-kubernetes-...).", byTool),
 		raw("k8s:openapi-model-package", "kube-openapi's model package name.", byTool),
 		raw("k8s:deepcopy-gen", "deepcopy-gen's switch and interfaces.", byTool),
@@ -263,6 +269,12 @@ func otherTools() []*Definition {
 		raw("featureGate", "The field is gated by a Kubernetes feature gate.", "feature gates of built-in Kubernetes APIs"),
 		raw("k8s:supportsSubresource", "Declarative validation of a subresource.", "declarative validation (validation-gen) is not run"),
 	}
+}
+
+// valued gives d the parser of its value: a Go value of a type of d's own.
+func valued(d *Definition, parse func(Marker) (any, error)) *Definition {
+	d.Parse = parse
+	return d
 }
 
 func field(name string, form Form, help string) *Definition {

@@ -413,7 +413,7 @@ func (l Literal) json(s *Shape) (any, *MismatchError) {
 		return l.Guess(), nil
 	}
 	mismatch := func() *MismatchError {
-		return &MismatchError{Msg: fmt.Sprintf("%s is not %s", l.String(), article(s.Type)), WrongType: true}
+		return &MismatchError{Msg: fmt.Sprintf("%s is not %s", l.String(), Article(s.Type)), WrongType: true}
 	}
 	if l.Kind == JSONNull {
 		return nil, mismatch()
@@ -503,12 +503,4 @@ func (l Literal) json(s *Shape) (any, *MismatchError) {
 		return out, nil
 	}
 	return l.Guess(), nil
-}
-
-func article(kind string) string {
-	switch kind {
-	case "integer", "array", "object", "int-or-string":
-		return "an " + kind
-	}
-	return "a " + kind
 }

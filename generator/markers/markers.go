@@ -1,10 +1,11 @@
 package markers
 
 import (
+	"errors"
 	"fmt"
 	"go/ast"
 	"go/token"
-	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -49,8 +50,8 @@ const (
 	Raw
 )
 
-// ValueType is the type of a Value marker's value; the marker's accessors (Int, Number,
-// Bool, List, Literal) read it as that type.
+// ValueType is the type of a Value marker's value, as the marker reference names it; the
+// definition's Parse reads it into a Go value.
 type ValueType int
 
 // Value types.
@@ -86,7 +87,8 @@ type Definition struct {
 	// Type is the type of a Value marker's value.
 	Type ValueType
 	// Same names the marker this one is another spelling of (+required is
-	// +kubebuilder:validation:Required): a Set looked up by that name finds it too.
+	// +kubebuilder:validation:Required): both parse into the same Go type, so Find finds
+	// either.
 	Same string
 	// Pending is set for markers aagen recognises but does not apply yet; using one is a
 	// warning, never silence.
@@ -95,6 +97,10 @@ type Definition struct {
 	// not apply to an aggregated API server (or that other generators read from the
 	// comments themselves): it says why. They are accepted silently.
 	Ignored string
+	// Parse reads the marker's value into a Go value of a type of the marker's own (Minimum,
+	// Resource, ...), found with Find; an error (a *Problem for a fix) is reported at the
+	// marker. Nil for markers whose value aagen does not read.
+	Parse func(Marker) (any, error)
 }
 
 // Canonical is the name of the marker this one is a spelling of: Same, or its own name.
@@ -124,6 +130,8 @@ type Marker struct {
 	Args  map[string]string // Args form
 	Pos   token.Position
 	Raw   string
+	// Parsed is the value read by Def.Parse (nil without one).
+	Parsed any
 }
 
 // Diagnostic is a problem found in markers, with its position.
@@ -131,6 +139,12 @@ type Diagnostic struct {
 	Pos     token.Position
 	Warning bool
 	Msg     string
+	Fix     string
+	// Value is set when the marker is known but its value does not parse: what is wrong
+	// with it (Msg says it with the marker's text), for the caller to name the node.
+	Value *Problem
+	// Name is the marker's name, with Value.
+	Name string
 }
 
 func (d Diagnostic) Error() string { return fmt.Sprintf("%s: %s", d.Pos, d.Msg) }
@@ -160,76 +174,8 @@ func (r *Registry) Definitions() []*Definition {
 	return out
 }
 
-// Lookup returns the definition named name.
-func (r *Registry) Lookup(name string) *Definition { return r.defs[name] }
-
 // Set is the markers found on one node.
 type Set []Marker
-
-// Get returns the first marker named name, or another spelling of it (Definition.Same).
-func (s Set) Get(name string) (Marker, bool) {
-	for _, m := range s {
-		if m.Def.Name == name || m.Def.Same == name {
-			return m, true
-		}
-	}
-	return Marker{}, false
-}
-
-// All returns every marker named name or spelt as another spelling of it.
-func (s Set) All(name string) []Marker {
-	var out []Marker
-	for _, m := range s {
-		if m.Def.Name == name || m.Def.Same == name {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
-// Has reports whether a flag marker named name is present and not "=false".
-func (s Set) Has(name string) bool {
-	m, ok := s.Get(name)
-	return ok && m.Value != "false"
-}
-
-// Int reads the value as a whole number.
-func (m Marker) Int() (int64, error) {
-	n, err := strconv.ParseInt(m.Value, 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("%q is not an integer", m.Value)
-	}
-	return n, nil
-}
-
-// Number reads the value as a finite number.
-func (m Marker) Number() (float64, error) {
-	f, err := strconv.ParseFloat(m.Value, 64)
-	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-		return 0, fmt.Errorf("%q is not a number", m.Value)
-	}
-	return f, nil
-}
-
-// Bool reads a flag ("+name", "+name=false") or a Value marker's true or false.
-func (m Marker) Bool() (bool, error) {
-	if m.Def != nil && m.Def.Form == Flag {
-		return m.Value != "false", nil
-	}
-	switch m.Value {
-	case "true":
-		return true, nil
-	case "false":
-		return false, nil
-	}
-	return false, fmt.Errorf("%q is not true or false", m.Value)
-}
-
-// Strings reads a list value: "a;b" or "{a,b}".
-func (m Marker) Strings() []string { return List(m.Value) }
-
-// Literal reads the value in controller-tools' literal syntax (or as JSON).
-func (m Marker) Literal() (Literal, error) { return ParseLiteral(m.Text) }
 
 // Parse reads the markers in the comment groups (in source order) of a node of kind
 // target. It returns the known markers and diagnostics for unknown, misplaced or
@@ -350,6 +296,12 @@ func (r *Registry) parseOne(text string, pos token.Position, target Target) (Mar
 			return m, errf("+%s needs a value: +%s=<value>", def.Name, def.Name), true
 		}
 		m.Text = strings.TrimSpace(value)
+		if strings.HasPrefix(def.Name, "k8s:") {
+			// k8s.io/gengo's tag syntax: "+k8s:maximum=1000 # why" ends with a comment.
+			if i := strings.Index(m.Text, "#"); i > 0 && (m.Text[i-1] == ' ' || m.Text[i-1] == '\t') {
+				m.Text = strings.TrimSpace(m.Text[:i])
+			}
+		}
 		m.Value = unquote(m.Text)
 	case Args:
 		args, err := splitArgs(argText)
@@ -357,7 +309,7 @@ func (r *Registry) parseOne(text string, pos token.Position, target Target) (Mar
 			return m, errf("%v", err), true
 		}
 		for k := range args {
-			if !contains(def.Keys, k) {
+			if !slices.Contains(def.Keys, k) {
 				msg := fmt.Sprintf("unknown argument %q of +%s (known: %s)", k, def.Name, strings.Join(def.Keys, ", "))
 				if near := nearestOf(k, def.Keys); near != "" {
 					msg += fmt.Sprintf("; did you mean %s?", near)
@@ -366,6 +318,19 @@ func (r *Registry) parseOne(text string, pos token.Position, target Target) (Mar
 			}
 		}
 		m.Args = args
+	}
+	if def.Parse != nil {
+		v, err := def.Parse(m)
+		if err != nil {
+			d := errf("%v", err)
+			d.Name, d.Value = def.Name, &Problem{Msg: err.Error()}
+			var p *Problem
+			if errors.As(err, &p) {
+				d.Fix, d.Value.Fix = p.Fix, p.Fix
+			}
+			return m, d, true
+		}
+		m.Parsed = v
 	}
 	if def.Pending != "" {
 		return m, &Diagnostic{Pos: pos, Warning: true, Msg: fmt.Sprintf("marker +%s is recognised but not applied yet: %s", def.Name, def.Pending)}, true
@@ -459,15 +424,6 @@ func unquote(s string) string {
 		return s[1 : len(s)-1]
 	}
 	return s
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func (r *Registry) nearest(name string) string {

@@ -97,7 +97,7 @@ func TestParseCommentsWithPositions(t *testing.T) {
 		t.Fatal(err)
 	}
 	set, diags := Default().Parse(fset, OnType, f.Comments...)
-	if !set.Has("genclient") {
+	if !Is[GenClient](set) {
 		t.Errorf("genclient not found in %v", set)
 	}
 	if len(diags) != 1 || diags[0].Pos.Line != 5 || diags[0].Pos.Filename != "types.go" {

@@ -10,14 +10,14 @@ import (
 // user's backend cannot have: the /status and /scale subresources, which the generated
 // storage serves from etcd. It reports whether the kind is good.
 func (b *builder) backendMarker(k *Kind, ms markers.Set) bool {
-	m, ok := ms.Get("aagen:backend")
-	if !ok || m.Value == "false" {
+	backend, m, _ := markers.Find[markers.Backend](ms)
+	if !backend {
 		return true
 	}
 	k.Backend = true
 	k.BackendPos = m.Pos
 	good := true
-	if sm, ok := ms.Get("kubebuilder:subresource:status"); ok {
+	if status, sm, _ := markers.Find[markers.StatusSubresource](ms); status {
 		b.errorf(sm.Pos, "remove +kubebuilder:subresource:status: a kind served from your backend has no /status subresource "+
 			"(your backend's Update may still write the status)",
 			"%s has +aagen:backend and +kubebuilder:subresource:status", k.Name)
@@ -27,7 +27,7 @@ func (b *builder) backendMarker(k *Kind, ms markers.Set) bool {
 			"%s has +aagen:backend and a Status field, which +genclient serves as the /status subresource", k.Name)
 		good = false
 	}
-	if sm, ok := ms.Get("kubebuilder:subresource:scale"); ok {
+	if _, sm, ok := markers.Find[markers.Scale](ms); ok {
 		b.errorf(sm.Pos, "remove +kubebuilder:subresource:scale: a kind served from your backend has no /scale subresource",
 			"%s has +aagen:backend and +kubebuilder:subresource:scale", k.Name)
 		good = false
@@ -50,6 +50,12 @@ func (b *builder) backendResource(r *Resource) {
 	case len(marked) == 0:
 	case len(unmarked) == 0:
 		r.Backend = true
+		for _, k := range r.Versions {
+			if len(k.Subresources) > 0 {
+				b.errorf(k.Subresources[0].Pos, "remove the +aagen:subresource markers from "+r.Kind+", or its +aagen:backend: the subresources are served through the generated storage, which a kind from your backend does not have",
+					"%s has +aagen:backend and imperative subresources", r.Kind)
+			}
+		}
 	default:
 		var pos = r.Versions[0].Pos
 		for _, k := range r.Versions {

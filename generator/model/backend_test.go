@@ -31,6 +31,8 @@ func TestBackendMarker(t *testing.T) {
 			[]string{"types.go:6:1: Widget has +aagen:backend and a Status field", "fix: add `// +genclient:noStatus`"}},
 		{"scale subresource", "// +genclient:noStatus\n// +aagen:backend\n// +kubebuilder:subresource:scale:specpath=.spec.size,statuspath=.status.size\n",
 			[]string{"types.go:8:1: Widget has +aagen:backend and +kubebuilder:subresource:scale", "fix: remove +kubebuilder:subresource:scale"}},
+		{"imperative subresource", "// +genclient:noStatus\n// +aagen:backend\n// +aagen:subresource:stream:name=log\n",
+			[]string{"types.go:8:1: Widget has +aagen:backend and imperative subresources", "fix: remove the +aagen:subresource markers from Widget, or its +aagen:backend"}},
 		{"unknown option", "// +genclient:noStatus\n// +aagen:backend:watch=true\n",
 			[]string{"types.go:7:1: unknown marker \"+aagen:backend:watch\"; did you mean +aagen:backend?"}},
 	}
@@ -42,6 +44,18 @@ func TestBackendMarker(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "types.go:8:1: kind Widget of group shop.example.com is marked +aagen:backend in v1 but not in v2") ||
 		!strings.Contains(err.Error(), "fix: add `// +aagen:backend` to Widget in every version") {
 		t.Errorf("+aagen:backend in one version of two: %v", err)
+	}
+
+	// A kind stored as the group's internal type cannot be served from a backend yet.
+	internal := strings.NewReplacer("package v1", "package shop", "`json:\",inline\"`", "", "`json:\"metadata,omitempty\"`", "",
+		"`json:\"spec\"`", "", "`json:\"status\"`", "", "`json:\"items\"`", "", "`json:\"size\"`", "", "`json:\"ready\"`", "").Replace(goodKind)
+	_, _, err = build(t, module(t, map[string]string{
+		"apis/shop/doc.go":      strings.Replace(docGo, "package v1", "package shop", 1),
+		"apis/shop/types.go":    internal,
+		"apis/shop/v1/doc.go":   "// +k8s:conversion-gen=example.com/marina/apis/shop\n" + docGo,
+		"apis/shop/v1/types.go": marked("// +genclient:noStatus\n// +aagen:backend\n")}))
+	if err == nil || !strings.Contains(err.Error(), "imperative subresources and +aagen:backend are not supported yet for kinds stored as an internal type") {
+		t.Errorf("+aagen:backend on a kind with an internal hub: %v", err)
 	}
 
 	for _, c := range cases {

@@ -80,13 +80,19 @@ func (b *builder) errorf(pos token.Position, fix, format string, args ...any) {
 	b.diags = append(b.diags, Diagnostic{Pos: pos, Msg: sprintf(format, args...), Fix: fix})
 }
 
-func (b *builder) warnf(pos token.Position, format string, args ...any) {
-	b.diags = append(b.diags, Diagnostic{Pos: pos, Warning: true, Msg: sprintf(format, args...)})
+func (b *builder) warnf(pos token.Position, fix, format string, args ...any) {
+	b.diags = append(b.diags, Diagnostic{Pos: pos, Warning: true, Msg: sprintf(format, args...), Fix: fix})
 }
 
-func (b *builder) markerDiags(ds []markers.Diagnostic) {
+// markerDiags records the diagnostics of parsing the markers of a node; where names the node
+// (WidgetSpec.Size, Widget) in the errors of values that do not parse, "" to keep the marker's text.
+func (b *builder) markerDiags(ds []markers.Diagnostic, where string) {
 	for _, d := range ds {
-		b.diags = append(b.diags, Diagnostic{Pos: d.Pos, Warning: d.Warning, Msg: d.Msg})
+		msg := d.Msg
+		if d.Value != nil && where != "" {
+			msg = sprintf("+%s on %s: %s", d.Name, where, d.Value.Msg)
+		}
+		b.diags = append(b.diags, Diagnostic{Pos: d.Pos, Warning: d.Warning, Msg: msg, Fix: d.Fix})
 	}
 }
 
@@ -113,7 +119,7 @@ func (b *builder) pkg(p *packages.Package) {
 			}
 		}
 		ms, ds := b.reg.Parse(fset, markers.OnPackage, above...)
-		b.markerDiags(ds)
+		b.markerDiags(ds, "")
 		pkgMarkers = append(pkgMarkers, ms...)
 		if !pkgPos.IsValid() || strings.HasSuffix(fset.Position(f.Package).Filename, "doc.go") {
 			pkgPos = fset.Position(f.Package)
@@ -137,41 +143,39 @@ func (b *builder) pkg(p *packages.Package) {
 				}
 				groups := []*ast.CommentGroup{secondClosest(fset, f, anchor), doc}
 				ms, ds := b.reg.Parse(fset, markers.OnType, groups...)
-				b.markerDiags(ds)
+				b.markerDiags(ds, ts.Name.Name)
 				d := typeDecl{spec: ts, markers: ms, pos: fset.Position(ts.Name.Pos())}
 				if st, ok := ts.Type.(*ast.StructType); ok {
-					d.fields = b.fieldMarkers(fset, st)
+					d.fields = b.fieldMarkers(fset, ts.Name.Name, st)
 				}
 				decls = append(decls, d)
 			}
 		}
 	}
-	if pkgMarkers.Has("kubebuilder:skip") || pkgMarkers.Has("kubebuilder:skipversion") {
+	if markers.Is[markers.Skip](pkgMarkers) || markers.Is[markers.SkipVersion](pkgMarkers) {
 		return
 	}
-	if m, ok := pkgMarkers.Get("kubebuilder:validation:Required"); ok {
-		b.warnf(m.Pos, "+kubebuilder:validation:Required on a package (every field required unless marked optional) is not applied yet: mark the required fields +required")
+	if _, m, ok := markers.Find[markers.Required](pkgMarkers); ok {
+		b.warnf(m.Pos, "mark the required fields +required", "+kubebuilder:validation:Required on a package (every field required unless marked optional) is not applied yet")
 	}
 	var kindDecls []typeDecl
 	for _, d := range decls {
-		if d.markers.Has("kubebuilder:skipversion") {
+		if markers.Is[markers.SkipVersion](d.markers) {
 			continue // controller-gen: this kind is left out of this version
 		}
-		root := d.markers.Has("genclient") || d.markers.Has("kubebuilder:object:root")
+		root := markers.Is[markers.GenClient](d.markers) || markers.Is[markers.ObjectRoot](d.markers)
 		if root && !isListDecl(p, d.spec.Name.Name) {
 			kindDecls = append(kindDecls, d)
 		} else if !root {
-			for _, name := range []string{"genclient:nonNamespaced", "genclient:noStatus", "kubebuilder:resource", "kubebuilder:subresource:status", "kubebuilder:storageversion",
-				"kubebuilder:subresource:scale", "kubebuilder:printcolumn", "kubebuilder:selectablefield", "aagen:backend",
-				"aagen:subresource:action", "aagen:subresource:view", "aagen:subresource:stream", "aagen:subresource:connection"} {
-				if m, ok := d.markers.Get(name); ok && !isListDecl(p, d.spec.Name.Name) {
+			for _, m := range firstOfEach(d.markers) {
+				if isKindMarker(m) && !isListDecl(p, d.spec.Name.Name) {
 					b.errorf(m.Pos, "add `// +genclient` (or `// +kubebuilder:object:root=true`) to serve the type as a kind, or remove the marker",
-						"+%s on %s, which is not marked as a kind", name, d.spec.Name.Name)
+						"+%s on %s, which is not marked as a kind", m.Def.Canonical(), d.spec.Name.Name)
 				}
 			}
 		}
 	}
-	gm, hasGroup := pkgMarkers.Get("groupName")
+	groupName, gm, hasGroup := markers.Find[markers.GroupName](pkgMarkers)
 	if !hasGroup {
 		if len(kindDecls) > 0 {
 			b.errorf(pkgPos, "add `// +groupName=<group>` (e.g. shop.example.com) to the package comment in doc.go",
@@ -179,7 +183,7 @@ func (b *builder) pkg(p *packages.Package) {
 		}
 		return
 	}
-	group := gm.Value
+	group := string(groupName)
 	ok := true
 	if errs := validation.IsDNS1123Subdomain(group); len(errs) > 0 || !strings.Contains(group, ".") {
 		b.errorf(gm.Pos, "use a lower-case DNS name with at least one dot that you own, e.g. shop.example.com",
@@ -306,14 +310,14 @@ func (b *builder) kind(p *packages.Package, v *Version, d typeDecl) *Kind {
 
 	// Scope, names and subresources.
 	ms := d.markers
-	res, hasRes := ms.Get("kubebuilder:resource")
-	if ms.Has("genclient:nonNamespaced") {
+	resource, res, hasRes := markers.Find[markers.Resource](ms)
+	if markers.Is[markers.NonNamespaced](ms) {
 		k.NamespaceScoped = false
 	}
 	if hasRes {
-		switch scope := res.Args["scope"]; scope {
+		switch scope := resource.Scope; scope {
 		case "", "Namespaced":
-			if scope == "Namespaced" && ms.Has("genclient:nonNamespaced") {
+			if scope == "Namespaced" && markers.Is[markers.NonNamespaced](ms) {
 				b.errorf(res.Pos, "remove one of them", "%s is +genclient:nonNamespaced but +kubebuilder:resource says scope=Namespaced", name)
 				good = false
 			}
@@ -327,14 +331,14 @@ func (b *builder) kind(p *packages.Package, v *Version, d typeDecl) *Kind {
 	k.Plural = gengonamer.NewAllLowercasePluralNamer(nil).Name(&gengotypes.Type{Name: gengotypes.Name{Name: name}})
 	k.Singular = strings.ToLower(name)
 	if hasRes {
-		if p := res.Args["path"]; p != "" {
-			k.Plural = p
+		if resource.Path != "" {
+			k.Plural = resource.Path
 		}
-		if s := res.Args["singular"]; s != "" {
-			k.Singular = s
+		if resource.Singular != "" {
+			k.Singular = resource.Singular
 		}
-		k.ShortNames = markers.List(res.Args["shortName"])
-		k.Categories = markers.List(res.Args["categories"])
+		k.ShortNames = resource.ShortNames
+		k.Categories = resource.Categories
 	}
 	for _, n := range append(append([]string{k.Plural, k.Singular}, k.ShortNames...), k.Categories...) {
 		if errs := validation.IsDNS1035Label(n); len(errs) > 0 {
@@ -343,24 +347,25 @@ func (b *builder) kind(p *packages.Package, v *Version, d typeDecl) *Kind {
 			good = false
 		}
 	}
-	statusMarker, hasStatusMarker := ms.Get("kubebuilder:subresource:status")
+	status, statusMarker, _ := markers.Find[markers.StatusSubresource](ms)
+	hasStatusMarker := bool(status)
 	switch {
 	case hasStatusMarker && !hasStatusField:
 		b.errorf(statusMarker.Pos, "add a `Status "+name+"Status `json:\"status,omitempty\"`` field or remove the marker",
 			"%s has +kubebuilder:subresource:status but no Status field", name)
 		good = false
-	case hasStatusField && ms.Has("genclient:noStatus"):
-	case hasStatusField && (hasStatusMarker || ms.Has("genclient")):
+	case hasStatusField && markers.Is[markers.NoStatus](ms):
+	case hasStatusField && (hasStatusMarker || markers.Is[markers.GenClient](ms)):
 		k.HasStatus = true
 	}
-	if m, ok := ms.Get("kubebuilder:storageversion"); ok {
+	if sv, m, _ := markers.Find[markers.StorageVersion](ms); sv {
 		k.Storage = true
 		b.storageMarkers[k] = m.Pos
 	}
-	k.Unserved = ms.Has("kubebuilder:unservedversion")
-	if m, ok := ms.Get("kubebuilder:deprecatedversion"); ok {
+	k.Unserved = markers.Is[markers.UnservedVersion](ms)
+	if dv, _, ok := markers.Find[markers.DeprecatedVersion](ms); ok {
 		k.Deprecated = true
-		k.DeprecationWarning = m.Args["warning"]
+		k.DeprecationWarning = dv.Warning
 		if k.DeprecationWarning == "" {
 			// The default of a CRD's deprecated version.
 			k.DeprecationWarning = v.Group.Name + "/" + v.Name + " " + name + " is deprecated"
@@ -468,12 +473,7 @@ func (b *builder) checkVersions(g *Group) {
 	hubs := map[*Version]map[*Version][]string{} // version -> storage versions -> kinds
 	for _, name := range names {
 		ks := byName[name] // preferred version first
-		r := &Resource{Group: g, Kind: name, Versions: ks}
-		for _, k := range ks {
-			k.Resource = r
-		}
-		g.Resources = append(g.Resources, r)
-		b.checkSubresources(r)
+		r := g.addResource(name, ks)
 		var vs []string
 		for _, k := range ks {
 			vs = append(vs, k.Version.Name)
@@ -504,30 +504,15 @@ func (b *builder) checkVersions(g *Group) {
 		}
 		hub := marked0(ks)
 		r.Storage = hub
-		b.backendResource(r)
-		served := false
+		b.checkResource(r, hub, ", its storage version")
 		for _, k := range ks {
-			served = served || !k.Unserved
 			if k == hub {
 				continue
-			}
-			if k.Plural != hub.Plural || k.Singular != hub.Singular {
-				b.errorf(k.Pos, "give "+name+" the same +kubebuilder:resource path and singular in every version",
-					"kind %s is the resource %q (singular %q) in %s but %q (singular %q) in %s, its storage version; a kind has one resource name in all versions",
-					name, k.Plural, k.Singular, k.Version.Name, hub.Plural, hub.Singular, hub.Version.Name)
-			}
-			if k.NamespaceScoped != hub.NamespaceScoped {
-				b.errorf(k.Pos, "give "+name+" the same scope in every version",
-					"kind %s is %s in %s but %s in %s, its storage version", name, scopeName(k), k.Version.Name, scopeName(hub), hub.Version.Name)
 			}
 			if hubs[k.Version] == nil {
 				hubs[k.Version] = map[*Version][]string{}
 			}
 			hubs[k.Version][hub.Version] = append(hubs[k.Version][hub.Version], name)
-		}
-		if !served {
-			b.errorf(ks[0].Pos, "remove +kubebuilder:unservedversion from one version of "+name,
-				"kind %s of group %s is unserved in every version (%s)", name, g.Name, strings.Join(vs, ", "))
 		}
 	}
 	for _, v := range g.Versions {
@@ -559,6 +544,47 @@ func marked0(ks []*Kind) *Kind {
 		}
 	}
 	return ks[0]
+}
+
+// addResource adds the resource of kind name, defined by ks (preferred version first), to g.
+func (g *Group) addResource(name string, ks []*Kind) *Resource {
+	r := &Resource{Group: g, Kind: name, Versions: ks}
+	for _, k := range ks {
+		k.Resource = r
+	}
+	g.Resources = append(g.Resources, r)
+	return r
+}
+
+// checkResource checks what every version of r must agree on, against ref (the storage
+// version, refName saying so in messages, or the preferred version when the hub is an
+// internal type): resource names and scope; that one version at least is served; and the
+// markers that apply to the resource as a whole: imperative subresources and +aagen:backend.
+func (b *builder) checkResource(r *Resource, ref *Kind, refName string) {
+	served := false
+	var vs []string
+	for _, k := range r.Versions {
+		vs = append(vs, k.Version.Name)
+		served = served || !k.Unserved
+		if k == ref {
+			continue
+		}
+		if k.Plural != ref.Plural || k.Singular != ref.Singular {
+			b.errorf(k.Pos, "give "+r.Kind+" the same +kubebuilder:resource path and singular in every version",
+				"kind %s is the resource %q (singular %q) in %s but %q (singular %q) in %s%s; a kind has one resource name in all versions",
+				r.Kind, k.Plural, k.Singular, k.Version.Name, ref.Plural, ref.Singular, ref.Version.Name, refName)
+		}
+		if k.NamespaceScoped != ref.NamespaceScoped {
+			b.errorf(k.Pos, "give "+r.Kind+" the same scope in every version",
+				"kind %s is %s in %s but %s in %s%s", r.Kind, scopeName(k), k.Version.Name, scopeName(ref), ref.Version.Name, refName)
+		}
+	}
+	if !served {
+		b.errorf(r.Versions[0].Pos, "remove +kubebuilder:unservedversion from one version of "+r.Kind,
+			"kind %s of group %s is unserved in every version (%s)", r.Kind, r.Group.Name, strings.Join(vs, ", "))
+	}
+	b.checkSubresources(r)
+	b.backendResource(r)
 }
 
 func scopeName(k *Kind) string {
@@ -616,6 +642,30 @@ func structOf(p *packages.Package, name string) (*types.Struct, bool) {
 	}
 	st, ok := obj.Type().Underlying().(*types.Struct)
 	return st, ok
+}
+
+// isKindMarker reports whether m is a marker that only a kind may carry.
+func isKindMarker(m markers.Marker) bool {
+	switch m.Parsed.(type) {
+	case markers.NonNamespaced, markers.NoStatus, markers.Resource, markers.StatusSubresource, markers.StorageVersion,
+		markers.Scale, markers.PrintColumn, markers.SelectableField, markers.Backend, markers.Subresource:
+		return true
+	}
+	return false
+}
+
+// firstOfEach returns the first marker of each definition in ms (another spelling counts
+// as the same definition), in source order.
+func firstOfEach(ms markers.Set) markers.Set {
+	var out markers.Set
+	seen := map[string]bool{}
+	for _, m := range ms {
+		if !seen[m.Def.Canonical()] {
+			seen[m.Def.Canonical()] = true
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 func isNamed(t types.Type, pkg, name string) bool {

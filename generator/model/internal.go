@@ -67,11 +67,7 @@ func (b *builder) checkInternal(g *Group, names []string, byName map[string][]*K
 	}
 	for _, name := range names {
 		ks := byName[name] // preferred version first
-		r := &Resource{Group: g, Kind: name, Versions: ks}
-		for _, k := range ks {
-			k.Resource = r
-		}
-		g.Resources = append(g.Resources, r)
+		r := g.addResource(name, ks)
 		first := ks[0]
 		hub := internal[name]
 		if hub == nil {
@@ -85,29 +81,15 @@ func (b *builder) checkInternal(g *Group, names []string, byName map[string][]*K
 		hub.Plural, hub.Singular, hub.ShortNames, hub.Categories = first.Plural, first.Singular, first.ShortNames, first.Categories
 		hub.NamespaceScoped, hub.HasStatus = first.NamespaceScoped, first.HasStatus
 		r.Storage = hub
-		served := false
+		b.checkResource(r, first, "")
 		for _, k := range ks {
-			served = served || !k.Unserved
 			k.Storage = false
 			k.Version.ConvertTo = in
-			if k.Plural != first.Plural || k.Singular != first.Singular {
-				b.errorf(k.Pos, "give "+name+" the same +kubebuilder:resource path and singular in every version",
-					"kind %s is the resource %q (singular %q) in %s but %q (singular %q) in %s; a kind has one resource name in all versions",
-					name, k.Plural, k.Singular, k.Version.Name, first.Plural, first.Singular, first.Version.Name)
-			}
-			if k.NamespaceScoped != first.NamespaceScoped {
-				b.errorf(k.Pos, "give "+name+" the same scope in every version",
-					"kind %s is %s in %s but %s in %s", name, scopeName(k), k.Version.Name, scopeName(first), first.Version.Name)
-			}
-			if k.Scale != nil || len(k.SelectableFields) > 0 || len(k.PrintColumns) > 0 {
-				b.errorf(k.Pos, "remove +kubebuilder:subresource:scale, +kubebuilder:selectablefield and +kubebuilder:printcolumn from "+name+
+			if k.Scale != nil || len(k.SelectableFields) > 0 || len(k.PrintColumns) > 0 || len(k.Subresources) > 0 || k.Backend {
+				b.errorf(k.Pos, "remove +kubebuilder:subresource:scale, +kubebuilder:selectablefield, +kubebuilder:printcolumn, +aagen:subresource and +aagen:backend from "+name+
 					", or drop the internal package and mark one version +kubebuilder:storageversion",
-					"kind %s: /scale, selectable fields and print columns are not supported yet for kinds stored as an internal type (%s)", name, in.ImportPath)
+					"kind %s: /scale, selectable fields, print columns, imperative subresources and +aagen:backend are not supported yet for kinds stored as an internal type (%s)", name, in.ImportPath)
 			}
-		}
-		if !served {
-			b.errorf(first.Pos, "remove +kubebuilder:unservedversion from one version of "+name,
-				"kind %s of group %s is unserved in every version", name, g.Name)
 		}
 	}
 	// The storage version: the one marked +kubebuilder:storageversion, else the most

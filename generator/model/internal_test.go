@@ -59,8 +59,28 @@ func TestInternalPackage(t *testing.T) {
 			t.Errorf("%s converts to %v, want the internal package", v.Name, v.ConvertTo)
 		}
 	}
-	if r.StoredIn() != g.Versions[0] || g.Versions[0].Name != "v1" {
+	if r.StoredIn() != g.Versions[0] || g.Versions[0].Name != "v1" || g.StorageVersion != g.Versions[0] {
 		t.Errorf("stored in %s, want v1 (preferred, defines every kind)", r.StoredIn().Name)
+	}
+
+	// v1 is preferred but lacks Gadget: objects are written in v1beta1, the most preferred
+	// version that defines every kind.
+	gadget := func(src string) string {
+		return src + strings.ReplaceAll(strings.SplitN(src, "\n\n", 3)[2], "Widget", "Gadget")
+	}
+	m, _, err = build(t, module(t, map[string]string{
+		"apis/shop/doc.go":           strings.Replace(docGo, "package v1", "package shop", 1),
+		"apis/shop/types.go":         gadget(internal),
+		"apis/shop/v1/doc.go":        doc,
+		"apis/shop/v1/types.go":      goodKind,
+		"apis/shop/v1beta1/doc.go":   strings.Replace(doc, "package v1", "package v1beta1", 1),
+		"apis/shop/v1beta1/types.go": gadget(strings.Replace(goodKind, "package v1", "package v1beta1", 1)),
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := m.Groups[0]; g.StorageVersion == nil || g.StorageVersion.Name != "v1beta1" || g.Versions[0].Name != "v1" {
+		t.Errorf("storage version %v; want v1beta1, the most preferred version defining Widget and Gadget", g.StorageVersion)
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"go/token"
 	"go/types"
 	"slices"
-	"strconv"
 	"strings"
 
 	"golang.org/x/tools/go/packages"
@@ -31,8 +30,9 @@ func (b *builder) jsonPathMarkers(p *packages.Package, k *Kind, d typeDecl) bool
 	root := obj.Type()
 	good := true
 	seenCols := map[string]token.Position{}
-	for _, m := range d.markers.All("kubebuilder:printcolumn") {
-		col, ok := b.printColumn(k, root, m)
+	for _, pc := range markers.FindAll[markers.PrintColumn](d.markers) {
+		m := pc.Marker
+		col, ok := b.printColumn(k, root, pc.Value, m)
 		if !ok {
 			good = false
 			continue
@@ -46,8 +46,9 @@ func (b *builder) jsonPathMarkers(p *packages.Package, k *Kind, d typeDecl) bool
 		k.PrintColumns = append(k.PrintColumns, col)
 	}
 	seenFields := map[string]token.Position{}
-	for _, m := range d.markers.All("kubebuilder:selectablefield") {
-		fp, ok := b.selectableField(k, root, m)
+	for _, sf := range markers.FindAll[markers.SelectableField](d.markers) {
+		m := sf.Marker
+		fp, ok := b.selectableField(k, root, sf.Value.JSONPath, m)
 		if !ok {
 			good = false
 			continue
@@ -60,11 +61,11 @@ func (b *builder) jsonPathMarkers(p *packages.Package, k *Kind, d typeDecl) bool
 		seenFields[fp.Label()] = m.Pos
 		k.SelectableFields = append(k.SelectableFields, fp)
 	}
-	if ms := d.markers.All("kubebuilder:subresource:scale"); len(ms) > 0 {
+	if ms := markers.FindAll[markers.Scale](d.markers); len(ms) > 0 {
 		if len(ms) > 1 {
 			b.errorf(ms[1].Pos, "keep one +kubebuilder:subresource:scale marker", "%s has more than one +kubebuilder:subresource:scale marker", k.Name)
 			good = false
-		} else if sc, ok := b.scale(k, root, ms[0]); ok {
+		} else if sc, ok := b.scale(k, root, ms[0].Value, ms[0].Marker); ok {
 			k.Scale = sc
 		} else {
 			good = false
@@ -73,10 +74,10 @@ func (b *builder) jsonPathMarkers(p *packages.Package, k *Kind, d typeDecl) bool
 	return good
 }
 
-func (b *builder) printColumn(k *Kind, root types.Type, m markers.Marker) (PrintColumn, bool) {
+func (b *builder) printColumn(k *Kind, root types.Type, pc markers.PrintColumn, m markers.Marker) (PrintColumn, bool) {
 	col := PrintColumn{
-		Name: m.Args["name"], Type: m.Args["type"], Format: m.Args["format"],
-		Description: m.Args["description"], JSONPath: m.Args["JSONPath"],
+		Name: pc.Name, Type: pc.Type, Format: pc.Format,
+		Description: pc.Description, JSONPath: pc.JSONPath, Priority: pc.Priority,
 	}
 	good := true
 	fail := func(fix, format string, args ...any) {
@@ -94,13 +95,6 @@ func (b *builder) printColumn(k *Kind, root types.Type, m markers.Marker) (Print
 	}
 	if col.Format != "" && !slices.Contains(columnFormats, col.Format) {
 		fail("use one of format="+strings.Join(columnFormats, "|")+", or leave format out", "format=%s is not one of %s", col.Format, strings.Join(columnFormats, ", "))
-	}
-	if p, ok := m.Args["priority"]; ok {
-		n, err := strconv.ParseInt(p, 10, 32)
-		if err != nil || n < 0 {
-			fail("use priority=0 (always shown) or a positive integer (shown with -o wide)", "priority=%s is not an integer >= 0", p)
-		}
-		col.Priority = int32(n)
 	}
 	if col.JSONPath == "" {
 		fail("add JSONPath=<path>, e.g. JSONPath=.status.phase", "JSONPath is required")
@@ -126,8 +120,7 @@ func (b *builder) printColumn(k *Kind, root types.Type, m markers.Marker) (Print
 	return col, good
 }
 
-func (b *builder) selectableField(k *Kind, root types.Type, m markers.Marker) (FieldPath, bool) {
-	jp := m.Args["JSONPath"]
+func (b *builder) selectableField(k *Kind, root types.Type, jp string, m markers.Marker) (FieldPath, bool) {
 	fail := func(fix, format string, args ...any) (FieldPath, bool) {
 		b.errorf(m.Pos, fix, "+kubebuilder:selectablefield of %s: "+format, append([]any{k.Name}, args...)...)
 		return FieldPath{}, false
@@ -150,10 +143,11 @@ func (b *builder) selectableField(k *Kind, root types.Type, m markers.Marker) (F
 	return fp, true
 }
 
-func (b *builder) scale(k *Kind, root types.Type, m markers.Marker) (*Scale, bool) {
+func (b *builder) scale(k *Kind, root types.Type, marked markers.Scale, m markers.Marker) (*Scale, bool) {
+	paths := map[string]string{"specpath": marked.SpecPath, "statuspath": marked.StatusPath, "selectorpath": marked.SelectorPath}
 	good := true
 	path := func(key, example string, under []string, basic types.BasicKind, required bool) *FieldPath {
-		jp := m.Args[key]
+		jp := paths[key]
 		fail := func(fix, format string, args ...any) *FieldPath {
 			b.errorf(m.Pos, fix, "+kubebuilder:subresource:scale of %s: "+format, append([]any{k.Name}, args...)...)
 			good = false

@@ -122,3 +122,70 @@ type WidgetSpec struct {
 		}
 	}
 }
+
+// TestSchemaMarkerErrors: a schema marker that does not fit its field is an error at the
+// marker naming the field (ApplyToSchema's problem); +required and +optional, in any
+// spelling, are accepted on an embedded field as controller-gen does (Gateway API has an
+// +optional above its inline BackendRef), while a constraint there is an error.
+func TestSchemaMarkerErrors(t *testing.T) {
+	dir := module(t, map[string]string{
+		"pkg/apis/shop/v1/doc.go": "// +groupName=shop.example.com\npackage v1\n",
+		"pkg/apis/shop/v1/types.go": `package v1
+
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+// +genclient
+type Widget struct {
+	metav1.TypeMeta   ` + "`json:\",inline\"`" + `
+	metav1.ObjectMeta ` + "`json:\"metadata,omitempty\"`" + `
+	Spec WidgetSpec ` + "`json:\"spec\"`" + `
+}
+
+type WidgetList struct {
+	metav1.TypeMeta ` + "`json:\",inline\"`" + `
+	metav1.ListMeta ` + "`json:\"metadata,omitempty\"`" + `
+	Items           []Widget ` + "`json:\"items\"`" + `
+}
+
+type Common struct {
+	Color string ` + "`json:\"color,omitempty\"`" + `
+}
+
+type Other struct {
+	Shape string ` + "`json:\"shape,omitempty\"`" + `
+}
+
+type WidgetSpec struct {
+	// +optional
+	// +kubebuilder:validation:Optional
+	Common ` + "`json:\",inline\"`" + `
+	// +k8s:maxLength=3
+	Other ` + "`json:\",inline\"`" + `
+	// +kubebuilder:validation:Minimum=1
+	Name string ` + "`json:\"name,omitempty\"`" + `
+	// +kubebuilder:validation:items:MaxLength=3
+	Count int32 ` + "`json:\"count,omitempty\"`" + `
+	// +kubebuilder:validation:MaxLength=x
+	Label string ` + "`json:\"label,omitempty\"`" + `
+}
+`,
+	})
+	_, _, err := build(t, dir)
+	if err == nil {
+		t.Fatal("want errors")
+	}
+	got := err.Error()
+	for _, want := range []string{
+		"types.go:30:2: validation markers on field WidgetSpec.Other, which has no JSON name of its own",
+		"types.go:32:2: +kubebuilder:validation:Minimum on WidgetSpec.Name: the field is a string, not a number\n\tfix: use it on an integer or floating-point field, or remove it",
+		"types.go:34:2: +kubebuilder:validation:items:MaxLength on WidgetSpec.Count: the field is not a list",
+		"types.go:36:2: +kubebuilder:validation:MaxLength on WidgetSpec.Label: \"x\" is not a non-negative integer\n\tfix: write a non-negative integer, e.g. +kubebuilder:validation:MaxLength=1",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("errors lack %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "WidgetSpec.Common") || strings.Count(got, "types.go:") != 4 {
+		t.Errorf("want exactly the four errors above:\n%s", got)
+	}
+}

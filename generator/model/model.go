@@ -46,6 +46,15 @@ type Group struct {
 	Resources []*Resource
 }
 
+// Packages are the group's Go packages: the internal package first when there is one, then
+// the versions, preferred first.
+func (g *Group) Packages() []*Version {
+	if g.Internal == nil {
+		return g.Versions
+	}
+	return append([]*Version{g.Internal}, g.Versions...)
+}
+
 // Resource is one kind of a group across every version that defines it: what the server
 // serves as one REST resource, backed by one storage that holds the kind's storage version.
 // Names, scope and subresources are the same in every version (the model checks it);
@@ -99,7 +108,7 @@ type Version struct {
 	// DefaultFuncs is set when the package declares SetDefaults_<Type> functions (upstream's
 	// defaults.go): defaulter-gen then writes RegisterDefaults calling them.
 	DefaultFuncs bool
-	// Declared are the registration identifiers (registrationNames) the package declares
+	// Declared are the registration identifiers (load.RegistrationNames) the package declares
 	// itself, in upstream's register.go or kubebuilder's groupversion_info.go; aagen's
 	// zz_generated.register.go declares the others, the way register-gen does.
 	Declared []string

@@ -6,12 +6,9 @@ import (
 	"slices"
 
 	"golang.org/x/tools/go/packages"
-)
 
-// registrationNames are the identifiers of a types package's scheme registration, as
-// register-gen writes them into zz_generated.register.go: aagen generates those a package
-// does not declare itself (Version.Declared) and keeps the package's own.
-var registrationNames = []string{"GroupName", "SchemeGroupVersion", "Kind", "Resource", "SchemeBuilder", "localSchemeBuilder", "AddToScheme"}
+	"github.com/aagen-dev/aagen/generator/load"
+)
 
 const (
 	pkgRuntimePath = "k8s.io/apimachinery/pkg/runtime"
@@ -36,7 +33,7 @@ func (v *Version) OwnRegistration() bool { return v.Declares("AddToScheme") }
 func (b *builder) registration(p *packages.Package, group string) ([]string, bool) {
 	var declared []string
 	ok := true
-	for _, name := range registrationNames {
+	for _, name := range load.RegistrationNames() {
 		obj := p.Types.Scope().Lookup(name)
 		if obj == nil {
 			continue

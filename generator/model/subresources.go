@@ -2,6 +2,7 @@ package model
 
 import (
 	"go/token"
+	"slices"
 	"sort"
 	"strings"
 
@@ -56,16 +57,44 @@ func (s Subresource) GoName() string {
 	return b.String()
 }
 
+// Hook is the name of the user's Hooks method that serves the subresource: <GoName> for an
+// action, Get<GoName> for a view (Set<GoName> writes a writable one, SetHook), Stream<GoName>
+// and Connect<GoName> for streams and connections.
+func (s Subresource) Hook() string {
+	switch s.Type {
+	case View:
+		return "Get" + s.GoName()
+	case Stream:
+		return "Stream" + s.GoName()
+	case Connection:
+		return "Connect" + s.GoName()
+	}
+	return s.GoName()
+}
+
+// SetHook is the name of the Hooks method that writes a writable view.
+func (s Subresource) SetHook() string { return "Set" + s.GoName() }
+
+// Answer is the type an action answers with, given the kind's name: the kind itself,
+// "Status" (metav1.Status) or the Output type.
+func (s Subresource) Answer(kind string) string {
+	if s.Output == "" {
+		return kind
+	}
+	return s.Output
+}
+
 // kubeLongRunning are the subresources kube-apiserver exempts from its request timeout
 // (k8s.io/kubernetes pkg/controlplane/apiserver/config.go, LongRunningFunc): an
 // aggregated stream or connection under another name is cut after --request-timeout.
 var kubeLongRunning = []string{"attach", "exec", "log", "portforward", "proxy"}
 
-var subresourceMarkers = map[string]SubresourceType{
-	"aagen:subresource:action":     Action,
-	"aagen:subresource:view":       View,
-	"aagen:subresource:stream":     Stream,
-	"aagen:subresource:connection": Connection,
+// subresourceTypes are the subresource types by the last word of their marker.
+var subresourceTypes = map[string]SubresourceType{
+	"action":     Action,
+	"view":       View,
+	"stream":     Stream,
+	"connection": Connection,
 }
 
 // subresources reads the imperative subresource markers of kind k. It reports false when
@@ -73,22 +102,12 @@ var subresourceMarkers = map[string]SubresourceType{
 func (b *builder) subresources(p *packages.Package, k *Kind, d typeDecl) bool {
 	good := true
 	seen := map[string]bool{"status": true, "scale": true}
-	type declared struct {
-		name string
-		m    markers.Marker
-	}
-	var all []declared
-	for name := range subresourceMarkers {
-		for _, m := range d.markers.All(name) {
-			all = append(all, declared{name, m})
-		}
-	}
-	// In the order written: a duplicate is reported where it is repeated.
-	sort.Slice(all, func(i, j int) bool { return all[i].m.Pos.Offset < all[j].m.Pos.Offset })
 	var subs []Subresource
-	for _, dm := range all {
-		mname, m := dm.name, dm.m
-		s := Subresource{Type: subresourceMarkers[mname], Name: m.Args["name"], Pos: m.Pos}
+	// In the order written: a duplicate is reported where it is repeated.
+	for _, found := range markers.FindAll[markers.Subresource](d.markers) {
+		m, decl := found.Marker, found.Value
+		mname := m.Def.Name
+		s := Subresource{Type: subresourceTypes[decl.Form], Name: decl.Name, Pos: m.Pos}
 		fail := func(fix, format string, args ...any) {
 			b.errorf(m.Pos, fix, "+%s on %s: "+format, append([]any{mname, k.Name}, args...)...)
 			good = false
@@ -105,8 +124,7 @@ func (b *builder) subresources(p *packages.Package, k *Kind, d typeDecl) bool {
 			continue
 		}
 		seen[s.Name] = true
-		objectType := func(arg, what string) string {
-			t := m.Args[arg]
+		objectType := func(t, arg, what string) string {
 			if t == "" {
 				fail("add "+arg+"=<type>, a struct of "+k.Version.PkgName+" with metav1.TypeMeta", "no %s", what)
 				return ""
@@ -120,29 +138,22 @@ func (b *builder) subresources(p *packages.Package, k *Kind, d typeDecl) bool {
 		}
 		switch s.Type {
 		case Action:
-			s.Input = objectType("input", "input type")
-			switch out := m.Args["output"]; out {
+			s.Input = objectType(decl.Input, "input", "input type")
+			switch out := decl.Output; out {
 			case "", k.Name:
 			case "Status":
 				s.Output = "Status"
 			default:
-				s.Output = objectType("output", "output type")
+				s.Output = objectType(decl.Output, "output", "output type")
 			}
 		case View:
-			s.Object = objectType("type", "view type")
-			switch u := m.Args["update"]; u {
-			case "", "false":
-			case "true":
-				s.Writable = true
-			default:
-				fail("use update=true or leave it out", "update=%q", u)
-			}
+			s.Object = objectType(decl.Type, "type", "view type")
+			s.Writable = decl.Update
 		case Stream, Connection:
-			if !contains(kubeLongRunning, s.Name) {
-				b.diags = append(b.diags, Diagnostic{Pos: m.Pos, Warning: true,
-					Msg: "+" + mname + " on " + k.Name + ": through kube-apiserver's aggregator, requests to " + k.Plural + "/" + s.Name +
-						" are cut after kube-apiserver's --request-timeout (default 1m): it exempts only the subresources named " + strings.Join(kubeLongRunning, ", "),
-					Fix: "name it one of " + strings.Join(kubeLongRunning, ", ") + " if it must stay open longer"})
+			if !slices.Contains(kubeLongRunning, s.Name) {
+				b.warnf(m.Pos, "name it one of "+strings.Join(kubeLongRunning, ", ")+" if it must stay open longer",
+					"+%s on %s: through kube-apiserver's aggregator, requests to %s/%s are cut after kube-apiserver's --request-timeout (default 1m): it exempts only the subresources named %s",
+					mname, k.Name, k.Plural, s.Name, strings.Join(kubeLongRunning, ", "))
 			}
 		}
 		subs = append(subs, s)
@@ -160,15 +171,6 @@ func (b *builder) subresourceType(p *packages.Package, name string) bool {
 func isKindName(v *Version, name string) bool {
 	for _, k := range v.Kinds {
 		if k.Name == name || k.ListName == name {
-			return true
-		}
-	}
-	return false
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
 			return true
 		}
 	}

@@ -97,3 +97,17 @@ func TestSubresourceErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestSubresourcesOnMultiVersionKindRefused: a kind defined in two versions cannot have
+// imperative subresources yet (README): an error at the marker with a fix.
+func TestSubresourcesOnMultiVersionKindRefused(t *testing.T) {
+	files := withSubresources("+aagen:subresource:stream:name=log")
+	files["apis/shop/v1/types.go"] = strings.Replace(files["apis/shop/v1/types.go"], "// +genclient\n", "// +genclient\n// +kubebuilder:storageversion\n", 1)
+	files["apis/shop/v1beta1/doc.go"] = strings.Replace(docGo, "package v1", "package v1beta1", 1)
+	files["apis/shop/v1beta1/types.go"] = strings.Replace(goodKind, "package v1", "package v1beta1", 1)
+	_, _, err := build(t, module(t, files))
+	if err == nil || !strings.Contains(err.Error(), "Widget has imperative subresources but is defined in 2 versions; subresources of multi-version kinds are not supported yet") ||
+		!strings.Contains(err.Error(), "fix: define the kind in one version") {
+		t.Errorf("want the multi-version refusal with its fix, got:\n%v", err)
+	}
+}

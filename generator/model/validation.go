@@ -7,84 +7,22 @@ import (
 	"go/ast"
 	"go/token"
 	"go/types"
-	"math"
-	"regexp"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 
-	"github.com/google/cel-go/cel"
 	"golang.org/x/tools/go/packages"
 
 	"github.com/aagen-dev/aagen/generator/markers"
 )
 
 // Validation is the value constraints markers put on one schema node (a field, or a
-// type). They become the OpenAPI schema of the node (published in /openapi/v2 and
-// /openapi/v3) and, through it, the validation the server runs: the same structural
-// schema validation and CEL rules as a CustomResourceDefinition with that schema.
-type Validation struct {
-	Minimum, Maximum, MultipleOf       *float64
-	ExclusiveMinimum, ExclusiveMaximum bool
-	MinLength, MaxLength               *int64
-	MinItems, MaxItems                 *int64
-	MinProperties, MaxProperties       *int64
-	Pattern                            string
-	// Format is an OpenAPI string format a CRD supports (date-time, email, uri, ...).
-	Format string
-	// Enum holds the allowed values, as JSON values of the node's type.
-	Enum []any
-	// Rules are CEL rules (+kubebuilder:validation:XValidation), in marker order.
-	Rules []Rule
-}
+// type): see markers.Schema, which the schema markers apply themselves to.
+type Validation = markers.Schema
 
 // Rule is one CEL validation rule, with the meaning of a CRD's x-kubernetes-validations
 // entry.
-type Rule struct {
-	Rule, Message, MessageExpression, Reason, FieldPath string
-	OptionalOldSelf                                     *bool
-}
-
-// IsZero reports whether v constrains nothing.
-func (v Validation) IsZero() bool {
-	return v.Minimum == nil && v.Maximum == nil && v.MultipleOf == nil && !v.ExclusiveMinimum && !v.ExclusiveMaximum &&
-		v.MinLength == nil && v.MaxLength == nil && v.MinItems == nil && v.MaxItems == nil &&
-		v.MinProperties == nil && v.MaxProperties == nil && v.Pattern == "" && v.Format == "" && len(v.Enum) == 0 && len(v.Rules) == 0
-}
-
-// merge fills what v leaves unset from base (a field's own markers win over its type's).
-func (v Validation) merge(base Validation) Validation {
-	out := v
-	if out.Minimum == nil {
-		out.Minimum, out.ExclusiveMinimum = base.Minimum, base.ExclusiveMinimum || v.ExclusiveMinimum
-	}
-	if out.Maximum == nil {
-		out.Maximum, out.ExclusiveMaximum = base.Maximum, base.ExclusiveMaximum || v.ExclusiveMaximum
-	}
-	for _, p := range []struct{ dst, src **int64 }{
-		{&out.MinLength, &base.MinLength}, {&out.MaxLength, &base.MaxLength}, {&out.MinItems, &base.MinItems},
-		{&out.MaxItems, &base.MaxItems}, {&out.MinProperties, &base.MinProperties}, {&out.MaxProperties, &base.MaxProperties},
-	} {
-		if *p.dst == nil {
-			*p.dst = *p.src
-		}
-	}
-	if out.MultipleOf == nil {
-		out.MultipleOf = base.MultipleOf
-	}
-	if out.Pattern == "" {
-		out.Pattern = base.Pattern
-	}
-	if out.Format == "" {
-		out.Format = base.Format
-	}
-	if len(out.Enum) == 0 {
-		out.Enum = base.Enum
-	}
-	out.Rules = append(slices.Clone(base.Rules), v.Rules...)
-	return out
-}
+type Rule = markers.Rule
 
 // FieldValidation is what markers say about one field of a struct type.
 type FieldValidation struct {
@@ -139,28 +77,6 @@ func (v *Version) HasDefaults() bool {
 	return false
 }
 
-// validationMarkers are the markers read into a Validation.
-var validationMarkers = []string{
-	"kubebuilder:validation:Minimum", "kubebuilder:validation:Maximum", "kubebuilder:validation:ExclusiveMinimum",
-	"kubebuilder:validation:ExclusiveMaximum", "kubebuilder:validation:MultipleOf", "kubebuilder:validation:MinLength",
-	"kubebuilder:validation:MaxLength", "kubebuilder:validation:Pattern", "kubebuilder:validation:Format",
-	"kubebuilder:validation:Enum", "kubebuilder:validation:MinItems", "kubebuilder:validation:MaxItems",
-	"kubebuilder:validation:UniqueItems", "kubebuilder:validation:MinProperties", "kubebuilder:validation:MaxProperties",
-	"kubebuilder:validation:XValidation", "kubebuilder:validation:ExactlyOneOf", "kubebuilder:validation:AtMostOneOf",
-	"kubebuilder:validation:AtLeastOneOf", "k8s:immutable",
-}
-
-// crdFormats are the string formats a CRD's schema validation knows (see
-// k8s.io/apiextensions-apiserver/pkg/apiserver/validation/formats.go); others are
-// silently dropped there, so they are errors here.
-var crdFormats = []string{
-	"bsonobjectid", "uri", "email", "hostname", "ipv4", "ipv6", "cidr", "mac", "uuid", "uuid3", "uuid4", "uuid5",
-	"isbn", "isbn10", "isbn13", "creditcard", "ssn", "hexcolor", "rgbcolor", "byte", "password", "date", "duration",
-	"datetime", "date-time",
-}
-
-var celReasons = []string{"FieldValueInvalid", "FieldValueForbidden", "FieldValueRequired", "FieldValueDuplicate"}
-
 // validations reads the validation and default markers of every type declaration of a
 // types package into v.Validations, reporting malformed values and markers that do not
 // fit the type they annotate.
@@ -178,12 +94,13 @@ func (b *builder) validations(p *packages.Package, v *Version, decls []typeDecl)
 			continue
 		}
 		if _, isStruct := obj.Type().Underlying().(*types.Struct); !isStruct && len(val.Rules) > 0 {
-			m, _ := d.markers.Get("kubebuilder:validation:XValidation")
+			_, m, _ := markers.Find[markers.XValidation](d.markers)
 			b.errorf(m.Pos, "put CEL rules on a struct type or on the field", "+kubebuilder:validation:XValidation on %s: CEL rules on named non-struct types are not supported yet", d.spec.Name.Name)
 			continue
 		}
-		for _, name := range []string{"kubebuilder:pruning:PreserveUnknownFields", "kubebuilder:validation:EmbeddedResource"} {
-			if m, ok := d.markers.Get(name); ok {
+		for _, m := range d.markers {
+			switch m.Parsed.(type) {
+			case markers.PreserveUnknownFields, markers.EmbeddedResource:
 				b.errorf(m.Pos, "put it on a field of type runtime.RawExtension (k8s.io/apimachinery/pkg/runtime), which keeps any JSON object as it was sent",
 					"+%s on type %s: a Go type keeps only the fields it declares", m.Def.Name, d.spec.Name.Name)
 			}
@@ -223,7 +140,7 @@ func (b *builder) validations(p *packages.Package, v *Version, decls []typeDecl)
 				continue
 			}
 			if n := namedIn(f.Type(), p.Types); n != "" {
-				val = val.merge(scalar[n])
+				val = val.Merge(scalar[n])
 			}
 			fv.Validation = val
 			if items, ok := b.itemsValidation(f.Type(), ms, where); !ok {
@@ -231,25 +148,24 @@ func (b *builder) validations(p *packages.Package, v *Version, decls []typeDecl)
 			} else if items != nil {
 				fv.Items = items
 			}
-			req, hasReq := ms.Get("kubebuilder:validation:Required") // or +required, +k8s:required
-			opt, hasOpt := ms.Get("kubebuilder:validation:Optional") // or +optional, +k8s:optional
+			req, reqMarker, _ := markers.Find[markers.Required](ms) // or +required, +k8s:required
+			opt, _, _ := markers.Find[markers.Optional](ms)         // or +optional, +k8s:optional
 			switch {
-			case hasReq && hasOpt && req.Value != "false" && opt.Value != "false":
-				b.errorf(req.Pos, "keep one of them", "field %s is marked both required and optional", where)
+			case bool(req) && bool(opt):
+				b.errorf(reqMarker.Pos, "keep one of them", "field %s is marked both required and optional", where)
 				continue
-			case hasReq && req.Value != "false":
+			case bool(req):
 				fv.Required = ptrTo(true)
-			case hasOpt && opt.Value != "false":
+			case bool(opt):
 				fv.Required = ptrTo(false)
 			}
-			// +kubebuilder:default wins over +default, as in controller-gen.
-			def, hasDef := firstOf(ms, "kubebuilder:default", "default")
-			if hasDef && def.Def.Name == "default" && strings.HasPrefix(def.Value, "ref(") {
-				b.warnf(def.Pos, "+default=ref(...) on %s is not applied yet: write the value itself", where)
+			def, defMarker, hasDef := fieldDefault(ms)
+			if hasDef && def.Ref {
+				b.warnf(defMarker.Pos, "write the value itself", "+default=ref(...) on %s is not applied yet", where)
 				hasDef = false
 			}
 			if hasDef {
-				js, ok := b.checkDefault(def, f.Type(), st.Tag(i), where, fv.Validation)
+				js, ok := b.checkDefault(def, defMarker, f.Type(), st.Tag(i), where, fv.Validation)
 				if !ok {
 					continue
 				}
@@ -271,217 +187,79 @@ func (b *builder) validations(p *packages.Package, v *Version, decls []typeDecl)
 	sort.Slice(v.Validations, func(i, j int) bool { return v.Validations[i].Name < v.Validations[j].Name })
 }
 
+// hasAnyValidation reports whether ms holds a marker that puts something in a field's
+// schema: a constraint or a default. Required and Optional, in any spelling, do not count:
+// on an embedded field (Gateway API has +optional above its inline BackendRef)
+// they say nothing, and controller-gen ignores them there too.
 func hasAnyValidation(ms markers.Set) bool {
 	for _, m := range ms {
-		if slices.Contains(validationMarkers, m.Def.Canonical()) || m.Def.Name == "kubebuilder:default" || m.Def.Name == "default" ||
-			m.Def.Name == "kubebuilder:validation:Required" || m.Def.Name == "kubebuilder:validation:Optional" {
+		switch m.Parsed.(type) {
+		case markers.SchemaValue, markers.DefaultValue:
 			return true
 		}
 	}
 	return false
 }
 
-// firstOf returns the first marker of ms named by one of names, in the order of names.
-func firstOf(ms markers.Set, names ...string) (markers.Marker, bool) {
-	for _, n := range names {
-		if m, ok := ms.Get(n); ok {
-			return m, true
+// fieldDefault returns the default of a field: +kubebuilder:default wins over +default, as
+// in controller-gen.
+func fieldDefault(ms markers.Set) (markers.DefaultValue, markers.Marker, bool) {
+	all := markers.FindAll[markers.DefaultValue](ms)
+	for _, d := range all {
+		if !d.Value.CodeGenerator {
+			return d.Value, d.Marker, true
 		}
 	}
-	return markers.Marker{}, false
+	if len(all) > 0 {
+		return all[0].Value, all[0].Marker, true
+	}
+	return markers.DefaultValue{}, markers.Marker{}, false
 }
 
-// validation reads the constraint markers in ms for a node of Go type t.
+// validation applies the schema markers in ms (each value's ApplyToSchema) to a node of Go
+// type t.
 func (b *builder) validation(t types.Type, ms markers.Set, where string) (Validation, bool) {
 	var v Validation
 	good := true
-	kind := schemaKind(t)
 	fail := func(m markers.Marker, fix, format string, args ...any) {
 		b.errorf(m.Pos, fix, "+%s on %s: "+format, append([]any{m.Def.Name, where}, args...)...)
 		good = false
 	}
-	number := func(m markers.Marker) *float64 {
-		if kind != "integer" && kind != "number" {
-			fail(m, "use it on an integer or floating-point field, or remove it", "the field is %s, not a number", article(kind))
-			return nil
+	node := markers.Node{Kind: schemaKind(t)}
+	if st, ok := t.Underlying().(*types.Struct); ok {
+		node.IsStruct = true
+		for i := 0; i < st.NumFields(); i++ {
+			if n := jsonTagName(st.Tag(i)); n != "" && n != "-" {
+				node.Fields = append(node.Fields, n)
+			}
 		}
-		f, err := m.Number()
-		if err != nil {
-			fail(m, "write a number, e.g. +"+m.Def.Name+"=1", "%v", err)
-			return nil
-		}
-		if kind == "integer" && f != math.Trunc(f) && m.Def.Name != "kubebuilder:validation:MultipleOf" {
-			fail(m, "write an integer", "%q is not an integer, and the field is", m.Value)
-			return nil
-		}
-		return &f
-	}
-	count := func(m markers.Marker, want ...string) *int64 {
-		if !slices.Contains(want, kind) {
-			fail(m, "use it on "+strings.Join(want, " or ")+" fields, or remove it", "the field is %s", article(kind))
-			return nil
-		}
-		n, err := m.Int()
-		if err != nil || n < 0 {
-			fail(m, "write a non-negative integer, e.g. +"+m.Def.Name+"=1", "%q is not a non-negative integer", m.Value)
-			return nil
-		}
-		return &n
-	}
-	flag := func(m markers.Marker) bool {
-		v, err := m.Bool()
-		if err != nil {
-			fail(m, "write =true or =false", "%v", err)
-		}
-		return v
 	}
 	for _, m := range ms {
-		switch m.Def.Canonical() {
-		case "kubebuilder:validation:Minimum":
-			v.Minimum = number(m)
-		case "kubebuilder:validation:Maximum":
-			v.Maximum = number(m)
-		case "kubebuilder:validation:MultipleOf":
-			v.MultipleOf = number(m)
-			if v.MultipleOf != nil && *v.MultipleOf <= 0 {
-				fail(m, "use a positive number", "%s is not positive", m.Value)
-			}
-		case "kubebuilder:validation:ExclusiveMinimum", "kubebuilder:validation:ExclusiveMaximum":
-			if kind != "integer" && kind != "number" {
-				fail(m, "use it on an integer or floating-point field, or remove it", "the field is %s, not a number", article(kind))
-				continue
-			}
-			if strings.HasSuffix(m.Def.Name, "Minimum") {
-				v.ExclusiveMinimum = flag(m)
-			} else {
-				v.ExclusiveMaximum = flag(m)
-			}
-		case "kubebuilder:validation:MinLength":
-			v.MinLength = count(m, "string")
-		case "kubebuilder:validation:MaxLength":
-			v.MaxLength = count(m, "string")
-		case "kubebuilder:validation:MinItems":
-			v.MinItems = count(m, "array")
-		case "kubebuilder:validation:MaxItems":
-			v.MaxItems = count(m, "array")
-		case "kubebuilder:validation:MinProperties":
-			v.MinProperties = count(m, "object")
-		case "kubebuilder:validation:MaxProperties":
-			v.MaxProperties = count(m, "object")
-		case "kubebuilder:validation:UniqueItems":
-			if flag(m) {
-				fail(m, "use +listType=set, which the server checks in linear time", "uniqueItems is not allowed in Kubernetes structural schemas (its runtime cost is quadratic)")
-			}
-		case "kubebuilder:validation:Pattern":
-			if kind != "string" {
-				fail(m, "use it on a string field, or remove it", "the field is %s", article(kind))
-				continue
-			}
-			if _, err := regexp.Compile(m.Value); err != nil {
-				fail(m, "write a regular expression in Go (RE2) syntax; quote it when it contains commas", "invalid regular expression %q: %v", m.Value, err)
-				continue
-			}
-			v.Pattern = m.Value
-		case "kubebuilder:validation:Format":
-			if kind != "string" {
-				fail(m, "use it on a string field, or remove it", "the field is %s", article(kind))
-				continue
-			}
-			if !slices.Contains(crdFormats, m.Value) {
-				fail(m, "use one of "+strings.Join(crdFormats, ", "), "format %q is not one a Kubernetes server validates", m.Value)
-				continue
-			}
-			v.Format = m.Value
-		case "kubebuilder:validation:Enum":
-			if !slices.Contains([]string{"string", "integer", "number", "boolean"}, kind) {
-				fail(m, "use +kubebuilder:validation:Enum on a string, number or boolean field (or its named type)", "the field is %s; enum values must be scalars", article(kind))
-				continue
-			}
-			for _, s := range m.Strings() {
-				val, err := enumValue(s, kind)
-				if err != nil {
-					fail(m, "list values of the field's type separated by ';', e.g. +kubebuilder:validation:Enum=Wood;Steel", "%v", err)
-					break
-				}
-				v.Enum = append(v.Enum, val)
-			}
-		case "kubebuilder:validation:XValidation":
-			r, ok := b.rule(m, where)
-			if !ok {
-				good = false
-				continue
-			}
-			v.Rules = append(v.Rules, r)
-		case "k8s:immutable":
-			// controller-gen's rule and message for +k8s:immutable.
-			v.Rules = append(v.Rules, Rule{Rule: "self == oldSelf", Message: "field is immutable"})
-		case "kubebuilder:validation:ExactlyOneOf", "kubebuilder:validation:AtMostOneOf", "kubebuilder:validation:AtLeastOneOf":
-			if r, ok := b.oneOfRule(t, m, where); ok {
-				v.Rules = append(v.Rules, r)
-			} else {
-				good = false
-			}
+		sv, ok := m.Parsed.(markers.SchemaValue)
+		if !ok {
+			continue
+		}
+		if p := sv.ApplyToSchema(&v, node); p != nil {
+			fail(m, p.Fix, "%s", p.Msg)
 		}
 	}
 	if v.Minimum != nil && v.Maximum != nil && *v.Minimum > *v.Maximum {
-		m, _ := ms.Get("kubebuilder:validation:Minimum")
+		_, m, _ := markers.Find[markers.Minimum](ms)
 		fail(m, "make the minimum at most the maximum", "minimum %v is greater than maximum %v", *v.Minimum, *v.Maximum)
 	}
 	for _, p := range []struct {
 		lo, hi *int64
-		name   string
-	}{{v.MinLength, v.MaxLength, "MinLength"}, {v.MinItems, v.MaxItems, "MinItems"}, {v.MinProperties, v.MaxProperties, "MinProperties"}} {
+		m      func() markers.Marker
+	}{
+		{v.MinLength, v.MaxLength, func() markers.Marker { _, m, _ := markers.Find[markers.MinLength](ms); return m }},
+		{v.MinItems, v.MaxItems, func() markers.Marker { _, m, _ := markers.Find[markers.MinItems](ms); return m }},
+		{v.MinProperties, v.MaxProperties, func() markers.Marker { _, m, _ := markers.Find[markers.MinProperties](ms); return m }},
+	} {
 		if p.lo != nil && p.hi != nil && *p.lo > *p.hi {
-			m, _ := ms.Get("kubebuilder:validation:" + p.name)
-			fail(m, "make the minimum at most the maximum", "%d is greater than the maximum %d", *p.lo, *p.hi)
+			fail(p.m(), "make the minimum at most the maximum", "%d is greater than the maximum %d", *p.lo, *p.hi)
 		}
 	}
 	return v, good
-}
-
-// rule reads one +kubebuilder:validation:XValidation marker. The rule and the message
-// expression are parsed with cel-go here, so syntax errors have a position; type errors
-// (a field that does not exist) are reported when the server builds the kind's schema.
-func (b *builder) rule(m markers.Marker, where string) (Rule, bool) {
-	r := Rule{Rule: m.Args["rule"], Message: m.Args["message"], MessageExpression: m.Args["messageExpression"],
-		Reason: m.Args["reason"], FieldPath: m.Args["fieldPath"]}
-	good := true
-	fail := func(fix, format string, args ...any) {
-		b.errorf(m.Pos, fix, "+kubebuilder:validation:XValidation on %s: "+format, append([]any{where}, args...)...)
-		good = false
-	}
-	if strings.TrimSpace(r.Rule) == "" {
-		fail(`add rule="<CEL expression>", e.g. rule="self.min <= self.max"`, "rule is required")
-		return r, false
-	}
-	if r.Message != "" && r.MessageExpression != "" {
-		fail("keep message or messageExpression", "message and messageExpression are mutually exclusive")
-	}
-	if r.Reason != "" && !slices.Contains(celReasons, r.Reason) {
-		fail("use reason="+strings.Join(celReasons, "|"), "reason %q is not one of %s", r.Reason, strings.Join(celReasons, ", "))
-	}
-	if r.FieldPath != "" && !strings.HasPrefix(r.FieldPath, ".") {
-		fail("write fieldPath as a JSON path from the annotated node, e.g. fieldPath=.spec.size", "fieldPath %q must start with '.'", r.FieldPath)
-	}
-	if s, ok := m.Args["optionalOldSelf"]; ok {
-		bv, err := strconv.ParseBool(s)
-		if err != nil {
-			fail("write optionalOldSelf=true or optionalOldSelf=false", "optionalOldSelf=%q is not a boolean", s)
-		}
-		r.OptionalOldSelf = &bv
-	}
-	env, err := cel.NewEnv()
-	if err == nil {
-		for _, e := range []struct{ name, src string }{{"rule", r.Rule}, {"messageExpression", r.MessageExpression}} {
-			if e.src == "" {
-				continue
-			}
-			if _, iss := env.Parse(e.src); iss != nil && iss.Err() != nil {
-				fail("fix the CEL expression (quote the marker's value when it contains commas)", "%s %q does not parse: %s", e.name, e.src, oneLine(iss.Err().Error()))
-			}
-		}
-	}
-	return r, good
 }
 
 // itemsValidation reads the +kubebuilder:validation:items:* markers of a list field of
@@ -489,15 +267,9 @@ func (b *builder) rule(m markers.Marker, where string) (Rule, bool) {
 // without any.
 func (b *builder) itemsValidation(t types.Type, ms markers.Set, where string) (*Validation, bool) {
 	var items markers.Set
-	for _, m := range ms {
-		if !strings.HasPrefix(m.Def.Name, markers.ItemsPrefix) || m.Def.Pending != "" {
-			continue
-		}
-		base := b.reg.Lookup("kubebuilder:validation:" + strings.TrimPrefix(m.Def.Name, markers.ItemsPrefix))
-		if base == nil {
-			continue
-		}
-		m.Def = base
+	for _, it := range markers.FindAll[markers.Items](ms) {
+		m := it.Marker
+		m.Parsed = it.Value.Value // applied to each item
 		items = append(items, m)
 	}
 	if len(items) == 0 {
@@ -514,8 +286,8 @@ func (b *builder) itemsValidation(t types.Type, ms markers.Set, where string) (*
 		elem = u.Elem()
 	}
 	if elem == nil || schemaKind(t) != "array" {
-		b.errorf(items[0].Pos, "put +kubebuilder:validation:items:* markers on list fields only", "+%s%s on %s: the field is not a list",
-			markers.ItemsPrefix, strings.TrimPrefix(items[0].Def.Name, "kubebuilder:validation:"), where)
+		b.errorf(items[0].Pos, "put +kubebuilder:validation:items:* markers on list fields only", "+%s on %s: the field is not a list",
+			items[0].Def.Name, where)
 		return nil, false
 	}
 	v, ok := b.validation(elem, items, where+"[*]")
@@ -531,8 +303,8 @@ func (b *builder) itemsValidation(t types.Type, ms markers.Set, where string) (*
 // errors that say what to use instead.
 func (b *builder) freeForm(fv *FieldValidation, t types.Type, ms markers.Set, where string) bool {
 	fv.FreeForm = isRawExtension(t)
-	preserve, hasPreserve := ms.Get("kubebuilder:pruning:PreserveUnknownFields")
-	embedded, hasEmbedded := ms.Get("kubebuilder:validation:EmbeddedResource")
+	_, preserve, hasPreserve := markers.Find[markers.PreserveUnknownFields](ms)
+	embeddedValue, embedded, hasEmbedded := markers.Find[markers.EmbeddedResource](ms)
 	good := true
 	why := "keeps only the fields its Go type declares"
 	if containsInterface(t) {
@@ -550,7 +322,7 @@ func (b *builder) freeForm(fv *FieldValidation, t types.Type, ms markers.Set, wh
 		}
 	}
 	if hasEmbedded && fv.FreeForm {
-		fv.EmbeddedResource, _ = embedded.Bool()
+		fv.EmbeddedResource = bool(embeddedValue)
 	}
 	return good
 }
@@ -575,67 +347,21 @@ func isRawExtension(t types.Type) bool {
 	if p, ok := t.(*types.Pointer); ok {
 		t = p.Elem()
 	}
-	n, ok := t.(*types.Named)
-	return ok && n.Obj().Pkg() != nil && n.Obj().Pkg().Path()+"."+n.Obj().Name() == rawExtensionPath
-}
-
-// oneOfRule is the CEL rule controller-gen writes for +kubebuilder:validation:ExactlyOneOf,
-// AtMostOneOf and AtLeastOneOf on a struct type: fields are the JSON names of its fields.
-func (b *builder) oneOfRule(t types.Type, m markers.Marker, where string) (Rule, bool) {
-	st, ok := t.Underlying().(*types.Struct)
-	if !ok {
-		b.errorf(m.Pos, "put it on a struct type", "+%s on %s: the type is not a struct", m.Def.Name, where)
-		return Rule{}, false
-	}
-	fields := m.Strings()
-	if len(fields) == 0 {
-		b.errorf(m.Pos, "list JSON field names separated by ';', e.g. +"+m.Def.Name+"=http;https", "+%s on %s: no fields", m.Def.Name, where)
-		return Rule{}, false
-	}
-	var known []string
-	for i := 0; i < st.NumFields(); i++ {
-		if n := jsonTagName(st.Tag(i)); n != "" && n != "-" {
-			known = append(known, n)
-		}
-	}
-	for _, f := range fields {
-		if !slices.Contains(known, f) {
-			b.errorf(m.Pos, "use the JSON names of the type's fields: "+strings.Join(known, ", "), "+%s on %s: no field %q", m.Def.Name, where, f)
-			return Rule{}, false
-		}
-	}
-	var sum, or []string
-	for _, f := range fields {
-		sum = append(sum, "(has(self."+f+")?1:0)")
-		or = append(or, "has(self."+f+")")
-	}
-	switch strings.TrimPrefix(m.Def.Name, "kubebuilder:validation:") {
-	case "ExactlyOneOf":
-		return Rule{Rule: strings.Join(sum, "+") + " == 1", Message: fmt.Sprintf("exactly one of the fields in %v must be set", fields)}, true
-	case "AtMostOneOf":
-		return Rule{Rule: strings.Join(sum, "+") + " <= 1", Message: fmt.Sprintf("at most one of the fields in %v may be set", fields)}, true
-	}
-	return Rule{Rule: strings.Join(or, "||"), Message: fmt.Sprintf("at least one of the fields in %v must be set", fields)}, true
+	return isNamed(t, runtimePath, "RawExtension")
 }
 
 // checkDefault reads a default value (controller-tools' literal syntax or JSON) as the
 // field's type, and checks that the field can tell "unset" from "set" (a pointer, or
 // omitempty), as defaulting requires. It returns the default as JSON.
-func (b *builder) checkDefault(m markers.Marker, t types.Type, tag, where string, val Validation) (string, bool) {
+func (b *builder) checkDefault(def markers.DefaultValue, m markers.Marker, t types.Type, tag, where string, val Validation) (string, bool) {
 	kind := schemaKind(t)
-	lit, err := m.Literal()
-	if err != nil {
-		b.errorf(m.Pos, `write the default in controller-tools' syntax (3, Wood, {a, b}, {key: value}) or as JSON`,
-			"+%s on %s: %v", m.Def.Name, where, err)
-		return "", false
-	}
-	v, err := lit.JSON(literalShape(t, 0))
+	v, err := def.Literal.JSON(literalShape(t, 0))
 	if err != nil {
 		var mm *markers.MismatchError
 		if errors.As(err, &mm) && mm.WrongType && len(mm.Path) == 0 {
-			b.errorf(m.Pos, "write a default of the field's JSON type ("+kind+")", "+%s on %s: default %s does not match the field's type (%s)", m.Def.Name, where, m.Text, kind)
+			b.errorf(m.Pos, "write a default of the field's JSON type ("+kind+")", "+%s on %s: default %s does not match the field's type (%s)", m.Def.Name, where, def.Text, kind)
 		} else {
-			b.errorf(m.Pos, "write a default of the field's JSON type ("+kind+")", "+%s on %s: default %s: %v", m.Def.Name, where, m.Text, err)
+			b.errorf(m.Pos, "write a default of the field's JSON type ("+kind+")", "+%s on %s: default %s: %v", m.Def.Name, where, def.Text, err)
 		}
 		return "", false
 	}
@@ -651,7 +377,7 @@ func (b *builder) checkDefault(m markers.Marker, t types.Type, tag, where string
 			// field is never absent, and defaulter-gen cannot default it. controller-gen
 			// packages carry these (Gateway API's status defaults), so this is a warning,
 			// not a refusal: the default is neither published nor applied.
-			b.warnf(m.Pos, "+%s on %s: not applied: a non-pointer struct field is never unset, so it cannot be defaulted (make it a pointer to default it)", m.Def.Name, where)
+			b.warnf(m.Pos, "make the field a pointer to default it", "+%s on %s: not applied: a non-pointer struct field is never unset, so it cannot be defaulted", m.Def.Name, where)
 			return "", false
 		}
 	}
@@ -660,16 +386,17 @@ func (b *builder) checkDefault(m markers.Marker, t types.Type, tag, where string
 		return "", false
 	}
 	if len(val.Enum) > 0 && !slices.ContainsFunc(val.Enum, func(e any) bool { return fmt.Sprint(e) == fmt.Sprint(v) }) {
-		b.errorf(m.Pos, "use one of the enum values as the default", "+%s on %s: default %s is not one of the allowed values", m.Def.Name, where, m.Text)
+		b.errorf(m.Pos, "use one of the enum values as the default", "+%s on %s: default %s is not one of the allowed values", m.Def.Name, where, def.Text)
 		return "", false
 	}
 	return string(js), true
 }
 
-// Types whose JSON is free-form (any value): a literal on them is guessed, as by controller-tools.
+// Packages of the types whose JSON is free-form (any value): a literal on them is guessed,
+// as by controller-tools.
 const (
-	rawExtensionPath = "k8s.io/apimachinery/pkg/runtime.RawExtension"
-	apiextJSONPath   = "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1.JSON"
+	runtimePath  = "k8s.io/apimachinery/pkg/runtime"
+	apiextV1Path = "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
 // literalShape is the JSON shape of Go type t, for reading a literal default as it.
@@ -732,11 +459,8 @@ func isFreeForm(t types.Type) bool {
 	if p, ok := t.(*types.Pointer); ok {
 		t = p.Elem()
 	}
-	if n, ok := t.(*types.Named); ok && n.Obj().Pkg() != nil {
-		switch n.Obj().Pkg().Path() + "." + n.Obj().Name() {
-		case rawExtensionPath, apiextJSONPath:
-			return true
-		}
+	if isNamed(t, runtimePath, "RawExtension") || isNamed(t, apiextV1Path, "JSON") {
+		return true
 	}
 	_, isIface := t.Underlying().(*types.Interface)
 	return isIface
@@ -781,28 +505,6 @@ func schemaKind(t types.Type) string {
 	return "unknown"
 }
 
-func enumValue(s, kind string) (any, error) {
-	switch kind {
-	case "string":
-		return s, nil
-	case "boolean":
-		b, err := strconv.ParseBool(s)
-		if err != nil {
-			return nil, fmt.Errorf("enum value %q is not a boolean", s)
-		}
-		return b, nil
-	default:
-		f, err := strconv.ParseFloat(s, 64)
-		if err != nil || kind == "integer" && f != math.Trunc(f) {
-			return nil, fmt.Errorf("enum value %q is not %s", s, article(kind))
-		}
-		if kind == "integer" {
-			return int64(f), nil
-		}
-		return f, nil
-	}
-}
-
 // namedIn returns the name of t's named type (through a pointer) if it is declared in pkg.
 func namedIn(t types.Type, pkg *types.Package) string {
 	if p, ok := t.(*types.Pointer); ok {
@@ -814,27 +516,19 @@ func namedIn(t types.Type, pkg *types.Package) string {
 	return ""
 }
 
-func article(kind string) string {
-	switch kind {
-	case "integer", "array", "object", "int-or-string":
-		return "an " + kind
-	case "unknown":
-		return "of a type without a JSON schema"
-	}
-	return "a " + kind
-}
-
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
-
 func ptrTo[T any](v T) *T { return &v }
 
 // fieldMarkers parses the markers of each field of a struct type declaration, by Go field
 // name (embedded fields by their type name).
-func (b *builder) fieldMarkers(fset *token.FileSet, st *ast.StructType) map[string]markers.Set {
+func (b *builder) fieldMarkers(fset *token.FileSet, typeName string, st *ast.StructType) map[string]markers.Set {
 	out := map[string]markers.Set{}
 	for _, fld := range st.Fields.List {
 		ms, ds := b.reg.Parse(fset, markers.OnField, fld.Doc)
-		b.markerDiags(ds)
+		where := typeName + "." + embeddedName(fld.Type)
+		if len(fld.Names) > 0 {
+			where = typeName + "." + fld.Names[0].Name
+		}
+		b.markerDiags(ds, where)
 		names := fld.Names
 		if len(names) == 0 {
 			if id := embeddedName(fld.Type); id != "" {
@@ -849,11 +543,16 @@ func (b *builder) fieldMarkers(fset *token.FileSet, st *ast.StructType) map[stri
 	return out
 }
 
+// embeddedName is the name of an embedded field of type e: T, *T, pkg.T, T[X].
 func embeddedName(e ast.Expr) string {
 	switch e := e.(type) {
 	case *ast.Ident:
 		return e.Name
 	case *ast.StarExpr:
+		return embeddedName(e.X)
+	case *ast.IndexExpr:
+		return embeddedName(e.X)
+	case *ast.IndexListExpr:
 		return embeddedName(e.X)
 	case *ast.SelectorExpr:
 		return e.Sel.Name

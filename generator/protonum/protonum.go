@@ -10,7 +10,8 @@
 // order. A field that disappears leaves its number reserved in the file, never to be given
 // again. So numbers never change as fields are added, removed or reordered.
 //
-// This package is the numbering only; the emitter that uses it is not built yet.
+// This package is the numbering only; generator/emit's Protobuf (zz_generated.protobuf.go)
+// calls it for every API package and writes the file back.
 package protonum
 
 import (

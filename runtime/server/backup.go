@@ -91,7 +91,8 @@ writes it to --to once its SHA-256 checks out. Restore it with '%[1]s restore'.
 
 It reaches the server with a kubeconfig (--kubeconfig, else $KUBECONFIG or ~/.kube/config) whose
 user may GET %[2]s: in local mode the admin kubeconfig in --local-dir. With --etcd-servers
-(external etcd), back up etcd itself instead: etcdctl snapshot save FILE.`, name, EtcdSnapshotPath),
+(external etcd), back up etcd itself instead: etcdctl snapshot save FILE. With
+--datastore-endpoint (kine on SQL), back up the database with its own tools.`, name, EtcdSnapshotPath),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if to == "" {
@@ -129,7 +130,7 @@ func backup(ctx context.Context, kubeconfig, to string, stdout io.Writer) error 
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		hint := ""
 		if resp.StatusCode == http.StatusNotFound {
-			hint = " (the server runs on an external etcd: back that up with etcdctl snapshot save)"
+			hint = " (the server does not run on embedded etcd: back up its external etcd with etcdctl snapshot save, or its SQL database (--datastore-endpoint) with the database's own tools)"
 		}
 		return fmt.Errorf("GET %s%s: %s: %s%s", cfg.Host, EtcdSnapshotPath, resp.Status, msg, hint)
 	}

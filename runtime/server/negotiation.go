@@ -1,8 +1,6 @@
 package server
 
 import (
-	"reflect"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -37,18 +35,10 @@ func groupSerializer(codecs runtime.NegotiatedSerializer, scheme *runtime.Scheme
 	return withoutMediaType{NegotiatedSerializer: codecs, mediaType: runtime.ContentTypeProtobuf}
 }
 
-// allProtobuf reports whether every type registered for versions can be encoded in
-// protobuf.
+// allProtobuf reports whether every type registered for versions can be encoded in and
+// decoded from protobuf (the same check as the storage's).
 func allProtobuf(scheme *runtime.Scheme, versions []schema.GroupVersion) bool {
-	marshaller := reflect.TypeFor[protobufMarshaller]()
-	for _, gv := range versions {
-		for _, t := range scheme.KnownTypes(gv) {
-			if !reflect.PointerTo(t).Implements(marshaller) {
-				return false
-			}
-		}
-	}
-	return true
+	return len(withoutProtobuf(scheme, versions)) == 0
 }
 
 // withoutMediaType is a NegotiatedSerializer that does not offer one media type.

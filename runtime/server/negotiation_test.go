@@ -1,12 +1,15 @@
 package server
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apiserver/pkg/endpoints/handlers/negotiation"
 )
 
 // plainObject is a type without protobuf marshalling, like the generated API types.
@@ -54,10 +57,32 @@ func TestGroupSerializerOffersProtobufOnlyForProtobufTypes(t *testing.T) {
 			t.Errorf("a group of types without protobuf marshalling does not offer %s", want)
 		}
 	}
+	// What k8s.io/apiserver's negotiation then answers a client of the plain group.
+	plainNS := groupSerializer(codecs, scheme, []schema.GroupVersion{plainGV})
+	for accept, want := range map[string]string{
+		runtime.ContentTypeProtobuf + ", " + runtime.ContentTypeJSON: runtime.ContentTypeJSON,
+		runtime.ContentTypeProtobuf:                                  "", // 406
+	} {
+		req := httptest.NewRequest(http.MethodGet, "/apis/plain.example.com/v1/plains", nil)
+		req.Header.Set("Accept", accept)
+		mt, _, err := negotiation.NegotiateOutputMediaType(req, plainNS, negotiation.DefaultEndpointRestrictions)
+		switch {
+		case want == "" && !notAcceptable(err):
+			t.Errorf("Accept: %s on the plain group: %v %v, want 406 Not Acceptable", accept, mt.Accepted.MediaType, err)
+		case want != "" && (err != nil || mt.Accepted.MediaType != want):
+			t.Errorf("Accept: %s on the plain group: %v %v, want %s", accept, mt.Accepted.MediaType, err, want)
+		}
+	}
 	if !mediaTypes(groupSerializer(codecs, scheme, []schema.GroupVersion{protoGV}))[runtime.ContentTypeProtobuf] {
 		t.Error("a group whose types all have protobuf marshalling does not offer protobuf")
 	}
 	if mediaTypes(groupSerializer(codecs, scheme, []schema.GroupVersion{protoGV, plainGV}))[runtime.ContentTypeProtobuf] {
 		t.Error("a group with one version of types without protobuf marshalling offers protobuf")
 	}
+}
+
+// notAcceptable reports whether err is negotiation's 406 Not Acceptable.
+func notAcceptable(err error) bool {
+	st, ok := err.(interface{ Status() metav1.Status })
+	return ok && st.Status().Code == http.StatusNotAcceptable
 }

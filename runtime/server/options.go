@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
@@ -43,13 +44,23 @@ type Options struct {
 
 	// admission is the spec's own admission plugins, registered by NewOptions.
 	admission *ownAdmission
+	// storage builds the storage codec for --storage-media-type.
+	storage storageMedia
 }
 
 // NewOptions returns the default options for spec.
 func NewOptions(spec *Spec) *Options {
-	codecs := spec.codecs()
-	o := genericoptions.NewRecommendedOptions("/registry/"+spec.Name, newInterningCodec(codecs.LegacyCodec(spec.StorageVersions...)))
+	storage := storageMedia{scheme: spec.Scheme, versions: spec.StorageVersions}
+	mediaType := storage.defaultMediaType()
+	codec, err := storage.codec(mediaType)
+	if err != nil {
+		// Not reached: every codec factory has the JSON and protobuf serializers, and the
+		// default is protobuf only when every stored type has the methods.
+		mediaType, codec = runtime.ContentTypeJSON, spec.codecs().LegacyCodec(spec.StorageVersions...)
+	}
+	o := genericoptions.NewRecommendedOptions("/registry/"+spec.Name, newInterningCodec(codec))
 	o.Etcd.StorageConfig.EncodeVersioner = schema.GroupVersions(spec.StorageVersions)
+	o.Etcd.DefaultStorageMediaType = mediaType
 	withoutSecondFlowControl(o)
 	opts := &Options{
 		Recommended:     o,
@@ -58,6 +69,7 @@ func NewOptions(spec *Spec) *Options {
 		Stdout:          os.Stdout,
 
 		StorageMigrationQPS: DefaultStorageMigrationQPS,
+		storage:             storage,
 	}
 	opts.admission = registerAdmission(spec, opts)
 	return opts

@@ -89,6 +89,9 @@ func New(spec Spec, o *Options) (*genericapiserver.GenericAPIServer, genericapis
 	} else if err := ro.SecureServing.MaybeDefaultWithSelfSignedCerts("localhost", o.AlternateDNS, []net.IP{net.ParseIP("127.0.0.1")}); err != nil {
 		return nil, nil, fmt.Errorf("creating self-signed serving certificate: %w", err)
 	}
+	if err := o.applyStorageMediaType(); err != nil {
+		return nil, nil, err
+	}
 	if errs := ro.Validate(); len(errs) > 0 {
 		return nil, nil, fmt.Errorf("invalid options: %w", utilerrors.NewAggregate(errs))
 	}

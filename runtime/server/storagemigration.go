@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	cbordirect "k8s.io/apimachinery/pkg/runtime/serializer/cbor/direct"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
@@ -51,11 +53,48 @@ type ResourceStorageVersions struct {
 	// StorageVersion is the version objects are written in now.
 	StorageVersion string `json:"storageVersion"`
 	// Objects counts the stored objects by the apiVersion they are stored in ("unknown"
-	// when a value is not JSON, e.g. encrypted at rest).
+	// when a value is neither JSON, protobuf nor CBOR, e.g. encrypted at rest).
 	Objects map[string]int `json:"objects"`
 	// Stale counts the objects stored in another version than StorageVersion.
 	Stale int `json:"stale"`
 }
+
+// storedVersion returns the apiVersion of an object as the storage codec wrote it: JSON
+// (what a generated server stored before protobuf), protobuf (the "k8s\x00" magic, then a
+// runtime.Unknown whose TypeMeta names the version) or CBOR (its self-described tag).
+func storedVersion(data []byte) (string, error) {
+	var head struct {
+		APIVersion string `json:"apiVersion"`
+	}
+	switch {
+	case bytes.HasPrefix(data, []byte(protobufPrefix)):
+		var unk runtime.Unknown
+		if err := unk.Unmarshal(data[len(protobufPrefix):]); err != nil {
+			return "", fmt.Errorf("reading the protobuf envelope: %w", err)
+		}
+		return unk.APIVersion, nil
+	case bytes.HasPrefix(data, []byte(cborSelfDescribed)):
+		// The CBOR decoder refuses unknown fields, so the whole object is read.
+		var obj map[string]any
+		if err := cbordirect.Unmarshal(data, &obj); err != nil {
+			return "", err
+		}
+		v, _ := obj["apiVersion"].(string)
+		return v, nil
+	default:
+		if err := json.Unmarshal(data, &head); err != nil {
+			return "", err
+		}
+		return head.APIVersion, nil
+	}
+}
+
+// protobufPrefix starts every object k8s.io/apimachinery's protobuf serializer writes.
+const protobufPrefix = "k8s\x00"
+
+// cborSelfDescribed is CBOR's self-described tag (55799), which starts every object
+// k8s.io/apimachinery's CBOR serializer writes.
+const cborSelfDescribed = "\xd9\xd9\xf7"
 
 // migratedResource is a resource the migration knows: its store and etcd key root.
 type migratedResource struct {
@@ -118,12 +157,9 @@ func (m *storageMigrator) scan(ctx context.Context, client *clientv3.Client) ([]
 				return nil, nil, fmt.Errorf("reading %s from etcd: %w", r.gr, err)
 			}
 			for _, kv := range resp.Kvs {
-				var head struct {
-					APIVersion string `json:"apiVersion"`
-				}
 				v := "unknown"
-				if json.Unmarshal(kv.Value, &head) == nil && head.APIVersion != "" {
-					v = head.APIVersion
+				if stored, err := storedVersion(kv.Value); err == nil && stored != "" {
+					v = stored
 				}
 				rv.Objects[v]++
 				if v != want && v != "unknown" {

@@ -46,12 +46,8 @@ type ConnectionFunc[T runtime.Object] func(ctx context.Context, obj T, s Session
 // any, stdin and stdout are open. GET is authorized as verb get and POST as create on
 // "<plural>/<sub>", as for pods/exec; admission sees a CONNECT.
 type Connection[T runtime.Object] struct {
-	parent rest.Getter
-	newObj func() T
-	fn     ConnectionFunc[T]
-	// WriteTimeout bounds each write to the client (DefaultWriteTimeout when zero).
-	WriteTimeout time.Duration
-	*draining
+	connecter[T]
+	fn ConnectionFunc[T]
 }
 
 var (
@@ -63,23 +59,11 @@ var (
 // NewConnection returns the storage of a connection to parent's objects; newObj returns an
 // empty object (the kind discovery shows for the subresource).
 func NewConnection[T runtime.Object](parent rest.Getter, newObj func() T, fn ConnectionFunc[T]) *Connection[T] {
-	return &Connection[T]{parent: parent, newObj: newObj, fn: fn, draining: newDraining()}
+	return &Connection[T]{connecter: newConnecter(parent, newObj), fn: fn}
 }
-
-// New returns an empty object of the kind.
-func (c *Connection[T]) New() runtime.Object { return c.newObj() }
-
-// Destroy does nothing: the main resource owns the storage.
-func (c *Connection[T]) Destroy() {}
-
-// LongRunning is true: a connection stays open.
-func (c *Connection[T]) LongRunning() bool { return true }
 
 // ConnectMethods are GET and POST, as for pods/exec and pods/attach.
 func (c *Connection[T]) ConnectMethods() []string { return []string{http.MethodGet, http.MethodPost} }
-
-// NewConnectOptions returns no options object: the connection reads its query itself.
-func (c *Connection[T]) NewConnectOptions() (runtime.Object, bool, string) { return nil, false, "" }
 
 // Connect looks the object up (a missing one is 404 before any upgrade) and returns the
 // handler that upgrades the connection and serves it.
@@ -153,10 +137,7 @@ func (c *Connection[T]) serve(w http.ResponseWriter, req *http.Request, obj T, o
 		return
 	}
 	defer conn.Close()
-	timeout := c.WriteTimeout
-	if timeout <= 0 {
-		timeout = DefaultWriteTimeout
-	}
+	timeout := c.writeTimeout()
 	writer := func(i int) io.Writer {
 		return &deadlineWriter{w: streams[i], setDeadline: func() { conn.SetWriteDeadline(timeout) }}
 	}
@@ -184,7 +165,12 @@ func (c *Connection[T]) serve(w http.ResponseWriter, req *http.Request, obj T, o
 	}
 	ctx, cancel := c.context(req.Context())
 	defer cancel()
-	// Closing the connection unblocks a function reading stdin when ctx ends.
+	c.run(ctx, req, obj, s, conn, writer(remotecommandconsts.StreamErr))
+}
+
+// run runs the function on the session and writes its status to errOut unless the client
+// is gone. Closing conn when ctx ends unblocks a function reading stdin.
+func (c *Connection[T]) run(ctx context.Context, req *http.Request, obj T, s Session, conn io.Closer, errOut io.Writer) {
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
 	fnErr := c.fn(ctx, obj, s)
@@ -195,7 +181,7 @@ func (c *Connection[T]) serve(w http.ResponseWriter, req *http.Request, obj T, o
 	if err != nil {
 		return
 	}
-	_, _ = writer(remotecommandconsts.StreamErr).Write(body)
+	_, _ = errOut.Write(body)
 }
 
 // statusJSON is the status of a connection whose function returned fnErr, as the error

@@ -1,7 +1,6 @@
 package subresource
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -94,17 +93,7 @@ func (c *Connection[T]) serveSPDY(w http.ResponseWriter, req *http.Request, obj 
 	if st := streams[corev1.StreamTypeStderr]; st != nil && open.stderr {
 		s.Stderr = st
 	}
-	stop := context.AfterFunc(ctx, func() { conn.Close() })
-	defer stop()
-	fnErr := c.fn(ctx, obj, s)
-	if ctx.Err() != nil && req.Context().Err() != nil {
-		return // the client is gone
-	}
-	body, err := statusJSON(ctx, fnErr)
-	if err != nil {
-		return
-	}
-	_, _ = errStream.Write(body)
+	c.run(ctx, req, obj, s, conn, errStream)
 	for _, st := range streams {
 		_ = st.Close()
 	}

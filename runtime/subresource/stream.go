@@ -17,6 +17,41 @@ import (
 	"k8s.io/klog/v2"
 )
 
+// connecter is what streams and connections share as rest.Connecter storages: the parent
+// storage the object is read from, the kind's constructor, the write timeout, and the
+// draining that ends them when the server shuts down.
+type connecter[T runtime.Object] struct {
+	parent rest.Getter
+	newObj func() T
+	// WriteTimeout bounds each write to the client (DefaultWriteTimeout when zero).
+	WriteTimeout time.Duration
+	*draining
+}
+
+func newConnecter[T runtime.Object](parent rest.Getter, newObj func() T) connecter[T] {
+	return connecter[T]{parent: parent, newObj: newObj, draining: newDraining()}
+}
+
+// New returns an empty object of the kind.
+func (c *connecter[T]) New() runtime.Object { return c.newObj() }
+
+// Destroy does nothing: the main resource owns the storage.
+func (c *connecter[T]) Destroy() {}
+
+// LongRunning is true: a followed stream or a connection stays open.
+func (c *connecter[T]) LongRunning() bool { return true }
+
+// NewConnectOptions returns no options object: the subresource reads its query itself.
+func (c *connecter[T]) NewConnectOptions() (runtime.Object, bool, string) { return nil, false, "" }
+
+// writeTimeout is WriteTimeout, or DefaultWriteTimeout when it is not set.
+func (c *connecter[T]) writeTimeout() time.Duration {
+	if c.WriteTimeout <= 0 {
+		return DefaultWriteTimeout
+	}
+	return c.WriteTimeout
+}
+
 // DefaultWriteTimeout is how long one write of a stream or connection may block on a client
 // that does not read before the stream is ended.
 const DefaultWriteTimeout = 30 * time.Second
@@ -39,12 +74,8 @@ type StreamFunc[T runtime.Object] func(ctx context.Context, obj T, opts StreamOp
 // answers a chunked text/plain body written as it is produced, like pods/log.
 // Authorization sees verb get on "<plural>/<sub>"; admission sees a CONNECT.
 type Stream[T runtime.Object] struct {
-	parent rest.Getter
-	newObj func() T
-	fn     StreamFunc[T]
-	// WriteTimeout bounds each write to the client (DefaultWriteTimeout when zero).
-	WriteTimeout time.Duration
-	*draining
+	connecter[T]
+	fn StreamFunc[T]
 }
 
 var (
@@ -56,23 +87,11 @@ var (
 // NewStream returns the storage of a stream of parent's objects; newObj returns an empty
 // object (the kind discovery shows for the subresource).
 func NewStream[T runtime.Object](parent rest.Getter, newObj func() T, fn StreamFunc[T]) *Stream[T] {
-	return &Stream[T]{parent: parent, newObj: newObj, fn: fn, draining: newDraining()}
+	return &Stream[T]{connecter: newConnecter(parent, newObj), fn: fn}
 }
-
-// New returns an empty object of the kind.
-func (s *Stream[T]) New() runtime.Object { return s.newObj() }
-
-// Destroy does nothing: the main resource owns the storage.
-func (s *Stream[T]) Destroy() {}
-
-// LongRunning is true: a followed stream stays open.
-func (s *Stream[T]) LongRunning() bool { return true }
 
 // ConnectMethods is GET.
 func (s *Stream[T]) ConnectMethods() []string { return []string{http.MethodGet} }
-
-// NewConnectOptions returns no options object: the stream reads its query itself.
-func (s *Stream[T]) NewConnectOptions() (runtime.Object, bool, string) { return nil, false, "" }
 
 // Connect looks the object up (a missing one is 404 before anything is streamed) and
 // returns the handler that streams it.
@@ -92,7 +111,7 @@ func (s *Stream[T]) Connect(ctx context.Context, name string, _ runtime.Object, 
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		w.WriteHeader(http.StatusOK)
-		fw := newFlushWriter(w, s.WriteTimeout)
+		fw := newFlushWriter(w, s.writeTimeout())
 		fw.flush() // the headers, so that the client sees the stream open
 		if err := s.fn(ctx, obj, opts, fw); err != nil && ctx.Err() == nil && !errors.Is(err, fw.err) {
 			klog.FromContext(ctx).Error(err, "stream ended with an error", "name", name, "path", req.URL.Path)
@@ -136,9 +155,6 @@ type flushWriter struct {
 }
 
 func newFlushWriter(w http.ResponseWriter, timeout time.Duration) *flushWriter {
-	if timeout <= 0 {
-		timeout = DefaultWriteTimeout
-	}
 	return &flushWriter{w: w, rc: http.NewResponseController(w), timeout: timeout}
 }
 

@@ -169,6 +169,9 @@ func serveConnecter(t *testing.T, c rest.Connecter, tls bool) *httptest.Server {
 // A client that stops reading blocks the stream's writer: what the server accepted stays
 // bounded by the connection's buffers, and the stalled stream ends after the write timeout.
 func TestStreamStalledReaderIsBounded(t *testing.T) {
+	if DefaultWriteTimeout != 30*time.Second {
+		t.Errorf("DefaultWriteTimeout is %v; README says a write blocked for 30 s ends the stream", DefaultWriteTimeout)
+	}
 	var written atomic.Int64
 	done := make(chan error, 1)
 	chunk := bytes.Repeat([]byte("x"), 64<<10)

@@ -72,6 +72,11 @@ func (b *Backend) Start(ctx context.Context, loopback *clientrest.Config) error 
 	}); err != nil {
 		return err
 	}
+	// The cache keeps of each Boat only what occupancy reads, so that the server holds its
+	// Boats once (in its watch cache), not twice.
+	if err := boats.Informer().SetTransform(boatInDock); err != nil {
+		return err
+	}
 	if _, err := boats.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { b.boatChanged(obj) },
 		UpdateFunc: func(old, obj any) { b.boatChanged(old, obj) },
@@ -94,6 +99,20 @@ func (b *Backend) Start(ctx context.Context, loopback *clientrest.Config) error 
 		changes.Shutdown()
 	}()
 	return nil
+}
+
+// boatInDock is the informer's transform of a Boat: its name, namespace, uid,
+// resourceVersion and dock, what occupancy and boatChanged read. Anything else (a
+// tombstone of a deleted Boat) is kept as it is.
+func boatInDock(obj any) (any, error) {
+	boat, ok := obj.(*marinav1alpha1.Boat)
+	if !ok {
+		return obj, nil
+	}
+	return &marinav1alpha1.Boat{
+		ObjectMeta: metav1.ObjectMeta{Name: boat.Name, Namespace: boat.Namespace, UID: boat.UID, ResourceVersion: boat.ResourceVersion},
+		Spec:       marinav1alpha1.BoatSpec{Dock: boat.Spec.Dock},
+	}, nil
 }
 
 // listers returns the listers, or a 503 before Start has synced them.

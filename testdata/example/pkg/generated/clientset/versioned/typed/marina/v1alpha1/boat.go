@@ -57,6 +57,7 @@ func newBoats(c *MarinaV1alpha1Client, namespace string) *boats {
 			namespace,
 			func() *marinav1alpha1.Boat { return &marinav1alpha1.Boat{} },
 			func() *marinav1alpha1.BoatList { return &marinav1alpha1.BoatList{} },
+			gentype.PrefersProtobuf[*marinav1alpha1.Boat](),
 		),
 	}
 }
@@ -65,6 +66,7 @@ func newBoats(c *MarinaV1alpha1Client, namespace string) *boats {
 func (c *boats) Depart(ctx context.Context, boatName string, departureRequest *marinav1alpha1.DepartureRequest, opts v1.CreateOptions) (result *marinav1alpha1.Boat, err error) {
 	result = &marinav1alpha1.Boat{}
 	err = c.GetClient().Post().
+		UseProtobufAsDefault().
 		Namespace(c.GetNamespace()).
 		Resource("boats").
 		Name(boatName).
@@ -80,6 +82,7 @@ func (c *boats) Depart(ctx context.Context, boatName string, departureRequest *m
 func (c *boats) GetBerth(ctx context.Context, boatName string, options v1.GetOptions) (result *marinav1alpha1.BoatBerth, err error) {
 	result = &marinav1alpha1.BoatBerth{}
 	err = c.GetClient().Get().
+		UseProtobufAsDefault().
 		Namespace(c.GetNamespace()).
 		Resource("boats").
 		Name(boatName).
@@ -94,6 +97,7 @@ func (c *boats) GetBerth(ctx context.Context, boatName string, options v1.GetOpt
 func (c *boats) UpdateBerth(ctx context.Context, boatName string, boatBerth *marinav1alpha1.BoatBerth, opts v1.UpdateOptions) (result *marinav1alpha1.BoatBerth, err error) {
 	result = &marinav1alpha1.BoatBerth{}
 	err = c.GetClient().Put().
+		UseProtobufAsDefault().
 		Namespace(c.GetNamespace()).
 		Resource("boats").
 		Name(boatName).

@@ -49,6 +49,7 @@ func newDocks(c *MarinaV1alpha1Client) *docks {
 			"",
 			func() *marinav1alpha1.Dock { return &marinav1alpha1.Dock{} },
 			func() *marinav1alpha1.DockList { return &marinav1alpha1.DockList{} },
+			gentype.PrefersProtobuf[*marinav1alpha1.Dock](),
 		),
 	}
 }

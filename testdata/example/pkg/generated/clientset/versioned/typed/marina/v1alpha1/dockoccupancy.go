@@ -41,6 +41,7 @@ func newDockOccupancies(c *MarinaV1alpha1Client) *dockOccupancies {
 			"",
 			func() *marinav1alpha1.DockOccupancy { return &marinav1alpha1.DockOccupancy{} },
 			func() *marinav1alpha1.DockOccupancyList { return &marinav1alpha1.DockOccupancyList{} },
+			gentype.PrefersProtobuf[*marinav1alpha1.DockOccupancy](),
 		),
 	}
 }

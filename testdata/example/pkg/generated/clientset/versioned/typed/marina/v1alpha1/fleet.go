@@ -53,6 +53,7 @@ func newFleets(c *MarinaV1alpha1Client, namespace string) *fleets {
 			namespace,
 			func() *marinav1alpha1.Fleet { return &marinav1alpha1.Fleet{} },
 			func() *marinav1alpha1.FleetList { return &marinav1alpha1.FleetList{} },
+			gentype.PrefersProtobuf[*marinav1alpha1.Fleet](),
 		),
 	}
 }

@@ -49,6 +49,7 @@ func newGifts(c *WebappV1Client, namespace string) *gifts {
 			namespace,
 			func() *apiv1.Gift { return &apiv1.Gift{} },
 			func() *apiv1.GiftList { return &apiv1.GiftList{} },
+			gentype.PrefersProtobuf[*apiv1.Gift](),
 		),
 	}
 }

@@ -53,6 +53,7 @@ func newGuestbooks(c *WebappV1Client, namespace string) *guestbooks {
 			namespace,
 			func() *apiv1.Guestbook { return &apiv1.Guestbook{} },
 			func() *apiv1.GuestbookList { return &apiv1.GuestbookList{} },
+			gentype.PrefersProtobuf[*apiv1.Guestbook](),
 		),
 	}
 }

@@ -53,6 +53,7 @@ func newVisitors(c *WebappV1Client, namespace string) *visitors {
 			namespace,
 			func() *apiv1.Visitor { return &apiv1.Visitor{} },
 			func() *apiv1.VisitorList { return &apiv1.VisitorList{} },
+			gentype.PrefersProtobuf[*apiv1.Visitor](),
 		),
 	}
 }

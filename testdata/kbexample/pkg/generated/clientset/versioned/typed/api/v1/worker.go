@@ -53,6 +53,7 @@ func newWorkers(c *WebappV1Client, namespace string) *workers {
 			namespace,
 			func() *apiv1.Worker { return &apiv1.Worker{} },
 			func() *apiv1.WorkerList { return &apiv1.WorkerList{} },
+			gentype.PrefersProtobuf[*apiv1.Worker](),
 		),
 	}
 }

@@ -53,6 +53,7 @@ func newGuestbooks(c *WebappV1beta1Client, namespace string) *guestbooks {
 			namespace,
 			func() *apiv1beta1.Guestbook { return &apiv1beta1.Guestbook{} },
 			func() *apiv1beta1.GuestbookList { return &apiv1beta1.GuestbookList{} },
+			gentype.PrefersProtobuf[*apiv1beta1.Guestbook](),
 		),
 	}
 }

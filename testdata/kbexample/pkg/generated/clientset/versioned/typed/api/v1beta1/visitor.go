@@ -53,6 +53,7 @@ func newVisitors(c *WebappV1beta1Client, namespace string) *visitors {
 			namespace,
 			func() *apiv1beta1.Visitor { return &apiv1beta1.Visitor{} },
 			func() *apiv1beta1.VisitorList { return &apiv1beta1.VisitorList{} },
+			gentype.PrefersProtobuf[*apiv1beta1.Visitor](),
 		),
 	}
 }

@@ -1,0 +1,386 @@
+package protoshape
+
+import (
+	"bytes"
+	"fmt"
+	"maps"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/apitesting/fuzzer"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metafuzzer "k8s.io/apimachinery/pkg/apis/meta/fuzzer"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+)
+
+// message is what both k8s.io/api's types and the generated ones implement.
+type message interface {
+	Marshal() ([]byte, error)
+	Unmarshal([]byte) error
+	Size() int
+}
+
+// pair is a k8s.io/api type and its shaped counterpart in this package.
+type pair struct {
+	name         string
+	newAPI       func() message
+	newGenerated func() message
+}
+
+var pairs = []pair{
+	{"apps/v1 Deployment", func() message { return &appsv1.Deployment{} }, func() message { return &Deployment{} }},
+	{"apps/v1 DeploymentList", func() message { return &appsv1.DeploymentList{} }, func() message { return &DeploymentList{} }},
+	{"core/v1 ResourceRequirements", func() message { return &corev1.ResourceRequirements{} }, func() message { return &ResourceRequirements{} }},
+	{"core/v1 ConfigMap", func() message { return &corev1.ConfigMap{} }, func() message { return &ConfigMap{} }},
+	{"core/v1 ConfigMapList", func() message { return &corev1.ConfigMapList{} }, func() message { return &ConfigMapList{} }},
+	{"core/v1 PodDNSConfig", func() message { return &corev1.PodDNSConfig{} }, func() message { return &PodDNSConfig{} }},
+}
+
+// copyFields copies src into dst, field by field by name; types that differ only in their
+// package (a named string, a map of them, a struct with the same fields) are converted.
+// A field of src that dst lacks must be zero: the shaped types leave out such fields.
+func copyFields(dst, src reflect.Value, path string) error {
+	if src.Type() == dst.Type() {
+		dst.Set(src)
+		return nil
+	}
+	switch src.Kind() {
+	case reflect.Pointer:
+		if src.IsNil() {
+			dst.SetZero()
+			return nil
+		}
+		dst.Set(reflect.New(dst.Type().Elem()))
+		return copyFields(dst.Elem(), src.Elem(), path)
+	case reflect.Slice:
+		if src.IsNil() {
+			dst.SetZero()
+			return nil
+		}
+		dst.Set(reflect.MakeSlice(dst.Type(), src.Len(), src.Len()))
+		for i := 0; i < src.Len(); i++ {
+			if err := copyFields(dst.Index(i), src.Index(i), fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+		return nil
+	case reflect.Map:
+		if src.IsNil() {
+			dst.SetZero()
+			return nil
+		}
+		dst.Set(reflect.MakeMapWithSize(dst.Type(), src.Len()))
+		for it := src.MapRange(); it.Next(); {
+			k, v := reflect.New(dst.Type().Key()).Elem(), reflect.New(dst.Type().Elem()).Elem()
+			if err := copyFields(k, it.Key(), path); err != nil {
+				return err
+			}
+			if err := copyFields(v, it.Value(), path); err != nil {
+				return err
+			}
+			dst.SetMapIndex(k, v)
+		}
+		return nil
+	case reflect.Struct:
+		for i := 0; i < src.NumField(); i++ {
+			name := src.Type().Field(i).Name
+			to := dst.FieldByName(name)
+			if !to.IsValid() {
+				if !src.Field(i).IsZero() {
+					return fmt.Errorf("%s.%s is set but the shaped type has no such field", path, name)
+				}
+				continue
+			}
+			if err := copyFields(to, src.Field(i), path+"."+name); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if src.Type().ConvertibleTo(dst.Type()) {
+		dst.Set(src.Convert(dst.Type()))
+		return nil
+	}
+	return fmt.Errorf("%s: cannot copy %s into %s", path, src.Type(), dst.Type())
+}
+
+func convertTo(t *testing.T, dst, src message) {
+	t.Helper()
+	if err := copyFields(reflect.ValueOf(dst).Elem(), reflect.ValueOf(src).Elem(), reflect.TypeOf(src).Elem().Name()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func marshal(t *testing.T, m message) []byte {
+	t.Helper()
+	b, err := m.Marshal()
+	if err != nil {
+		t.Fatalf("marshal %T: %v", m, err)
+	}
+	if len(b) != m.Size() {
+		t.Fatalf("%T: Size() is %d, Marshal wrote %d bytes", m, m.Size(), len(b))
+	}
+	return b
+}
+
+// checkIdentical marshals api (a k8s.io/api value) and the same value in the shaped type,
+// compares the bytes, and unmarshals each side's bytes into the other type.
+func checkIdentical(t *testing.T, p pair, api message) {
+	t.Helper()
+	gen := p.newGenerated()
+	convertTo(t, gen, api)
+	want, got := marshal(t, api), marshal(t, gen)
+	if !bytes.Equal(want, got) {
+		t.Fatalf("%s: bytes differ\nk8s.io/api: %x\ngenerated:  %x", p.name, want, got)
+	}
+	// k8s.io/api's bytes into the generated type, and back.
+	decodedGen := p.newGenerated()
+	if err := decodedGen.Unmarshal(want); err != nil {
+		t.Fatalf("%s: generated Unmarshal of k8s.io/api's bytes: %v", p.name, err)
+	}
+	decodedAPI := p.newAPI()
+	if err := decodedAPI.Unmarshal(got); err != nil {
+		t.Fatalf("%s: k8s.io/api's Unmarshal of the generated bytes: %v", p.name, err)
+	}
+	// Both decoded values, in the k8s.io/api type, must be equal (what each side decodes
+	// from the same bytes), and semantically equal to the original.
+	asAPI := p.newAPI()
+	convertTo(t, asAPI, decodedGen)
+	if !reflect.DeepEqual(asAPI, decodedAPI) {
+		t.Fatalf("%s: the generated Unmarshal and k8s.io/api's decode the same bytes differently:\ngenerated:  %#v\nk8s.io/api: %#v", p.name, asAPI, decodedAPI)
+	}
+	if !apiequality.Semantic.DeepEqual(decodedAPI, api) {
+		t.Fatalf("%s: the round trip changed the value:\nbefore: %#v\nafter:  %#v", p.name, api, decodedAPI)
+	}
+	// Decoded values marshal alike too (not always to the first bytes: a nil bytes value
+	// in a map is left out and decodes as empty, in k8s.io/api as here).
+	if again, apiAgain := marshal(t, decodedGen), marshal(t, decodedAPI); !bytes.Equal(again, apiAgain) {
+		t.Fatalf("%s: the decoded values marshal to different bytes", p.name)
+	}
+}
+
+func TestBytesMatchK8sAPI(t *testing.T) {
+	now := metav1.Unix(1700000000, 0)
+	maxSurge := intstr.FromString("25%")
+	maxUnavailable := intstr.FromInt32(1)
+	deployment := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", Labels: map[string]string{"app": "web", "tier": "front"}, Generation: 3},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](3),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "nginx", Image: "nginx:1.27", Command: []string{"nginx", "-g", "daemon off;"}}}},
+			},
+			Strategy:             appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: &maxSurge, MaxUnavailable: &maxUnavailable}},
+			MinReadySeconds:      -5, // int32 sign-extended: ten bytes
+			RevisionHistoryLimit: ptr.To[int32](0),
+			Paused:               false,
+		},
+		Status: appsv1.DeploymentStatus{
+			ObservedGeneration: 1 << 40,
+			Replicas:           3,
+			Conditions: []appsv1.DeploymentCondition{
+				{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, LastUpdateTime: now, LastTransitionTime: now, Reason: "MinimumReplicasAvailable", Message: "ok"},
+				{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse},
+			},
+			CollisionCount: ptr.To[int32](2),
+		},
+	}
+	cases := []struct {
+		pair int
+		obj  message
+	}{
+		{0, deployment},
+		{0, &appsv1.Deployment{}},
+		{1, &appsv1.DeploymentList{ListMeta: metav1.ListMeta{ResourceVersion: "42"}, Items: []appsv1.Deployment{*deployment, {}}}},
+		{2, &corev1.ResourceRequirements{
+			Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("1Gi"), "example.com/gpu": resource.MustParse("2")},
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")},
+			Claims:   []corev1.ResourceClaim{{Name: "gpu"}, {Name: "fpga", Request: "one"}},
+		}},
+		{3, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg"}, Immutable: ptr.To(false), Data: map[string]string{"b": "2", "a": "", "": "empty key"}, BinaryData: map[string][]byte{"bin": {0, 1, 2}, "empty": {}}}},
+		{4, &corev1.ConfigMapList{Items: []corev1.ConfigMap{{Data: map[string]string{"k": "v"}}}}},
+		{5, &corev1.PodDNSConfig{Nameservers: []string{"1.1.1.1", ""}, Searches: []string{"svc.cluster.local"}, Options: []corev1.PodDNSConfigOption{{Name: "ndots", Value: ptr.To("5")}, {Name: "edns0"}}}},
+	}
+	for i, c := range cases {
+		t.Run(fmt.Sprintf("%d-%s", i, pairs[c.pair].name), func(t *testing.T) { checkIdentical(t, pairs[c.pair], c.obj) })
+	}
+}
+
+// TestPodSecurityContextBytes covers repeated int64 (unpacked, one key per element) and
+// pointers to int64 and bool against core/v1's PodSecurityContext.
+func TestPodSecurityContextBytes(t *testing.T) {
+	api := &corev1.PodSecurityContext{RunAsUser: ptr.To[int64](-1), RunAsNonRoot: ptr.To(true), SupplementalGroups: []int64{1, 0, 1 << 33}, FSGroup: ptr.To[int64](2000)}
+	checkIdentical(t, pair{"core/v1 PodSecurityContext", func() message { return &corev1.PodSecurityContext{} }, func() message { return &PodSecurityContext{} }}, api)
+}
+
+func newFiller(seed int64) interface{ Fill(any) } {
+	codecs := serializer.NewCodecFactory(runtime.NewScheme())
+	return fuzzer.FuzzerFor(metafuzzer.Funcs, rand.NewSource(seed), codecs).NilChance(0.2).NumElements(0, 3)
+}
+
+// TestRandomBytesMatchK8sAPI fills k8s.io/api values at random (apimachinery's fuzzer, with
+// its functions for metadata and quantities) and checks each as TestBytesMatchK8sAPI does.
+func TestRandomBytesMatchK8sAPI(t *testing.T) {
+	for seed := int64(0); seed < 30; seed++ {
+		f := newFiller(seed)
+		for _, p := range pairs {
+			api := p.newAPI()
+			f.Fill(api)
+			t.Run(fmt.Sprintf("%s/seed%d", p.name, seed), func(t *testing.T) { checkIdentical(t, p, api) })
+		}
+	}
+}
+
+// TestGaugeRoundTrip round-trips random values of Gauge, whose encodings (doubles, floats,
+// unsigned ints, bytes, maps of scalars and messages) no shaped k8s.io/api type has.
+func TestGaugeRoundTrip(t *testing.T) {
+	for seed := int64(0); seed < 200; seed++ {
+		var g Gauge
+		newFiller(seed).Fill(&g)
+		b := marshal(t, &g)
+		var back Gauge
+		if err := back.Unmarshal(b); err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		if !apiequality.Semantic.DeepEqual(g, back) {
+			t.Fatalf("seed %d: round trip changed the value:\nbefore: %#v\nafter:  %#v", seed, g, back)
+		}
+	}
+	// A known value, byte for byte: ratio 1.5 is field 1, fixed64; negative is sign-extended.
+	b := marshal(t, &Gauge{Ratio: 1.5, Negative: -1})
+	if !bytes.HasPrefix(b, []byte{0x09, 0, 0, 0, 0, 0, 0, 0xf8, 0x3f}) {
+		t.Errorf("Gauge{Ratio: 1.5} starts %x, want 09000000000000f83f", b)
+	}
+}
+
+// TestPackedRepeatedRead: go-to-protobuf writes repeated scalars unpacked but reads the packed
+// form too; so does the generated Unmarshal.
+func TestPackedRepeatedRead(t *testing.T) {
+	// Field 4 (supplementalGroups), wire type 2: a length, then varints 1, 300.
+	packed := []byte{0x22, 0x03, 0x01, 0xac, 0x02}
+	var gen PodSecurityContext
+	if err := gen.Unmarshal(packed); err != nil {
+		t.Fatal(err)
+	}
+	var api corev1.PodSecurityContext
+	if err := api.Unmarshal(packed); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(gen.SupplementalGroups, []int64{1, 300}) || !reflect.DeepEqual(api.SupplementalGroups, gen.SupplementalGroups) {
+		t.Errorf("packed read: generated %v, k8s.io/api %v, want [1 300]", gen.SupplementalGroups, api.SupplementalGroups)
+	}
+}
+
+// TestIDLMatchesK8sAPI compares the messages of the emitted generated.proto with those of
+// k8s.io/api's generated.proto (go-to-protobuf's), without comments and blank lines.
+func TestIDLMatchesK8sAPI(t *testing.T) {
+	ours := protoMessages(t, "generated.proto")
+	dir := moduleDir(t, "k8s.io/api")
+	upstream := protoMessages(t, filepath.Join(dir, "apps", "v1", "generated.proto"))
+	maps.Copy(upstream, protoMessages(t, filepath.Join(dir, "core", "v1", "generated.proto")))
+	for _, name := range []string{"Deployment", "DeploymentSpec", "DeploymentStrategy", "RollingUpdateDeployment", "DeploymentStatus", "DeploymentCondition", "DeploymentList",
+		"ResourceRequirements", "ResourceClaim", "ConfigMap", "ConfigMapList", "PodDNSConfig", "PodDNSConfigOption"} {
+		if ours[name] == "" || ours[name] != upstream[name] {
+			t.Errorf("message %s differs:\ngenerated:\n%s\nk8s.io/api:\n%s", name, ours[name], upstream[name])
+		}
+	}
+}
+
+// protoMessages returns the messages of a .proto file by name, each without comments and
+// blank lines.
+func protoMessages(t *testing.T, file string) map[string]string {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	var name string
+	var body []string
+	for _, line := range strings.Split(string(data), "\n") {
+		trimmed := strings.TrimSpace(line)
+		if trimmed == "" || strings.HasPrefix(trimmed, "//") {
+			continue
+		}
+		if n, ok := strings.CutPrefix(line, "message "); ok {
+			name = strings.TrimSuffix(n, " {")
+			body = nil
+			continue
+		}
+		if line == "}" && name != "" {
+			out[name] = strings.Join(body, "\n")
+			name = ""
+			continue
+		}
+		if name != "" {
+			body = append(body, trimmed)
+		}
+	}
+	return out
+}
+
+// moduleDir is where the go command keeps a module this one requires.
+func moduleDir(t *testing.T, module string) string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", module).Output()
+	if err != nil {
+		t.Fatalf("go list -m %s: %v", module, err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// BenchmarkDeploymentList compares the generated methods with k8s.io/api's on a list of 100
+// random deployments (pod templates included, which both delegate to k8s.io/api).
+func BenchmarkDeploymentList(b *testing.B) {
+	api := &appsv1.DeploymentList{}
+	f := newFiller(1)
+	for range 100 {
+		var d appsv1.Deployment
+		f.Fill(&d)
+		api.Items = append(api.Items, d)
+	}
+	gen := &DeploymentList{}
+	if err := copyFields(reflect.ValueOf(gen).Elem(), reflect.ValueOf(api).Elem(), "DeploymentList"); err != nil {
+		b.Fatal(err)
+	}
+	data, err := api.Marshal()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		m    message
+		new  func() message
+	}{{"k8s.io-api", api, func() message { return &appsv1.DeploymentList{} }}, {"generated", gen, func() message { return &DeploymentList{} }}} {
+		b.Run("marshal/"+c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				if _, err := c.m.Marshal(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("unmarshal/"+c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				if err := c.new().Unmarshal(data); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
