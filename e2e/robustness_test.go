@@ -47,6 +47,10 @@ func faultKinds() []string {
 // to replay it with AAGEN_ROBUSTNESS_SEEDS.
 func TestRobustness(t *testing.T) {
 	skipShort(t)
+	// Registered first, so it runs last: after the processes' output tails, which would
+	// otherwise bury the failures at the end of a long CI log.
+	failures := &failureLog{}
+	t.Cleanup(func() { failures.repeat(t) })
 	seeds := robustnessSeedList(t)
 	etcdBin := cluster.EtcdBinary(t)
 	_, bin := buildExample(t)
@@ -56,7 +60,7 @@ func TestRobustness(t *testing.T) {
 		servers = append(servers, m.proxiedClientURL())
 	}
 	replicas, _ := startHAReplicas(t, bin, servers)
-	env := &robustEnv{parent: t, etcdBin: etcdBin, bin: bin, members: members, replicas: replicas}
+	env := &robustEnv{parent: t, etcdBin: etcdBin, bin: bin, members: members, replicas: replicas, failures: failures}
 	env.clients = env.newClients(t)
 	kinds := map[string]bool{}
 	for _, seed := range seeds {
@@ -66,7 +70,7 @@ func TestRobustness(t *testing.T) {
 					t.Logf("replay: %s=%d go test ./e2e -run TestRobustness", robustnessSeedsEnv, seed)
 				}
 			})
-			for _, k := range env.run(t, seed) {
+			for _, k := range env.run(failures.recording(t), seed) {
 				kinds[k] = true
 			}
 		})
@@ -103,6 +107,56 @@ type robustEnv struct {
 	members  []*faultMember
 	replicas []*haReplica
 	clients  []*robustClient
+	failures *failureLog
+}
+
+// failureLog keeps the failure messages of TestRobustness's seeds to repeat them at the
+// test's very end.
+type failureLog struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+// recording returns t with its Errorf and Fatalf messages also kept in l.
+func (l *failureLog) recording(t *testing.T) recordingT { return recordingT{T: t, log: l} }
+
+func (l *failureLog) add(test, msg string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.msgs = append(l.msgs, test+": "+msg)
+}
+
+// repeat logs the kept messages again if t failed.
+func (l *failureLog) repeat(t *testing.T) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if t.Failed() && len(l.msgs) > 0 {
+		t.Logf("failures, repeated after the processes' output:\n%s", strings.Join(l.msgs, "\n"))
+	}
+}
+
+// recordingT is a seed's *testing.T that also keeps its failure messages in log.
+type recordingT struct {
+	*testing.T
+	log *failureLog
+}
+
+func (r recordingT) Errorf(format string, args ...any) {
+	r.Helper()
+	r.log.add(r.Name(), fmt.Sprintf(format, args...))
+	r.T.Errorf(format, args...)
+}
+
+func (r recordingT) Fatalf(format string, args ...any) {
+	r.Helper()
+	r.log.add(r.Name(), fmt.Sprintf(format, args...))
+	r.T.Fatalf(format, args...)
+}
+
+func (r recordingT) Fatal(args ...any) {
+	r.Helper()
+	r.log.add(r.Name(), fmt.Sprint(args...))
+	r.T.Fatal(args...)
 }
 
 // robustClient is a client of one replica whose requests client-go does not retry: the
@@ -144,7 +198,7 @@ func (e *robustEnv) newClients(t *testing.T) []*robustClient {
 
 // run runs one seed: traffic and watches for a bounded time with two faults, then the
 // checks. It returns the fault kinds injected.
-func (e *robustEnv) run(t *testing.T, seed int64) []string {
+func (e *robustEnv) run(t recordingT, seed int64) []string {
 	rng := rand.New(rand.NewSource(seed))
 	ns := fmt.Sprintf("robust-%d", seed)
 	const (
@@ -367,7 +421,7 @@ func outcome(obj *unstructured.Unstructured, err error) (robustness.Result, int6
 }
 
 // inject applies one fault for about d, then undoes it.
-func (e *robustEnv) inject(t *testing.T, rng *rand.Rand, kind string, d time.Duration) {
+func (e *robustEnv) inject(t recordingT, rng *rand.Rand, kind string, d time.Duration) {
 	switch kind {
 	case "kill replica":
 		r := e.replicas[rng.Intn(len(e.replicas))]
@@ -400,13 +454,13 @@ func (e *robustEnv) inject(t *testing.T, rng *rand.Rand, kind string, d time.Dur
 }
 
 // healAll waits until every replica is ready and every member answers.
-func (e *robustEnv) healAll(t *testing.T) {
+func (e *robustEnv) healAll(t recordingT) {
 	t.Helper()
 	heal(e.members)
 	for _, r := range e.replicas {
-		r.waitAnnounced(t, 2*time.Minute)
+		r.waitAnnounced(t.T, 2*time.Minute)
 	}
-	cli := etcdClient(t, haMembers(e.members)...)
+	cli := etcdClient(t.T, haMembers(e.members)...)
 	deadline := time.Now().Add(time.Minute)
 	for _, m := range e.members {
 		for {
@@ -426,9 +480,9 @@ func (e *robustEnv) healAll(t *testing.T) {
 
 // etcdHistory is the storage's own event history of the namespace's boats after fromRV,
 // read with an etcd watch from fromRV+1 up to the current revision.
-func etcdHistory(ctx context.Context, t *testing.T, members []*faultMember, ns string, fromRV int64) []robustness.Event {
+func etcdHistory(ctx context.Context, t recordingT, members []*faultMember, ns string, fromRV int64) []robustness.Event {
 	t.Helper()
-	cli := etcdClient(t, haMembers(members)...)
+	cli := etcdClient(t.T, haMembers(members)...)
 	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	head, err := cli.Get(rctx, "/registry/", clientv3.WithPrefix(), clientv3.WithCountOnly())
@@ -569,7 +623,7 @@ func (w *robustWatch) reopens() int {
 }
 
 // waitFor waits until the watch has delivered resourceVersion rv or later.
-func (w *robustWatch) waitFor(t *testing.T, rv int64, timeout time.Duration) {
+func (w *robustWatch) waitFor(t recordingT, rv int64, timeout time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
