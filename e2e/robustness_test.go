@@ -549,65 +549,103 @@ func etcdHistory(ctx context.Context, t recordingT, members []*faultMember, ns s
 	}
 }
 
-// robustWatch is a watch of a namespace's boats that reopens from its last delivered
-// resourceVersion when the server ends it, alternating replicas.
+// robustWatch is a watch of a namespace's boats that, like a reflector, reopens from its
+// last delivered resourceVersion when the watch ends, fails to open or ends with an error
+// event other than 410 Gone. A 410 Gone ends it for good: the check is that every
+// delivered resourceVersion can be resumed from.
 type robustWatch struct {
 	mu       sync.Mutex
 	events   []robustness.Event
 	last     int64
 	nReopens int
-	errs     []string
+	errs     []string // 410 Gone answers: failures
+	lastErr  string   // the last error that made it reopen, for a timeout's message
 	done     chan struct{}
 }
 
+// startWatch watches from on replica and reopens on the next replica each time.
 func (e *robustEnv) startWatch(ctx context.Context, ns string, replica int, from int64) *robustWatch {
 	return e.startWatchOn(ctx, ns, replica, from, true)
 }
 
-// startWatchOn watches from the resourceVersion from on replica; with reopen it reopens
-// (from the last delivered resourceVersion, on the next replica) whenever the watch ends.
-func (e *robustEnv) startWatchOn(ctx context.Context, ns string, replica int, from int64, reopen bool) *robustWatch {
+// startWatchOn watches from the resourceVersion from on replica until ctx ends; with
+// alternate it reopens on the next replica, otherwise on the same one.
+func (e *robustEnv) startWatchOn(ctx context.Context, ns string, replica int, from int64, alternate bool) *robustWatch {
 	w := &robustWatch{last: from, done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
 		r := replica
-		for first := true; ctx.Err() == nil; first = false {
-			if !first {
-				if !reopen {
-					return
+		for opened := false; ctx.Err() == nil; {
+			if opened || w.lastError() != "" {
+				if alternate {
+					r = (r + 1) % len(e.clients)
 				}
-				r = (r + 1) % len(e.clients)
 				time.Sleep(100 * time.Millisecond)
 			}
-			wi, err := e.clients[r].boats.Namespace(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: strconv.FormatInt(w.last, 10)})
+			wi, err := e.clients[r].boats.Namespace(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: strconv.FormatInt(w.lastRV(), 10)})
 			if err != nil {
+				w.noteError(fmt.Sprintf("opening on replica%d: %v", r, err))
 				continue
 			}
-			if !first {
+			if opened {
 				w.mu.Lock()
 				w.nReopens++
 				w.mu.Unlock()
 			}
-			for ev := range wi.ResultChan() {
-				o, ok := ev.Object.(*unstructured.Unstructured)
-				if !ok {
-					if st, isStatus := ev.Object.(*metav1.Status); isStatus && st.Code == http.StatusGone {
-						w.mu.Lock()
-						w.errs = append(w.errs, fmt.Sprintf("410 Gone from resourceVersion %d", w.last))
-						w.mu.Unlock()
-					}
-					break
-				}
-				rv, _ := strconv.ParseInt(o.GetResourceVersion(), 10, 64)
-				w.mu.Lock()
-				w.events = append(w.events, robustness.Event{Type: string(ev.Type), Name: o.GetName(), RV: rv})
-				w.last = rv
-				w.mu.Unlock()
+			opened = true
+			if gone := w.consume(wi, r); gone {
+				return
 			}
-			wi.Stop()
 		}
 	}()
 	return w
+}
+
+// consume records wi's events until it ends and tells whether it ended with 410 Gone.
+func (w *robustWatch) consume(wi watch.Interface, replica int) (gone bool) {
+	defer wi.Stop()
+	for ev := range wi.ResultChan() {
+		if ev.Type == watch.Error {
+			err := apierrors.FromObject(ev.Object)
+			if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+				w.mu.Lock()
+				w.errs = append(w.errs, fmt.Sprintf("410 Gone on replica%d from resourceVersion %d: %v", replica, w.last, err))
+				w.mu.Unlock()
+				return true
+			}
+			w.noteError(fmt.Sprintf("error event on replica%d: %v", replica, err))
+			return false
+		}
+		o, ok := ev.Object.(*unstructured.Unstructured)
+		if !ok {
+			w.noteError(fmt.Sprintf("%s event on replica%d with a %T", ev.Type, replica, ev.Object))
+			return false
+		}
+		rv, _ := strconv.ParseInt(o.GetResourceVersion(), 10, 64)
+		w.mu.Lock()
+		w.events = append(w.events, robustness.Event{Type: string(ev.Type), Name: o.GetName(), RV: rv})
+		w.last = rv
+		w.mu.Unlock()
+	}
+	return false
+}
+
+func (w *robustWatch) noteError(msg string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.lastErr = msg
+}
+
+func (w *robustWatch) lastError() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.lastErr
+}
+
+func (w *robustWatch) lastRV() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.last
 }
 
 func (w *robustWatch) delivered() []robustness.Event {
@@ -628,7 +666,7 @@ func (w *robustWatch) waitFor(t recordingT, rv int64, timeout time.Duration) {
 	deadline := time.Now().Add(timeout)
 	for {
 		w.mu.Lock()
-		last, errs := w.last, slices.Clone(w.errs)
+		last, errs, lastErr := w.last, slices.Clone(w.errs), w.lastErr
 		w.mu.Unlock()
 		if len(errs) > 0 {
 			t.Errorf("watch: %s", strings.Join(errs, "; "))
@@ -638,7 +676,7 @@ func (w *robustWatch) waitFor(t recordingT, rv int64, timeout time.Duration) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Errorf("watch at resourceVersion %d has not reached %d after %s", last, rv, timeout)
+			t.Errorf("watch at resourceVersion %d has not reached %d after %s (last error: %q)", last, rv, timeout, lastErr)
 			return
 		}
 		time.Sleep(50 * time.Millisecond)
