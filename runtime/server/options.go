@@ -6,7 +6,6 @@ import (
 	"os"
 
 	"github.com/spf13/pflag"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
@@ -51,16 +50,11 @@ type Options struct {
 // NewOptions returns the default options for spec.
 func NewOptions(spec *Spec) *Options {
 	storage := storageMedia{scheme: spec.Scheme, versions: spec.StorageVersions}
-	mediaType := storage.defaultMediaType()
-	codec, err := storage.codec(mediaType)
-	if err != nil {
-		// Not reached: every codec factory has the JSON and protobuf serializers, and the
-		// default is protobuf only when every stored type has the methods.
-		mediaType, codec = runtime.ContentTypeJSON, spec.codecs().LegacyCodec(spec.StorageVersions...)
-	}
-	o := genericoptions.NewRecommendedOptions("/registry/"+spec.Name, newInterningCodec(codec))
+	// The codec here is a placeholder: New sets the one for --storage-media-type
+	// (applyStorageMediaType).
+	o := genericoptions.NewRecommendedOptions("/registry/"+spec.Name, newInterningCodec(spec.codecs().LegacyCodec(spec.StorageVersions...)))
 	o.Etcd.StorageConfig.EncodeVersioner = schema.GroupVersions(spec.StorageVersions)
-	o.Etcd.DefaultStorageMediaType = mediaType
+	o.Etcd.DefaultStorageMediaType = storage.defaultMediaType()
 	withoutSecondFlowControl(o)
 	opts := &Options{
 		Recommended:     o,

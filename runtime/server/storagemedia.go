@@ -34,14 +34,10 @@ type storageMedia struct {
 	applied string
 }
 
-// withoutProtobuf returns the Go types registered in the storage versions that the protobuf
-// serializer cannot encode or decode (they lack Marshal, or Reset and Unmarshal), as
+// withoutProtobuf returns the Go types registered for versions that the protobuf serializer
+// cannot encode or decode (they lack Marshal, or Reset and Unmarshal), as
 // "group/version Kind (Go type)", sorted. Generated types have the methods when aagen
 // emitted zz_generated.protobuf.go for their package.
-func (s storageMedia) withoutProtobuf() []string { return withoutProtobuf(s.scheme, s.versions) }
-
-// withoutProtobuf returns the Go types registered for versions that the protobuf serializer
-// cannot encode or decode, as "group/version Kind (Go type)", sorted.
 func withoutProtobuf(scheme *runtime.Scheme, versions []schema.GroupVersion) []string {
 	marshaller := reflect.TypeFor[protobufMarshaller]()
 	unmarshaller := reflect.TypeFor[protobufUnmarshaller]()
@@ -60,7 +56,7 @@ func withoutProtobuf(scheme *runtime.Scheme, versions []schema.GroupVersion) []s
 
 // defaultMediaType is protobuf when every stored type can be written in protobuf, else JSON.
 func (s storageMedia) defaultMediaType() string {
-	if len(s.withoutProtobuf()) == 0 {
+	if len(withoutProtobuf(s.scheme, s.versions)) == 0 {
 		return runtime.ContentTypeProtobuf
 	}
 	return runtime.ContentTypeJSON
@@ -72,7 +68,7 @@ func (s storageMedia) check(mediaType string) error {
 	case runtime.ContentTypeJSON:
 		return nil
 	case runtime.ContentTypeProtobuf:
-		if missing := s.withoutProtobuf(); len(missing) > 0 {
+		if missing := withoutProtobuf(s.scheme, s.versions); len(missing) > 0 {
 			more := ""
 			if len(missing) > 3 {
 				more = fmt.Sprintf(" and %d more", len(missing)-3)
