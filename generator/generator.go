@@ -164,12 +164,12 @@ func Generate(ctx context.Context, o Options) (_ *Result, err error) {
 
 	// The protobuf methods first: whether every served package has them decides what the
 	// clientset asks for.
-	proto, protoWarns, jsonOnly, err := emit.Protobuf(m, loaded.Packages)
+	proto, protoWarns, allProtobuf, err := emit.Protobuf(m, loaded.Packages)
 	if err != nil {
 		return nil, err
 	}
 	in := codegenInput(m, generatedPkg, load.ReferencedTypes(loaded.Packages))
-	in.PrefersProtobuf = len(m.Groups) > 0 && len(jsonOnly) == 0
+	in.PrefersProtobuf = len(m.Groups) > 0 && allProtobuf
 
 	t := time.Now()
 	logf("running code generators (deepcopy, openapi, clientset, listers, informers, apply configurations)")

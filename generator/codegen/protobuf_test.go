@@ -53,7 +53,8 @@ func TestRunPrefersProtobuf(t *testing.T) {
 
 // What a client built with gentype.PrefersProtobuf (as the generated clientset's are) sends:
 // protobuf bodies and an Accept header with the JSON fallback, on a rest.Config without a
-// ContentType; a config that names one wins.
+// ContentType; a config that names one wins. This pins client-go's behaviour, which the
+// clientset relies on (TestRunPrefersProtobuf checks that aagen's clients use it).
 func TestPrefersProtobufRequests(t *testing.T) {
 	type seen struct{ accept, contentType string }
 	var got []seen

@@ -18,6 +18,7 @@ import (
 	"github.com/dave/jennifer/jen"
 	"golang.org/x/tools/go/packages"
 	"golang.org/x/tools/imports"
+	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/aagen-dev/aagen/generator/model"
 	"github.com/aagen-dev/aagen/generator/protonum"
@@ -49,17 +50,18 @@ var protoMethods = []string{"Reset", "ProtoMessage", "String", "Marshal", "Marsh
 // kind, its list or a subresource's body or answer, and the package's field numbers file (generator/protonum). The numbers are read
 // from the file an earlier run wrote next to the types. A package with a field the
 // encoding does not support gets neither file but a warning naming the field; a number
-// conflict is an error. jsonOnly are the versions left without protobuf methods (a package
-// whose types declare the methods themselves has them): with none, the generated clientset
-// asks for protobuf.
-func Protobuf(m *model.Model, pkgs []*packages.Package) (files []File, warns []model.Diagnostic, jsonOnly []*model.Version, err error) {
+// conflict is an error. allProtobuf tells whether every version has the protobuf methods
+// (a package whose types declare the methods themselves has them): then the generated
+// clientset asks for protobuf.
+func Protobuf(m *model.Model, pkgs []*packages.Package) (files []File, warns []model.Diagnostic, allProtobuf bool, err error) {
 	byPath := map[string]*packages.Package{}
 	packages.Visit(pkgs, nil, func(p *packages.Package) { byPath[p.PkgPath] = p })
+	allProtobuf = true
 	for _, g := range m.Groups {
 		for _, v := range g.Packages() {
 			p := byPath[v.ImportPath]
 			if p == nil || p.Types == nil {
-				return nil, nil, nil, fmt.Errorf("protobuf: package %s was not loaded", v.ImportPath)
+				return nil, nil, false, fmt.Errorf("protobuf: package %s was not loaded", v.ImportPath)
 			}
 			var roots []string
 			for _, k := range v.Kinds {
@@ -71,17 +73,17 @@ func Protobuf(m *model.Model, pkgs []*packages.Package) (files []File, warns []m
 			numbersPath := filepath.Join(v.Dir, protonum.FileName)
 			old, err := os.ReadFile(numbersPath)
 			if err != nil && !errors.Is(err, os.ErrNotExist) {
-				return nil, nil, nil, err
+				return nil, nil, false, err
 			}
 			rel := m.RelPath(v.Dir)
 			out, diag, err := ProtobufPackage(p, roots, old, path.Join(rel, protonum.FileName))
 			if err != nil {
-				return nil, nil, nil, err
+				return nil, nil, false, err
 			}
 			if diag != nil {
 				warns = append(warns, *diag)
 				if v != g.Internal {
-					jsonOnly = append(jsonOnly, v)
+					allProtobuf = false
 				}
 				continue
 			}
@@ -95,14 +97,14 @@ func Protobuf(m *model.Model, pkgs []*packages.Package) (files []File, warns []m
 			// IDL only where there is none, or its own.
 			write, err := writesIDL(os.ReadFile(filepath.Join(v.Dir, ProtoIDLFileName)))
 			if err != nil {
-				return nil, nil, nil, err
+				return nil, nil, false, err
 			}
 			if write {
 				files = append(files, File{Path: path.Join(rel, ProtoIDLFileName), Content: out.Proto, Owner: Generated})
 			}
 		}
 	}
-	return files, warns, jsonOnly, nil
+	return files, warns, allProtobuf, nil
 }
 
 // ProtobufOutput is what ProtobufPackage renders for one package.
@@ -121,7 +123,7 @@ type ProtobufOutput struct {
 // diagnostic and no output; when every root type declares the methods itself (a package
 // with go-to-protobuf's generated.pb.go), there is neither.
 func ProtobufPackage(p *packages.Package, roots []string, oldNumbers []byte, numbersFile string) (*ProtobufOutput, *model.Diagnostic, error) {
-	a := &protoAnalysis{pkg: p, fset: p.Fset, byName: map[string]*protoMessage{}}
+	a := &protoAnalysis{pkg: p, byName: map[string]*protoMessage{}}
 	if ownMethods(p, roots) {
 		// go-to-protobuf's generated.pb.go (or the user) already gives every type its
 		// methods: nothing to write, nothing to warn about.
@@ -226,7 +228,6 @@ type protoMessage struct {
 
 type protoAnalysis struct {
 	pkg      *packages.Package
-	fset     *token.FileSet
 	messages []*protoMessage
 	byName   map[string]*protoMessage
 }
@@ -255,14 +256,14 @@ func (a *protoAnalysis) add(named *types.Named) *model.Diagnostic {
 		if !v.Exported() || tag.Get("json") == "-" || tag.Get("protobuf") == "-" {
 			continue
 		}
-		if v.Embedded() && isNamed(v.Type(), "k8s.io/apimachinery/pkg/apis/meta/v1", "TypeMeta") {
+		if v.Embedded() && model.IsNamed(v.Type(), "k8s.io/apimachinery/pkg/apis/meta/v1", "TypeMeta") {
 			continue // apiVersion and kind travel in the envelope (runtime.Unknown)
 		}
 		if slices.Contains(protoMethods, v.Name()) {
 			return a.unsupportedFix(v.Pos(), name+"."+v.Name(), fmt.Sprintf("has the name of a protobuf method (%s), which the type cannot then declare", strings.Join(protoMethods, ", ")),
 				fmt.Sprintf("rename the Go field (its JSON name %q can stay)", jsonName(tag, v.Name())))
 		}
-		f := &protoField{goName: v.Name(), tag: tag.Get("protobuf"), pos: a.fset.Position(v.Pos()), fieldType: v.Type(),
+		f := &protoField{goName: v.Name(), tag: tag.Get("protobuf"), pos: a.pkg.Fset.Position(v.Pos()), fieldType: v.Type(),
 			protoName: protoFieldName(tag, v.Name()), decl: len(msg.fields)}
 		fail := func(why string) *model.Diagnostic {
 			return a.unsupported(v.Pos(), name+"."+v.Name(), fmt.Sprintf("has type %s, %s", types.TypeString(v.Type(), types.RelativeTo(a.pkg.Types)), why))
@@ -390,16 +391,11 @@ func (a *protoAnalysis) unsupported(pos token.Pos, what, why string) *model.Diag
 
 func (a *protoAnalysis) unsupportedFix(pos token.Pos, what, why, fix string) *model.Diagnostic {
 	return &model.Diagnostic{
-		Pos:     a.fset.Position(pos),
+		Pos:     a.pkg.Fset.Position(pos),
 		Warning: true,
 		Msg:     fmt.Sprintf("no protobuf for package %s: %s %s", a.pkg.PkgPath, what, why),
 		Fix:     "the package's kinds are served in JSON and YAML only (a client asking for protobuf alone gets 406); to get protobuf, " + fix,
 	}
-}
-
-func isNamed(t types.Type, pkg, name string) bool {
-	n, ok := t.(*types.Named)
-	return ok && n.Obj().Pkg() != nil && n.Obj().Pkg().Path() == pkg && n.Obj().Name() == name
 }
 
 // hasProtoMethods reports whether *named has the methods the emitted code delegates to.
@@ -427,13 +423,7 @@ func declaredMethods(named *types.Named) []string {
 
 // protoKey returns the varint bytes of a field's key.
 func protoKey(num, wireType int) []byte {
-	var b []byte
-	v := uint64(num)<<3 | uint64(wireType)
-	for v >= 0x80 {
-		b = append(b, byte(v)|0x80)
-		v >>= 7
-	}
-	return append(b, byte(v))
+	return protowire.AppendTag(nil, protowire.Number(num), protowire.Type(wireType))
 }
 
 // typeCode is the Go expression of t, qualified for the file of pkg.

@@ -299,7 +299,7 @@ func (b *builder) kind(p *packages.Package, v *Version, d typeDecl) *Kind {
 		f := st.Field(i)
 		jsonName := jsonTagName(st.Tag(i))
 		switch {
-		case f.Embedded() && isNamed(f.Type(), metav1Path, "TypeMeta"), f.Name() == "ObjectMeta":
+		case f.Embedded() && IsNamed(f.Type(), metav1Path, "TypeMeta"), f.Name() == "ObjectMeta":
 		case f.Name() == "Status":
 			hasStatusField = true
 		case !f.Exported() || jsonName == "-":
@@ -668,7 +668,8 @@ func firstOfEach(ms markers.Set) markers.Set {
 	return out
 }
 
-func isNamed(t types.Type, pkg, name string) bool {
+// IsNamed reports whether t is the named type pkg.name.
+func IsNamed(t types.Type, pkg, name string) bool {
 	n, ok := t.(*types.Named)
 	return ok && n.Obj().Pkg() != nil && n.Obj().Pkg().Path() == pkg && n.Obj().Name() == name
 }
@@ -680,7 +681,7 @@ func isNamed(t types.Type, pkg, name string) bool {
 func embedsTypeMeta(st *types.Struct) bool {
 	for i := 0; i < st.NumFields(); i++ {
 		f := st.Field(i)
-		if f.Embedded() && isNamed(f.Type(), metav1Path, "TypeMeta") {
+		if f.Embedded() && IsNamed(f.Type(), metav1Path, "TypeMeta") {
 			switch reflect.StructTag(st.Tag(i)).Get("json") {
 			case ",inline", "":
 				return true
@@ -694,7 +695,7 @@ func embedsTypeMeta(st *types.Struct) bool {
 func hasField(st *types.Struct, field, pkg, name, json string) bool {
 	for i := 0; i < st.NumFields(); i++ {
 		f := st.Field(i)
-		if f.Name() == field && isNamed(f.Type(), pkg, name) {
+		if f.Name() == field && IsNamed(f.Type(), pkg, name) {
 			return jsonTagName(st.Tag(i)) == json
 		}
 	}

@@ -49,7 +49,7 @@ func (w *fieldWalker) structFields(path string, st *types.Struct) {
 			continue
 		}
 		if f.Embedded() {
-			if isNamed(f.Type(), metav1Path, "TypeMeta") || isNamed(f.Type(), metav1Path, "ObjectMeta") || isNamed(f.Type(), metav1Path, "ListMeta") {
+			if IsNamed(f.Type(), metav1Path, "TypeMeta") || IsNamed(f.Type(), metav1Path, "ObjectMeta") || IsNamed(f.Type(), metav1Path, "ListMeta") {
 				continue
 			}
 			if !strings.Contains(tagJSON(tag), "inline") && name == "" {

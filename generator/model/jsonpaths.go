@@ -411,7 +411,7 @@ func jsonKind(b *types.Basic) string {
 // leaf is in JSON terms.
 func columnFits(colType string, leaf types.Type) (string, bool) {
 	if isOpaque(leaf) {
-		if isNamed(leaf, metav1Path, "Time") || isNamed(leaf, metav1Path, "MicroTime") {
+		if IsNamed(leaf, metav1Path, "Time") || IsNamed(leaf, metav1Path, "MicroTime") {
 			return "a timestamp (" + describeType(leaf) + ")", colType == "date" || colType == "string"
 		}
 		return describeType(leaf), true // Quantity, IntOrString, ...: JSON type unknown here

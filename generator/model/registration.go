@@ -49,7 +49,7 @@ func (b *builder) registration(p *packages.Package, group string) ([]string, boo
 				ok = false
 			}
 		case "SchemeGroupVersion":
-			if _, isVar := obj.(*types.Var); !isVar || !isNamed(obj.Type(), pkgSchemaPath, "GroupVersion") {
+			if _, isVar := obj.(*types.Var); !isVar || !IsNamed(obj.Type(), pkgSchemaPath, "GroupVersion") {
 				b.errorf(pos, "declare `var SchemeGroupVersion = schema.GroupVersion{Group: GroupName, Version: \""+p.Name+"\"}`, or delete it: aagen then generates it",
 					"package %s declares SchemeGroupVersion, but not as a variable of type schema.GroupVersion (the generated server registers the version with it)", p.Name)
 				ok = false
@@ -65,7 +65,7 @@ func (b *builder) registration(p *packages.Package, group string) ([]string, boo
 			if ptr, isPtr := t.(*types.Pointer); isPtr {
 				t = ptr.Elem()
 			}
-			if _, isVar := obj.(*types.Var); !isVar || !isNamed(t, pkgRuntimePath, "SchemeBuilder") {
+			if _, isVar := obj.(*types.Var); !isVar || !IsNamed(t, pkgRuntimePath, "SchemeBuilder") {
 				b.errorf(pos, "declare `localSchemeBuilder = &SchemeBuilder` with `SchemeBuilder runtime.SchemeBuilder` (upstream's register.go), or rename it",
 					"package %s declares localSchemeBuilder, but not as a runtime.SchemeBuilder (or a pointer to one), where conversion-gen's generated init registers the conversions", p.Name)
 				ok = false
@@ -88,5 +88,5 @@ func isAddToScheme(obj types.Object) bool {
 		return false
 	}
 	ptr, ok := sig.Params().At(0).Type().(*types.Pointer)
-	return ok && isNamed(ptr.Elem(), pkgRuntimePath, "Scheme") && types.Identical(sig.Results().At(0).Type(), types.Universe.Lookup("error").Type())
+	return ok && IsNamed(ptr.Elem(), pkgRuntimePath, "Scheme") && types.Identical(sig.Results().At(0).Type(), types.Universe.Lookup("error").Type())
 }

@@ -347,7 +347,7 @@ func isRawExtension(t types.Type) bool {
 	if p, ok := t.(*types.Pointer); ok {
 		t = p.Elem()
 	}
-	return isNamed(t, runtimePath, "RawExtension")
+	return IsNamed(t, pkgRuntimePath, "RawExtension")
 }
 
 // checkDefault reads a default value (controller-tools' literal syntax or JSON) as the
@@ -395,7 +395,6 @@ func (b *builder) checkDefault(def markers.DefaultValue, m markers.Marker, t typ
 // Packages of the types whose JSON is free-form (any value): a literal on them is guessed,
 // as by controller-tools.
 const (
-	runtimePath  = "k8s.io/apimachinery/pkg/runtime"
 	apiextV1Path = "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
@@ -459,7 +458,7 @@ func isFreeForm(t types.Type) bool {
 	if p, ok := t.(*types.Pointer); ok {
 		t = p.Elem()
 	}
-	if isNamed(t, runtimePath, "RawExtension") || isNamed(t, apiextV1Path, "JSON") {
+	if IsNamed(t, pkgRuntimePath, "RawExtension") || IsNamed(t, apiextV1Path, "JSON") {
 		return true
 	}
 	_, isIface := t.Underlying().(*types.Interface)

@@ -48,8 +48,8 @@ type Plan struct {
 	// Unchanged counts generated files already up to date; Kept lists user-owned files left alone.
 	Unchanged int
 	Kept      []string
-	// Replaced are the files in Write that another generator wrote (see
-	// UpstreamGenerator), which this run takes over, with the generator's name.
+	// Replaced are the files in Write that another generator wrote (see origin), which
+	// this run takes over, with the generator's name.
 	Replaced []Replaced
 }
 
