@@ -575,8 +575,9 @@ func (e *robustEnv) startWatchOn(ctx context.Context, ns string, replica int, fr
 	go func() {
 		defer close(w.done)
 		r := replica
-		for opened := false; ctx.Err() == nil; {
-			if opened || w.lastError() != "" {
+		opened := false
+		for first := true; ctx.Err() == nil; first = false {
+			if !first {
 				if alternate {
 					r = (r + 1) % len(e.clients)
 				}
@@ -634,12 +635,6 @@ func (w *robustWatch) noteError(msg string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.lastErr = msg
-}
-
-func (w *robustWatch) lastError() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.lastErr
 }
 
 func (w *robustWatch) lastRV() int64 {

@@ -91,8 +91,11 @@ func doAccept(c *http.Client, url, mediaType string) ([]byte, error) {
 	return data, nil
 }
 
-// countItems returns the length of a list's items in JSON or CBOR.
+// countItems returns the length of a list's items in JSON, CBOR or protobuf.
 func countItems(data []byte, mediaType string) int {
+	if mediaType == protobufMediaType {
+		return countProtobufItems(data)
+	}
 	if mediaType == "application/cbor" {
 		var m map[string]any
 		if err := cbor.Unmarshal(data, &m); err != nil {

@@ -57,13 +57,7 @@ func protobufRows(subjects []*subject, cfg servingConfig) (string, map[string]me
 				if err != nil {
 					return err
 				}
-				var got int
-				if mediaType == protobufMediaType {
-					got = countProtobufItems(data)
-				} else {
-					got = countItems(data, mediaType)
-				}
-				if got != want {
+				if got := countItems(data, mediaType); got != want {
 					return fmt.Errorf("list %s as %s: %d items, want %d", url, mediaType, got, want)
 				}
 				return nil
@@ -270,16 +264,13 @@ func protobufWatchEvent(r *bufio.Reader) (string, string, error) {
 	if err := ev.Unmarshal(frame); err != nil {
 		return "", "", err
 	}
-	raw := ev.Object.Raw
-	if !bytes.HasPrefix(raw, []byte(cluster.ProtobufMagic)) {
-		raw = append([]byte(cluster.ProtobufMagic), raw...)
-	}
-	unk, err := cluster.UnwrapProtobuf(raw)
-	if err != nil {
+	// An event's object may come with or without the envelope's magic.
+	var unk runtime.Unknown
+	if err := unk.Unmarshal(bytes.TrimPrefix(ev.Object.Raw, []byte(cluster.ProtobufMagic))); err != nil {
 		return "", "", err
 	}
 	var meta metav1.ObjectMeta
-	err = eachField(unk.Raw, func(num protowire.Number, v []byte) error {
+	err := eachField(unk.Raw, func(num protowire.Number, v []byte) error {
 		if num == fieldObjectMeta {
 			return meta.Unmarshal(v)
 		}
