@@ -26,6 +26,10 @@ const (
 	Generated Ownership = iota
 	// UserOwned files are written once, as a starting point, and never touched again.
 	UserOwned
+	// GeneratedOrKept files are aagen's where the path is free or holds aagen's file; a
+	// file another tool or a hand wrote there is kept (generated.proto, which
+	// go-to-protobuf writes too).
+	GeneratedOrKept
 )
 
 // File is one emitted file; Path is slash-separated and relative to the module root.

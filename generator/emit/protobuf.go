@@ -90,18 +90,11 @@ func Protobuf(m *model.Model, pkgs []*packages.Package) (files []File, warns []m
 			if out == nil {
 				continue
 			}
+			// A generated.proto that go-to-protobuf (or a hand) wrote stays.
 			files = append(files,
 				File{Path: path.Join(rel, ProtobufFileName), Content: out.Go, Owner: Generated},
-				File{Path: path.Join(rel, protonum.FileName), Content: out.Numbers, Owner: Generated})
-			// A generated.proto that go-to-protobuf (or a hand) wrote stays: aagen writes the
-			// IDL only where there is none, or its own.
-			write, err := writesIDL(os.ReadFile(filepath.Join(v.Dir, ProtoIDLFileName)))
-			if err != nil {
-				return nil, nil, false, err
-			}
-			if write {
-				files = append(files, File{Path: path.Join(rel, ProtoIDLFileName), Content: out.Proto, Owner: Generated})
-			}
+				File{Path: path.Join(rel, protonum.FileName), Content: out.Numbers, Owner: Generated},
+				File{Path: path.Join(rel, ProtoIDLFileName), Content: out.Proto, Owner: GeneratedOrKept})
 		}
 	}
 	return files, warns, allProtobuf, nil
@@ -930,18 +923,6 @@ func renderProtoIDL(p *packages.Package, msgs []*protoMessage) []byte {
 	fmt.Fprintf(&b, "// Package-wide variables from generator \"generated\".\noption go_package = %q;\n", p.PkgPath)
 	b.WriteString(body.String())
 	return []byte(b.String())
-}
-
-// writesIDL reports whether aagen writes generated.proto, given the file's current content
-// (or the error reading it): when there is none, or it is aagen's own.
-func writesIDL(existing []byte, err error) (bool, error) {
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return true, nil
-	case err != nil:
-		return false, err
-	}
-	return bytes.Contains(existing, []byte("// "+GeneratedHeader)), nil
 }
 
 // ownMethods reports whether every root type of p declares all the protobuf methods itself.

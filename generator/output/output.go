@@ -64,7 +64,7 @@ type Replaced struct {
 func (p *Plan) Stale() []string {
 	var out []string
 	for _, f := range p.Write {
-		if f.Owner == emit.Generated {
+		if f.Owner != emit.UserOwned {
 			out = append(out, f.Path)
 		}
 	}
@@ -92,7 +92,7 @@ func Diff(moduleDir string, files []emit.File, scanDirs []string) (*Plan, error)
 			p.Write = append(p.Write, f)
 		case err != nil:
 			return nil, err
-		case f.Owner == emit.UserOwned:
+		case f.Owner == emit.UserOwned, !ours && f.Owner == emit.GeneratedOrKept:
 			p.Kept = append(p.Kept, f.Path)
 		case !ours && upstream != "" && f.Owner == emit.Generated:
 			p.Replaced = append(p.Replaced, Replaced{Path: f.Path, Tool: upstream})
