@@ -7,8 +7,8 @@ import (
 )
 
 // backendMarker reads +aagen:backend on a kind and refuses what a kind served from the
-// user's backend cannot have: the /status and /scale subresources, which the generated
-// storage serves from etcd. It reports whether the kind is good.
+// user's backend cannot have: the /status and /scale subresources and imperative
+// subresources, which the generated storage serves. It reports whether the kind is good.
 func (b *builder) backendMarker(k *Kind, ms markers.Set) bool {
 	backend, m, _ := markers.Find[markers.Backend](ms)
 	if !backend {
@@ -32,6 +32,11 @@ func (b *builder) backendMarker(k *Kind, ms markers.Set) bool {
 			"%s has +aagen:backend and +kubebuilder:subresource:scale", k.Name)
 		good = false
 	}
+	if _, sm, ok := markers.Find[markers.Subresource](ms); ok {
+		b.errorf(sm.Pos, "remove the +aagen:subresource markers from "+k.Name+", or its +aagen:backend: the subresources are served through the generated storage, which a kind from your backend does not have",
+			"%s has +aagen:backend and imperative subresources", k.Name)
+		good = false
+	}
 	return good
 }
 
@@ -50,12 +55,6 @@ func (b *builder) backendResource(r *Resource) {
 	case len(marked) == 0:
 	case len(unmarked) == 0:
 		r.Backend = true
-		for _, k := range r.Versions {
-			if len(k.Subresources) > 0 {
-				b.errorf(k.Subresources[0].Pos, "remove the +aagen:subresource markers from "+r.Kind+", or its +aagen:backend: the subresources are served through the generated storage, which a kind from your backend does not have",
-					"%s has +aagen:backend and imperative subresources", r.Kind)
-			}
-		}
 	default:
 		var pos = r.Versions[0].Pos
 		for _, k := range r.Versions {
