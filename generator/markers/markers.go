@@ -140,10 +140,10 @@ type Diagnostic struct {
 	Warning bool
 	Msg     string
 	Fix     string
-	// Value is set when the marker is known but its value does not parse: what is wrong
-	// with it (Msg says it with the marker's text), for the caller to name the node.
-	Value *Problem
-	// Name is the marker's name, with Value.
+	// ValueMsg is set when the marker is known but its value does not parse: what is
+	// wrong with it (Msg says it with the marker's text), for the caller to name the node.
+	ValueMsg string
+	// Name is the marker's name, with ValueMsg.
 	Name string
 }
 
@@ -323,10 +323,10 @@ func (r *Registry) parseOne(text string, pos token.Position, target Target) (Mar
 		v, err := def.Parse(m)
 		if err != nil {
 			d := errf("%v", err)
-			d.Name, d.Value = def.Name, &Problem{Msg: err.Error()}
+			d.Name, d.ValueMsg = def.Name, err.Error()
 			var p *Problem
 			if errors.As(err, &p) {
-				d.Fix, d.Value.Fix = p.Fix, p.Fix
+				d.Fix = p.Fix
 			}
 			return m, d, true
 		}

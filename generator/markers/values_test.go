@@ -125,8 +125,8 @@ func TestValueErrors(t *testing.T) {
 			continue
 		}
 		// The value's problem alone, for the model to name the node: "+<name> on Widget.Size: <msg>".
-		if d.Value == nil || d.Name != m.Def.Name || !strings.Contains(d.Value.Msg, c.msg) || strings.Contains(d.Value.Msg, "marker +") || d.Value.Fix != d.Fix {
-			t.Errorf("+%s: Value = %+v, Name = %q", c.text, d.Value, d.Name)
+		if d.ValueMsg == "" || d.Name != m.Def.Name || !strings.Contains(d.ValueMsg, c.msg) || strings.Contains(d.ValueMsg, "marker +") {
+			t.Errorf("+%s: ValueMsg = %q, Name = %q", c.text, d.ValueMsg, d.Name)
 		}
 	}
 	src := "package v1\n\ntype W struct {\n\t// +kubebuilder:validation:MaxItems=x\n\tF []string\n}\n"

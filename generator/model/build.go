@@ -89,8 +89,8 @@ func (b *builder) warnf(pos token.Position, fix, format string, args ...any) {
 func (b *builder) markerDiags(ds []markers.Diagnostic, where string) {
 	for _, d := range ds {
 		msg := d.Msg
-		if d.Value != nil && where != "" {
-			msg = sprintf("+%s on %s: %s", d.Name, where, d.Value.Msg)
+		if d.ValueMsg != "" && where != "" {
+			msg = sprintf("+%s on %s: %s", d.Name, where, d.ValueMsg)
 		}
 		b.diags = append(b.diags, Diagnostic{Pos: d.Pos, Warning: d.Warning, Msg: msg, Fix: d.Fix})
 	}
