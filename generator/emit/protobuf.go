@@ -76,12 +76,12 @@ func Protobuf(m *model.Model, pkgs []*packages.Package) (files []File, warns []m
 				return nil, nil, false, err
 			}
 			rel := m.RelPath(v.Dir)
-			out, diag, err := ProtobufPackage(p, roots, old, path.Join(rel, protonum.FileName))
+			out, diags, err := ProtobufPackage(p, roots, old, path.Join(rel, protonum.FileName))
 			if err != nil {
 				return nil, nil, false, err
 			}
-			if diag != nil {
-				warns = append(warns, *diag)
+			if len(diags) > 0 {
+				warns = append(warns, diags...)
 				if v != g.Internal {
 					allProtobuf = false
 				}
@@ -112,10 +112,10 @@ type ProtobufOutput struct {
 
 // ProtobufPackage renders the protobuf methods of the structs of p reachable from the named
 // root types, numbered from oldNumbers (the numbers file's content, nil without one;
-// numbersFile names it in errors). A field the encoding does not support gives a warning
-// diagnostic and no output; when every root type declares the methods itself (a package
-// with go-to-protobuf's generated.pb.go), there is neither.
-func ProtobufPackage(p *packages.Package, roots []string, oldNumbers []byte, numbersFile string) (*ProtobufOutput, *model.Diagnostic, error) {
+// numbersFile names it in errors). Each field the encoding does not support gives a warning
+// diagnostic, and the package no output; when every root type declares the methods itself
+// (a package with go-to-protobuf's generated.pb.go), there is neither.
+func ProtobufPackage(p *packages.Package, roots []string, oldNumbers []byte, numbersFile string) (*ProtobufOutput, []model.Diagnostic, error) {
 	a := &protoAnalysis{pkg: p, byName: map[string]*protoMessage{}}
 	if ownMethods(p, roots) {
 		// go-to-protobuf's generated.pb.go (or the user) already gives every type its
@@ -131,9 +131,10 @@ func ProtobufPackage(p *packages.Package, roots []string, oldNumbers []byte, num
 		if !ok {
 			return nil, nil, fmt.Errorf("protobuf: %s.%s is not a named type", p.PkgPath, r)
 		}
-		if diag := a.add(named); diag != nil {
-			return nil, diag, nil
-		}
+		a.add(named)
+	}
+	if len(a.warns) > 0 {
+		return nil, a.warns, nil
 	}
 	numbers, err := protonum.Parse(oldNumbers, numbersFile)
 	if err != nil {
@@ -223,21 +224,26 @@ type protoAnalysis struct {
 	pkg      *packages.Package
 	messages []*protoMessage
 	byName   map[string]*protoMessage
+	// warns are the types and fields the encoding does not support.
+	warns []model.Diagnostic
 }
 
-// add analyses a struct of the package and every struct of the package it reaches.
-func (a *protoAnalysis) add(named *types.Named) *model.Diagnostic {
+// add analyses a struct of the package and every struct of the package it reaches,
+// recording in a.warns each type and field the encoding does not support.
+func (a *protoAnalysis) add(named *types.Named) {
 	name := named.Obj().Name()
 	if a.byName[name] != nil {
-		return nil
+		return
 	}
 	st, ok := named.Underlying().(*types.Struct)
 	if !ok {
-		return a.unsupported(named.Obj().Pos(), name, "is not a struct")
+		a.unsupported(named.Obj().Pos(), name, "is not a struct")
+		return
 	}
 	if existing := declaredMethods(named); len(existing) > 0 {
-		return a.unsupportedFix(named.Obj().Pos(), name, fmt.Sprintf("already declares %s, which the protobuf methods would redeclare", strings.Join(existing, ", ")),
+		a.unsupportedFix(named.Obj().Pos(), name, fmt.Sprintf("already declares %s, which the protobuf methods would redeclare", strings.Join(existing, ", ")),
 			"remove or rename those methods")
+		return
 	}
 	msg := &protoMessage{name: name}
 	a.byName[name] = msg
@@ -253,13 +259,14 @@ func (a *protoAnalysis) add(named *types.Named) *model.Diagnostic {
 			continue // apiVersion and kind travel in the envelope (runtime.Unknown)
 		}
 		if slices.Contains(protoMethods, v.Name()) {
-			return a.unsupportedFix(v.Pos(), name+"."+v.Name(), fmt.Sprintf("has the name of a protobuf method (%s), which the type cannot then declare", strings.Join(protoMethods, ", ")),
+			a.unsupportedFix(v.Pos(), name+"."+v.Name(), fmt.Sprintf("has the name of a protobuf method (%s), which the type cannot then declare", strings.Join(protoMethods, ", ")),
 				fmt.Sprintf("rename the Go field (its JSON name %q can stay)", jsonName(tag, v.Name())))
+			continue
 		}
 		f := &protoField{goName: v.Name(), tag: tag.Get("protobuf"), pos: a.pkg.Fset.Position(v.Pos()), fieldType: v.Type(),
 			protoName: protoFieldName(tag, v.Name()), decl: len(msg.fields)}
-		fail := func(why string) *model.Diagnostic {
-			return a.unsupported(v.Pos(), name+"."+v.Name(), fmt.Sprintf("has type %s, %s", types.TypeString(v.Type(), types.RelativeTo(a.pkg.Types)), why))
+		fail := func(why string) {
+			a.unsupported(v.Pos(), name+"."+v.Name(), fmt.Sprintf("has type %s, %s", types.TypeString(v.Type(), types.RelativeTo(a.pkg.Types)), why))
 		}
 		t := types.Unalias(v.Type())
 		if ptr, ok := t.(*types.Pointer); ok {
@@ -270,41 +277,49 @@ func (a *protoAnalysis) add(named *types.Named) *model.Diagnostic {
 		case *types.Slice:
 			if b, ok := u.Elem().Underlying().(*types.Basic); ok && b.Kind() == types.Byte {
 				if f.pointer {
-					return fail("a pointer to bytes, which protobuf cannot tell from bytes")
+					fail("a pointer to bytes, which protobuf cannot tell from bytes")
+					continue
 				}
 				f.value = protoValue{enc: encBytes, typ: t}
 				break
 			}
 			if f.pointer {
-				return fail("a pointer to a slice, which protobuf cannot tell from the slice")
+				fail("a pointer to a slice, which protobuf cannot tell from the slice")
+				continue
 			}
 			f.repeated = true
 			val, why := a.value(u.Elem())
 			if why != "" {
-				return fail(why)
+				fail(why)
+				continue
 			}
 			if val.enc == encBytes {
-				return fail("a slice of bytes slices, which go-to-protobuf wraps in a message type of its own")
+				fail("a slice of bytes slices, which go-to-protobuf wraps in a message type of its own")
+				continue
 			}
 			f.value = val
 		case *types.Map:
 			if f.pointer {
-				return fail("a pointer to a map, which protobuf cannot tell from the map")
+				fail("a pointer to a map, which protobuf cannot tell from the map")
+				continue
 			}
 			f.isMap = true
 			key, why := a.value(u.Key())
 			if why != "" || key.enc != encString {
-				return fail("a map whose key is not a string")
+				fail("a map whose key is not a string")
+				continue
 			}
 			val, why := a.value(u.Elem())
 			if why != "" {
-				return fail(why)
+				fail(why)
+				continue
 			}
 			f.key, f.value = key, val
 		default:
 			val, why := a.value(t)
 			if why != "" {
-				return fail(why)
+				fail(why)
+				continue
 			}
 			f.value = val
 		}
@@ -316,11 +331,8 @@ func (a *protoAnalysis) add(named *types.Named) *model.Diagnostic {
 		msg.fields = append(msg.fields, f)
 	}
 	for _, n := range reach {
-		if diag := a.add(n); diag != nil {
-			return diag
-		}
+		a.add(n)
 	}
-	return nil
 }
 
 // value classifies a non-slice, non-map Go type; why says why it cannot be encoded.
@@ -378,17 +390,17 @@ func (a *protoAnalysis) value(t types.Type) (protoValue, string) {
 	return protoValue{}, "which has no protobuf encoding"
 }
 
-func (a *protoAnalysis) unsupported(pos token.Pos, what, why string) *model.Diagnostic {
-	return a.unsupportedFix(pos, what, why, "change the field's type to one docs/protobuf.md lists")
+func (a *protoAnalysis) unsupported(pos token.Pos, what, why string) {
+	a.unsupportedFix(pos, what, why, "change the field's type to one docs/protobuf.md lists")
 }
 
-func (a *protoAnalysis) unsupportedFix(pos token.Pos, what, why, fix string) *model.Diagnostic {
-	return &model.Diagnostic{
+func (a *protoAnalysis) unsupportedFix(pos token.Pos, what, why, fix string) {
+	a.warns = append(a.warns, model.Diagnostic{
 		Pos:     a.pkg.Fset.Position(pos),
 		Warning: true,
 		Msg:     fmt.Sprintf("no protobuf for package %s: %s %s", a.pkg.PkgPath, what, why),
 		Fix:     "the package's kinds are served in JSON and YAML only (a client asking for protobuf alone gets 406); to get protobuf, " + fix,
-	}
+	})
 }
 
 // hasProtoMethods reports whether *named has the methods the emitted code delegates to.

@@ -48,12 +48,12 @@ func TestProtobufShapeGolden(t *testing.T) {
 	if err != nil && !os.IsNotExist(err) {
 		t.Fatal(err)
 	}
-	out, diag, err := ProtobufPackage(p, protoShapeRoots, old, "internal/protoshape/"+protonum.FileName)
+	out, diags, err := ProtobufPackage(p, protoShapeRoots, old, "internal/protoshape/"+protonum.FileName)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diag != nil {
-		t.Fatalf("unexpected warning: %s", diag)
+	if len(diags) > 0 {
+		t.Fatalf("unexpected warnings: %v", diags)
 	}
 	for name, content := range map[string][]byte{ProtobufFileName: out.Go, protonum.FileName: out.Numbers, ProtoIDLFileName: out.Proto} {
 		file := filepath.Join(dir, name)
@@ -91,14 +91,14 @@ func TestProtobufUnsupported(t *testing.T) {
 		"Stringer":       "Stringer already declares String, which the protobuf methods would redeclare",
 		"MapOfSlices":    "MapOfSlices.Extra has type map[string][]string, a slice inside a slice or map",
 	} {
-		out, diag, err := ProtobufPackage(p, []string{root}, nil, "numbers.txt")
+		out, diags, err := ProtobufPackage(p, []string{root}, nil, "numbers.txt")
 		if err != nil {
 			t.Fatalf("%s: %v", root, err)
 		}
-		if out != nil || diag == nil {
-			t.Fatalf("%s: want a warning and no output, got output %v", root, out != nil)
+		if out != nil || len(diags) != 1 {
+			t.Fatalf("%s: want one warning and no output, got output %v and %v", root, out != nil, diags)
 		}
-		if got := diag.String(); !strings.Contains(got, want) || !strings.Contains(got, "fix: the package's kinds are served in JSON and YAML only") {
+		if got := diags[0].String(); !strings.Contains(got, want) || !strings.Contains(got, "fix: the package's kinds are served in JSON and YAML only") {
 			t.Errorf("%s: warning\n%s\nwant it to contain\n%s", root, got, want)
 		}
 	}
@@ -119,9 +119,9 @@ func TestProtobufNumberConflict(t *testing.T) {
 func TestProtobufNumbersKept(t *testing.T) {
 	p := loadPackage(t, filepath.Join("testdata", "protobad"))
 	old := "Fine:\n  ObjectMeta: 1\n  First: 2\n  Second: 3\n  Gone: 4\n"
-	out, diag, err := ProtobufPackage(p, []string{"Fine"}, []byte(old), "numbers.txt")
-	if err != nil || diag != nil {
-		t.Fatal(err, diag)
+	out, diags, err := ProtobufPackage(p, []string{"Fine"}, []byte(old), "numbers.txt")
+	if err != nil || len(diags) > 0 {
+		t.Fatal(err, diags)
 	}
 	want := "Fine:\n  ObjectMeta: 1\n  First: 2\n  Second: 3\n  Added: 5\n  reserved: 4\n"
 	if !strings.HasSuffix(string(out.Numbers), want) {
@@ -138,9 +138,9 @@ func TestProtobufNumbersKept(t *testing.T) {
 // TestProtobufAliases: fields whose types are aliases encode as the types they name.
 func TestProtobufAliases(t *testing.T) {
 	p := loadPackage(t, filepath.Join("testdata", "protobad"))
-	out, diag, err := ProtobufPackage(p, []string{"Aliased"}, nil, "numbers.txt")
-	if err != nil || diag != nil {
-		t.Fatal(err, diag)
+	out, diags, err := ProtobufPackage(p, []string{"Aliased"}, nil, "numbers.txt")
+	if err != nil || len(diags) > 0 {
+		t.Fatal(err, diags)
 	}
 	for _, want := range []string{"func (m *Fine) Unmarshal(", "m.Items = append(m.Items, Fine{})", "m.Name = string(raw)"} {
 		if !strings.Contains(string(out.Go), want) {
@@ -153,8 +153,30 @@ func TestProtobufAliases(t *testing.T) {
 // generated.pb.go) gets no file and no warning.
 func TestProtobufOwnMethods(t *testing.T) {
 	p := loadPackage(t, filepath.Join("testdata", "protoown"))
-	out, diag, err := ProtobufPackage(p, []string{"Own"}, nil, "numbers.txt")
-	if err != nil || diag != nil || out != nil {
-		t.Fatalf("want nothing, got output %v, warning %v, error %v", out != nil, diag, err)
+	out, diags, err := ProtobufPackage(p, []string{"Own"}, nil, "numbers.txt")
+	if err != nil || len(diags) > 0 || out != nil {
+		t.Fatalf("want nothing, got output %v, warning %v, error %v", out != nil, diags, err)
+	}
+}
+
+// TestProtobufReportsEveryField: every field the encoding cannot carry is reported in one
+// run, also in the structs a root reaches, so a user fixes them all at once.
+func TestProtobufReportsEveryField(t *testing.T) {
+	p := loadPackage(t, filepath.Join("testdata", "protobad"))
+	out, diags, err := ProtobufPackage(p, []string{"Several"}, nil, "numbers.txt")
+	if err != nil || out != nil {
+		t.Fatalf("want warnings and no output, got output %v, error %v", out != nil, err)
+	}
+	var got []string
+	for _, d := range diags {
+		got = append(got, d.Msg)
+	}
+	for i, want := range []string{"Several.When has type time.Time", "Several.Size has the name of a protobuf method", "Wrapper.Matrix has type [][]string"} {
+		if i >= len(got) || !strings.Contains(got[i], want) {
+			t.Errorf("warning %d: want it to contain %q, got %q", i, want, got)
+		}
+	}
+	if len(got) != 3 {
+		t.Errorf("%d warnings, want 3: %q", len(got), got)
 	}
 }

@@ -70,3 +70,11 @@ type Aliased struct {
 type FineAlias = Fine
 
 type NameAlias = string
+
+// Several has three fields the encoding cannot carry, one of them in a struct it reaches.
+type Several struct {
+	When   time.Time         `json:"when"`
+	Size   string            `json:"size"`
+	Nested Wrapper           `json:"nested"`
+	Fine   map[string]string `json:"fine"`
+}
