@@ -167,6 +167,12 @@ type WidgetSpec struct {
 	Count int32 ` + "`json:\"count,omitempty\"`" + `
 	// +kubebuilder:validation:MaxLength=x
 	Label string ` + "`json:\"label,omitempty\"`" + `
+	// +kubebuilder:validation:items:MaxLength=3
+	Third ` + "`json:\",inline\"`" + `
+}
+
+type Third struct {
+	Names []string ` + "`json:\"names,omitempty\"`" + `
 }
 `,
 	})
@@ -180,12 +186,13 @@ type WidgetSpec struct {
 		"types.go:32:2: +kubebuilder:validation:Minimum on WidgetSpec.Name: the field is a string, not a number\n\tfix: use it on an integer or floating-point field, or remove it",
 		"types.go:34:2: +kubebuilder:validation:items:MaxLength on WidgetSpec.Count: the field is not a list",
 		"types.go:36:2: +kubebuilder:validation:MaxLength on WidgetSpec.Label: \"x\" is not a non-negative integer\n\tfix: write a non-negative integer, e.g. +kubebuilder:validation:MaxLength=1",
+		"types.go:38:2: validation markers on field WidgetSpec.Third, which has no JSON name of its own",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("errors lack %q:\n%s", want, got)
 		}
 	}
-	if strings.Contains(got, "WidgetSpec.Common") || strings.Count(got, "types.go:") != 4 {
-		t.Errorf("want exactly the four errors above:\n%s", got)
+	if strings.Contains(got, "WidgetSpec.Common") || strings.Count(got, "types.go:") != 5 {
+		t.Errorf("want exactly the five errors above:\n%s", got)
 	}
 }

@@ -188,13 +188,13 @@ func (b *builder) validations(p *packages.Package, v *Version, decls []typeDecl)
 }
 
 // hasAnyValidation reports whether ms holds a marker that puts something in a field's
-// schema: a constraint or a default. Required and Optional, in any spelling, do not count:
+// schema: a constraint (on the field or its items) or a default. Required and Optional, in any spelling, do not count:
 // on an embedded field (Gateway API has +optional above its inline BackendRef)
 // they say nothing, and controller-gen ignores them there too.
 func hasAnyValidation(ms markers.Set) bool {
 	for _, m := range ms {
 		switch m.Parsed.(type) {
-		case markers.SchemaValue, markers.DefaultValue:
+		case markers.SchemaValue, markers.DefaultValue, markers.Items:
 			return true
 		}
 	}
