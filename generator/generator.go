@@ -168,7 +168,7 @@ func Generate(ctx context.Context, o Options) (_ *Result, err error) {
 	if err != nil {
 		return nil, err
 	}
-	in := codegenInput(m, generatedPkg, load.ReferencedTypes(loaded.Packages))
+	in := codegenInput(m, generatedPkg)
 	in.PrefersProtobuf = len(m.Groups) > 0 && allProtobuf
 
 	t := time.Now()
@@ -391,10 +391,10 @@ func (e *StaleError) Error() string {
 	return fmt.Sprintf("generated files are out of date; run aagen generate:\n\t%s", strings.Join(e.Paths, "\n\t"))
 }
 
-func codegenInput(m *model.Model, generatedPkg string, referenced []load.TypeName) codegen.Input {
-	in := codegen.Input{ModuleDir: m.ModuleDir, ModulePath: m.ModulePath, OutputPkg: generatedPkg}
-	for _, n := range referenced {
-		in.ReferencedTypes = append(in.ReferencedTypes, n.String())
+func codegenInput(m *model.Model, generatedPkg string) codegen.Input {
+	in := codegen.Input{ModuleDir: m.ModuleDir, ModulePath: m.ModulePath, OutputPkg: generatedPkg, Validation: validationTags(m.Types)}
+	for _, n := range m.Types.Referenced() {
+		in.ReferencedTypes = append(in.ReferencedTypes, n.Pkg+"."+n.Name)
 	}
 	if m.HasScale() {
 		in.ExtraOpenAPIPackages = []string{scalePackage}
@@ -402,7 +402,7 @@ func codegenInput(m *model.Model, generatedPkg string, referenced []load.TypeNam
 	for _, g := range m.Groups {
 		for _, v := range g.Versions {
 			p := codegen.Package{ImportPath: v.ImportPath, Dir: v.Dir, Group: g.Name, GroupPackageName: g.PackageName, Version: v.Name}
-			p.Validation = validationTags(v)
+			p.Defaults = v.HasDefaults()
 			if v.ConvertTo != nil {
 				p.ConvertTo = v.ConvertTo.ImportPath
 			}

@@ -10,35 +10,47 @@ import (
 	"github.com/aagen-dev/aagen/generator/model"
 )
 
-// validationTags translates the validation and default markers of a version into the
-// comment tags kube-openapi and defaulter-gen read (+k8s:validation:..., +default,
-// +required, +optional), plus the enum and format values codegen writes into the
-// definitions itself.
-func validationTags(v *model.Version) codegen.Validation {
-	out := codegen.Validation{Defaults: v.HasDefaults()}
-	for _, tv := range v.Validations {
-		ct := codegen.TypeValidation{Name: tv.Name, Tags: schemaTags(tv.Validation)}
-		for _, f := range tv.Fields {
-			cf := codegen.FieldValidation{GoName: f.GoName, JSONName: f.JSONName, Tags: schemaTags(f.Validation), Enum: f.Enum, Format: f.Format,
-				PreserveUnknownFields: f.FreeForm, EmbeddedResource: f.EmbeddedResource}
-			if f.Items != nil {
-				cf.Tags = append(cf.Tags, prefixedSchemaTags("+k8s:validation:items:", *f.Items)...)
-			}
-			if f.Default != "" {
-				cf.Tags = append(cf.Tags, "+default="+f.Default)
-			}
-			if f.Required != nil {
-				if *f.Required {
-					cf.Tags = append(cf.Tags, "+required")
-				} else {
-					cf.Tags = append(cf.Tags, "+optional")
-				}
-			}
-			ct.Fields = append(ct.Fields, cf)
+// validationTags translates the schema of every type of the graph whose markers say
+// something (model.Type.HasValidation), by package, into the comment tags kube-openapi and
+// defaulter-gen read (+k8s:validation:..., +default, +required, +optional), plus the enum,
+// format and free-form values codegen writes into the definitions itself. Types of every
+// package count: the types packages' own and those of other packages and modules they
+// reach, whose markers apply wherever the types are used.
+func validationTags(g *model.Types) map[string][]codegen.TypeValidation {
+	out := map[string][]codegen.TypeValidation{}
+	for _, t := range g.All() {
+		if t.HasValidation() {
+			out[t.Name.Pkg] = append(out[t.Name.Pkg], typeTags(t))
 		}
-		out.Types = append(out.Types, ct)
 	}
 	return out
+}
+
+// typeTags renders one type's schema as tags.
+func typeTags(t *model.Type) codegen.TypeValidation {
+	ct := codegen.TypeValidation{Name: t.Name.Name, Tags: schemaTags(t.Validation)}
+	for _, f := range t.Fields() {
+		if !f.HasValidation() {
+			continue
+		}
+		cf := codegen.FieldValidation{GoName: f.GoName, JSONName: f.JSONName, Tags: schemaTags(f.Validation), Enum: f.Validation.Enum, Format: f.Validation.Format,
+			PreserveUnknownFields: f.FreeForm, EmbeddedResource: f.EmbeddedResource}
+		if f.Items != nil {
+			cf.Tags = append(cf.Tags, prefixedSchemaTags("+k8s:validation:items:", *f.Items)...)
+		}
+		if f.Default != "" {
+			cf.Tags = append(cf.Tags, "+default="+f.Default)
+		}
+		if f.Required != nil {
+			if *f.Required {
+				cf.Tags = append(cf.Tags, "+required")
+			} else {
+				cf.Tags = append(cf.Tags, "+optional")
+			}
+		}
+		ct.Fields = append(ct.Fields, cf)
+	}
+	return ct
 }
 
 // schemaTags renders kube-openapi's +k8s:validation: tags (values are JSON).

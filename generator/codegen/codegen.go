@@ -63,9 +63,10 @@ type Package struct {
 	// injected), converting in both directions between the types of the same
 	// name; ConvertTo must be one of Packages.
 	ConvertTo string
-	// Validation holds the validation and default tags of the package's types
-	// (see validation.go); zero means none.
-	Validation Validation
+	// Defaults runs defaulter-gen for the package (a field of a type it declares or
+	// reaches has a +default tag, or it declares SetDefaults_ functions): it writes
+	// zz_generated.defaults.go with RegisterDefaults.
+	Defaults bool
 	// Objects are types other than kinds and lists that are runtime.Objects
 	// (bodies and answers of subresources): deepcopy-gen writes DeepCopyObject
 	// for them.
@@ -124,6 +125,10 @@ type Input struct {
 	// types, and those of k8s.io/api use k8s.io/client-go's apply configurations
 	// (see referenced.go). Types of the openapi extras may be listed; they change nothing.
 	ReferencedTypes []string
+	// Validation holds the validation and default tags of struct types by the import path
+	// of their package: the types packages' and the referenced packages' alike (see
+	// schematags.go). Types and packages missing from the universe are skipped.
+	Validation map[string][]TypeValidation
 	// PrefersProtobuf makes the generated clientset (and so the informers, which list
 	// and watch through it) ask for protobuf with a JSON fallback, as Kubernetes' own
 	// components do: client-gen's --prefers-protobuf. Each request then sends

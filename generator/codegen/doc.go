@@ -74,13 +74,14 @@
 //
 // # Validation
 //
-// Package.Validation carries the caller's validation and default markers as
-// the tags of the tools that implement them (see validation.go): on struct
+// Input.Validation carries the caller's validation and default markers, for the
+// types packages and the referenced packages alike, as the tags of the tools
+// that implement them (see schematags.go): on struct
 // types and fields, kube-openapi's +k8s:validation:<name>=<JSON> tags
 // (minimum, maxLength, pattern, cel[i]:rule, ...), and on fields +default,
 // +required and +optional (replacing the user's own lines of these three, so
 // no tag is doubled). openapi-gen turns them into the definitions; with
-// Validation.Defaults, +k8s:defaulter-gen=TypeMeta is added to the package
+// Package.Defaults, +k8s:defaulter-gen=TypeMeta is added to the package
 // and defaulter-gen runs after deepcopy-gen, writing zz_generated.defaults.go
 // (RegisterDefaults and SetObjectDefaults_<Kind>). openapi-gen at the pinned
 // version parses +k8s:validation:enum and :format but never writes them, so

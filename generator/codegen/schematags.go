@@ -37,15 +37,6 @@ const (
 	tagOptional         = "optional"
 )
 
-// Validation holds the validation and default tags of one types package.
-type Validation struct {
-	// Types are the tags of struct types and their fields, by Go type name.
-	Types []TypeValidation
-	// Defaults runs defaulter-gen for the package (some field has a +default tag); it
-	// writes zz_generated.defaults.go with RegisterDefaults.
-	Defaults bool
-}
-
 // TypeValidation holds the tags of one struct type.
 type TypeValidation struct {
 	Name string
@@ -86,17 +77,19 @@ func (fv FieldValidation) extensions() []string {
 // injectValidation adds the validation and default tags of in to the universe.
 func injectValidation(u types.Universe, in Input) {
 	for _, pkg := range in.Packages {
-		p := u[pkg.ImportPath]
-		if p == nil {
-			continue
-		}
-		if pkg.Validation.Defaults {
+		if p := u[pkg.ImportPath]; p != nil && pkg.Defaults {
 			// defaulter-gen: an object defaulter for every type with TypeMeta, i.e. kinds.
 			tag := "+" + tagDefaulter + "=TypeMeta"
 			p.Comments = rewriteTags(p.Comments, dropNames(tagDefaulter), tag)
 			p.DocComments = rewriteTags(p.DocComments, dropNames(tagDefaulter), tag)
 		}
-		for _, tv := range pkg.Validation.Types {
+	}
+	for path, tvs := range in.Validation {
+		p := u[path]
+		if p == nil {
+			continue
+		}
+		for _, tv := range tvs {
 			t := p.Types[tv.Name]
 			if t == nil || t.Kind != types.Struct {
 				continue
@@ -121,7 +114,7 @@ func injectValidation(u types.Universe, in Input) {
 func (in Input) defaulterPackages() []string {
 	var out []string
 	for _, p := range in.Packages {
-		if p.Validation.Defaults {
+		if p.Defaults {
 			out = append(out, p.ImportPath)
 		}
 	}
@@ -132,13 +125,13 @@ func (in Input) defaulterPackages() []string {
 // extensions of free-form fields, into the property schemas of the generated openapi file.
 func patchOpenAPI(files []File, in Input) ([]File, error) {
 	byType := map[string]map[string]FieldValidation{} // import path + "." + type -> json name -> field
-	for _, p := range in.Packages {
-		for _, tv := range p.Validation.Types {
+	for path, tvs := range in.Validation {
+		for _, tv := range tvs {
 			for _, fv := range tv.Fields {
 				if len(fv.Enum) == 0 && fv.Format == "" && len(fv.extensions()) == 0 {
 					continue
 				}
-				key := p.ImportPath + "." + tv.Name
+				key := path + "." + tv.Name
 				if byType[key] == nil {
 					byType[key] = map[string]FieldValidation{}
 				}
@@ -304,8 +297,17 @@ func patchOpenAPISource(src []byte, byType map[string]map[string]FieldValidation
 	return bytes.TrimLeft(res, "\n"), nil
 }
 
-// modelNameKey returns "<import path>.<Type>" for "<alias>.<Type>{}.OpenAPIModelName()".
+// modelNameKey returns "<import path>.<Type>" for "<alias>.<Type>{}.OpenAPIModelName()",
+// and for the string key of a type whose package has no model package (a package of
+// another module: "example.com/lib/pkg.Type").
 func modelNameKey(e ast.Expr, imports map[string]string) string {
+	if lit, ok := e.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+		key, err := strconv.Unquote(lit.Value)
+		if err != nil || !strings.Contains(key, "/") {
+			return ""
+		}
+		return key
+	}
 	call, ok := e.(*ast.CallExpr)
 	if !ok {
 		return ""

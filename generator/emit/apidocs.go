@@ -39,7 +39,7 @@ func APIDocs(m *model.Model, pkgs []*packages.Package, serverName string) ([]Fil
 	packages.Visit(pkgs, nil, func(p *packages.Package) { byPath[p.PkgPath] = p })
 	var files []File
 	for _, g := range m.Groups {
-		d := &docWriter{group: g, pkgs: byPath}
+		d := &docWriter{group: g, pkgs: byPath, types: m.Types}
 		if err := d.page(serverName); err != nil {
 			return nil, fmt.Errorf("API reference of %s: %w", g.Name, err)
 		}
@@ -52,6 +52,7 @@ func APIDocs(m *model.Model, pkgs []*packages.Package, serverName string) ([]Fil
 type docWriter struct {
 	group *model.Group
 	pkgs  map[string]*packages.Package
+	types *model.Types
 	buf   bytes.Buffer
 }
 
@@ -269,8 +270,8 @@ func (t *typeWalker) section(obj *types.TypeName, kind string) {
 		d.printf("\n\n")
 		return
 	}
-	if tv != nil && len(tv.Rules) > 0 {
-		d.printf("Rules: %s.\n\n", strings.Join(constraints(model.Validation{Rules: tv.Rules}), "; "))
+	if tv != nil && len(tv.Validation.Rules) > 0 {
+		d.printf("Rules: %s.\n\n", strings.Join(constraints(model.Validation{Rules: tv.Validation.Rules}), "; "))
 	}
 	d.printf("| Field | Type | Required | Default | Constraints | Description |\n| --- | --- | --- | --- | --- | --- |\n")
 	t.fields(st, obj.Name(), tv)
@@ -278,7 +279,7 @@ func (t *typeWalker) section(obj *types.TypeName, kind string) {
 }
 
 // fields writes one row per field of st, inlining embedded structs.
-func (t *typeWalker) fields(st *types.Struct, typeName string, tv *model.TypeValidation) {
+func (t *typeWalker) fields(st *types.Struct, typeName string, tv *model.Type) {
 	docs := fieldDocs(t.p, typeName)
 	for i := 0; i < st.NumFields(); i++ {
 		f := st.Field(i)
@@ -318,10 +319,8 @@ func (t *typeWalker) fields(st *types.Struct, typeName string, tv *model.TypeVal
 		}
 		var fv *model.FieldValidation
 		if tv != nil {
-			for i := range tv.Fields {
-				if tv.Fields[i].GoName == f.Name() {
-					fv = &tv.Fields[i]
-				}
+			if mf := tv.Field(f.Name()); mf != nil && mf.HasValidation() {
+				fv = &mf.FieldValidation
 			}
 		}
 		doc := docs[f.Name()]
@@ -344,14 +343,9 @@ func (t *typeWalker) fields(st *types.Struct, typeName string, tv *model.TypeVal
 	}
 }
 
-// typeValidation is the model's validation of the named type, or nil.
-func (t *typeWalker) typeValidation(name string) *model.TypeValidation {
-	for _, tv := range t.v.Validations {
-		if tv.Name == name {
-			return tv
-		}
-	}
-	return nil
+// typeValidation is the model's type of the version package named name, or nil.
+func (t *typeWalker) typeValidation(name string) *model.Type {
+	return t.d.types.Lookup(model.GoType{Pkg: t.v.ImportPath, Name: name})
 }
 
 // render writes a field type as its JSON shape, linking the package's own named types

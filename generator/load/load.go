@@ -30,6 +30,10 @@ type Result struct {
 	ModuleDir  string
 	ModulePath string
 	Packages   []*packages.Package
+	// Fset holds the positions of Packages and of what Syntax parses.
+	Fset *token.FileSet
+	ctx  context.Context
+	dir  string
 }
 
 // Packages loads the packages matching patterns, relative to dir, which must be inside a
@@ -96,7 +100,7 @@ func Packages(ctx context.Context, dir string, patterns []string) (*Result, erro
 				p.PkgPath, modPath, modDir)
 		}
 	}
-	return &Result{ModuleDir: modDir, ModulePath: modPath, Packages: pkgs}, nil
+	return &Result{ModuleDir: modDir, ModulePath: modPath, Packages: pkgs, Fset: pkgs[0].Fset, ctx: ctx, dir: abs}, nil
 }
 
 // missingGoSum returns the first "missing go.sum entry" error among the packages' imports,

@@ -32,11 +32,13 @@ var versionRE = regexp.MustCompile(`^v[1-9][0-9]*((alpha|beta)[1-9][0-9]*)?$`)
 // Build makes the model of the loaded packages. It returns the model and warnings, or an
 // *Error holding every problem found (not just the first).
 func Build(res *load.Result, reg *markers.Registry) (*Model, []Diagnostic, error) {
-	b := &builder{reg: reg, groups: map[string]*Group{}, storageMarkers: map[*Kind]token.Position{}, conversionTargets: conversionTargets(res.Packages)}
+	b := &builder{reg: reg, groups: map[string]*Group{}, storageMarkers: map[*Kind]token.Position{}, conversionTargets: conversionTargets(res.Packages),
+		decls: map[GoType]*typeDecl{}, internalPkgs: map[string]bool{}}
 	m := &Model{ModuleDir: res.ModuleDir, ModulePath: res.ModulePath}
 	for _, p := range res.Packages {
 		b.pkg(p)
 	}
+	m.Types = b.typeGraph(res)
 	for _, g := range b.groups {
 		sort.Slice(g.Versions, func(i, j int) bool {
 			return version.CompareKubeAwareVersionStrings(g.Versions[i].Name, g.Versions[j].Name) > 0
@@ -74,6 +76,21 @@ type builder struct {
 	// conversionTargets are the import paths version packages name in
 	// +k8s:conversion-gen=<path>: the internal (hub) packages of their groups.
 	conversionTargets map[string]bool
+	// served are the types packages that became versions (internal ones too), in load order.
+	served []servedPackage
+	// decls are the type declarations of the types packages and of the packages they
+	// reach, with their markers, by type.
+	decls map[GoType]*typeDecl
+	// internalPkgs are the import paths of the groups' internal packages.
+	internalPkgs map[string]bool
+	// types is the type graph (Model.Types), once built.
+	types *Types
+}
+
+// servedPackage is a types package and the version it became.
+type servedPackage struct {
+	p *packages.Package
+	v *Version
 }
 
 func (b *builder) errorf(pos token.Position, fix, format string, args ...any) {
@@ -101,8 +118,48 @@ type typeDecl struct {
 	spec    *ast.TypeSpec
 	markers markers.Set
 	pos     token.Position
-	// fields are the markers of a struct type's fields, by Go field name.
-	fields map[string]markers.Set
+	doc     string
+	// fields are the markers of a struct type's fields, by Go field name; fieldDocs their
+	// doc comments.
+	fields    map[string]markers.Set
+	fieldDocs map[string]string
+}
+
+// typeDecls reads the type declarations of a file with their markers; with want, only
+// those of the types it names.
+func (b *builder) typeDecls(fset *token.FileSet, f *ast.File, want func(name string) bool) []typeDecl {
+	var decls []typeDecl
+	for _, d := range f.Decls {
+		gd, ok := d.(*ast.GenDecl)
+		if !ok || gd.Tok != token.TYPE {
+			continue
+		}
+		for _, s := range gd.Specs {
+			ts := s.(*ast.TypeSpec)
+			if want != nil && !want(ts.Name.Name) {
+				continue
+			}
+			doc := ts.Doc
+			if doc == nil && len(gd.Specs) == 1 {
+				doc = gd.Doc
+			}
+			anchor := ts.Pos()
+			if doc != nil {
+				anchor = doc.Pos()
+			} else if len(gd.Specs) == 1 {
+				anchor = gd.Pos()
+			}
+			groups := []*ast.CommentGroup{secondClosest(fset, f, anchor), doc}
+			ms, ds := b.reg.Parse(fset, markers.OnType, groups...)
+			b.markerDiags(ds, ts.Name.Name)
+			d := typeDecl{spec: ts, markers: ms, pos: fset.Position(ts.Name.Pos()), doc: docText(doc)}
+			if st, ok := ts.Type.(*ast.StructType); ok {
+				d.fields, d.fieldDocs = b.fieldMarkers(fset, ts.Name.Name, st)
+			}
+			decls = append(decls, d)
+		}
+	}
+	return decls
 }
 
 func (b *builder) pkg(p *packages.Package) {
@@ -124,33 +181,7 @@ func (b *builder) pkg(p *packages.Package) {
 		if !pkgPos.IsValid() || strings.HasSuffix(fset.Position(f.Package).Filename, "doc.go") {
 			pkgPos = fset.Position(f.Package)
 		}
-		for _, d := range f.Decls {
-			gd, ok := d.(*ast.GenDecl)
-			if !ok || gd.Tok != token.TYPE {
-				continue
-			}
-			for _, s := range gd.Specs {
-				ts := s.(*ast.TypeSpec)
-				doc := ts.Doc
-				if doc == nil && len(gd.Specs) == 1 {
-					doc = gd.Doc
-				}
-				anchor := ts.Pos()
-				if doc != nil {
-					anchor = doc.Pos()
-				} else if len(gd.Specs) == 1 {
-					anchor = gd.Pos()
-				}
-				groups := []*ast.CommentGroup{secondClosest(fset, f, anchor), doc}
-				ms, ds := b.reg.Parse(fset, markers.OnType, groups...)
-				b.markerDiags(ds, ts.Name.Name)
-				d := typeDecl{spec: ts, markers: ms, pos: fset.Position(ts.Name.Pos())}
-				if st, ok := ts.Type.(*ast.StructType); ok {
-					d.fields = b.fieldMarkers(fset, ts.Name.Name, st)
-				}
-				decls = append(decls, d)
-			}
-		}
+		decls = append(decls, b.typeDecls(fset, f, nil)...)
 	}
 	if markers.Is[markers.Skip](pkgMarkers) || markers.Is[markers.SkipVersion](pkgMarkers) {
 		return
@@ -254,15 +285,20 @@ func (b *builder) pkg(p *packages.Package) {
 		}
 	}
 	sort.Slice(v.Kinds, func(i, j int) bool { return v.Kinds[i].Name < v.Kinds[j].Name })
+	for i := range decls {
+		d := &decls[i]
+		b.decls[GoType{Pkg: p.PkgPath, Name: d.spec.Name.Name}] = d
+	}
+	b.served = append(b.served, servedPackage{p, v})
 	if internal {
 		// Never serialized: no validation markers, no JSON paths; it is not served.
 		for _, k := range v.Kinds {
 			k.Unserved = true
 		}
+		b.internalPkgs[p.PkgPath] = true
 		g.Internal = v
 		return
 	}
-	b.validations(p, v, decls)
 	g.Versions = append(g.Versions, v)
 }
 
@@ -290,9 +326,6 @@ func (b *builder) kind(p *packages.Package, v *Version, d typeDecl) *Kind {
 		good = false
 	}
 	b.list(p, k, d.pos)
-	if !v.Internal && !b.checkFields(p, name, st) {
-		good = false
-	}
 
 	var hasStatusField bool
 	for i := 0; i < st.NumFields(); i++ {

@@ -32,22 +32,17 @@ func TestControllerGenMarkers(t *testing.T) {
 		t.Errorf("unexpected warning: %s", w.String())
 	}
 	v := m.Groups[0].Versions[0]
-	var spec *model.TypeValidation
-	for i := range v.Validations {
-		if v.Validations[i].Name == "WidgetSpec" {
-			spec = v.Validations[i]
-		}
-	}
+	spec := m.Types.Lookup(model.GoType{Pkg: v.ImportPath, Name: "WidgetSpec"})
 	if spec == nil {
-		t.Fatalf("no validation of WidgetSpec in %+v", v.Validations)
+		t.Fatalf("no WidgetSpec in the type graph")
 	}
-	if len(spec.Rules) != 1 || spec.Rules[0].Rule != "(has(self.http)?1:0)+(has(self.grpc)?1:0) == 1" ||
-		spec.Rules[0].Message != "exactly one of the fields in [http grpc] must be set" {
-		t.Errorf("ExactlyOneOf: rules %+v", spec.Rules)
+	if r := spec.Validation.Rules; len(r) != 1 || r[0].Rule != "(has(self.http)?1:0)+(has(self.grpc)?1:0) == 1" ||
+		r[0].Message != "exactly one of the fields in [http grpc] must be set" {
+		t.Errorf("ExactlyOneOf: rules %+v", r)
 	}
 	fields := map[string]model.FieldValidation{}
-	for _, f := range spec.Fields {
-		fields[f.JSONName] = f
+	for _, f := range spec.Fields() {
+		fields[f.JSONName] = f.FieldValidation
 	}
 	for name, want := range map[string]string{"size": "3", "name": `"forty-two"`, "namespaces": `{"from":"Same"}`,
 		"ports": `[{"name":"a","port":80},{"name":"b","port":443}]`} {
@@ -55,13 +50,13 @@ func TestControllerGenMarkers(t *testing.T) {
 			t.Errorf("default of %s = %s, want %s", name, got, want)
 		}
 	}
-	if mn := fields["size"].Minimum; mn == nil || *mn != 1 {
+	if mn := fields["size"].Validation.Minimum; mn == nil || *mn != 1 {
 		t.Errorf("size: Minimum:=1 not applied: %v", mn)
 	}
-	if ml := fields["name"].MaxLength; ml == nil || *ml != 16 {
+	if ml := fields["name"].Validation.MaxLength; ml == nil || *ml != 16 {
 		t.Errorf("name: +k8s:maxLength not applied: %v", ml)
 	}
-	if r := fields["name"].Rules; len(r) != 1 || r[0].Rule != "self == oldSelf" || r[0].Message != "field is immutable" {
+	if r := fields["name"].Validation.Rules; len(r) != 1 || r[0].Rule != "self == oldSelf" || r[0].Message != "field is immutable" {
 		t.Errorf("name: +k8s:immutable: %+v", r)
 	}
 	if it := fields["tags"].Items; it == nil || it.MaxLength == nil || *it.MaxLength != 8 || it.Pattern != "^[a-z]+$" {

@@ -21,6 +21,9 @@ type Model struct {
 	ModuleDir  string
 	ModulePath string
 	Groups     []*Group
+	// Types is the type graph: every type the types packages declare and reach, wherever it
+	// is declared, with the facts and markers of its fields (see typegraph.go).
+	Types *Types `json:"-"`
 }
 
 // Group is one API group.
@@ -116,10 +119,10 @@ type Version struct {
 	// them are stored in another version of the group; nil when nothing converts.
 	// conversion-gen writes zz_generated.conversion.go here, with functions in both directions.
 	ConvertTo *Version
-	// Validations are the validation and default markers of the package's struct types
-	// (only types that have some), sorted by type name. See validation.go.
-	Validations []*TypeValidation
-	Pos         token.Position
+	// FieldDefaults is set when a field of a type the package declares or reaches has a
+	// default (+kubebuilder:default): defaulter-gen then writes the package's defaulters.
+	FieldDefaults bool
+	Pos           token.Position
 }
 
 // Kind is one served kind.

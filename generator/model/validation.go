@@ -6,12 +6,7 @@ import (
 	"fmt"
 	"go/ast"
 	"go/token"
-	"go/types"
 	"slices"
-	"sort"
-	"strings"
-
-	"golang.org/x/tools/go/packages"
 
 	"github.com/aagen-dev/aagen/generator/markers"
 )
@@ -24,11 +19,11 @@ type Validation = markers.Schema
 // entry.
 type Rule = markers.Rule
 
-// FieldValidation is what markers say about one field of a struct type.
+// FieldValidation is what markers say about one field's schema (Field embeds it).
 type FieldValidation struct {
-	// GoName is the Go field name; JSONName its name in JSON.
-	GoName, JSONName string
-	Validation
+	// Validation holds the field's constraints, and those of its named non-struct type
+	// (type Phase string) that the field does not set itself.
+	Validation Validation
 	// Required is true for +kubebuilder:validation:Required (or +required), false for
 	// +kubebuilder:validation:Optional (or +optional), nil without either (then
 	// OpenAPI's rule applies: required unless omitempty).
@@ -46,145 +41,131 @@ type FieldValidation struct {
 	// the value is a Kubernetes object (apiVersion, kind and metadata checked like a
 	// CRD's x-kubernetes-embedded-resource).
 	EmbeddedResource bool
-	Pos              token.Position
 }
 
-// TypeValidation is what markers say about one struct type of a types package and its
-// fields. Markers on named non-struct types (type Phase string) are merged into every
-// field of that type.
-type TypeValidation struct {
-	// Name is the Go type name.
-	Name string
-	// Validation holds the type's own constraints (CEL rules, MinProperties, ...).
-	Validation
-	Fields []FieldValidation
+// HasValidation reports whether the field's schema carries anything of the markers'.
+func (fv FieldValidation) HasValidation() bool {
+	return !fv.Validation.IsZero() || fv.Required != nil || fv.Default != "" || fv.FreeForm || fv.Items != nil
 }
 
-// HasDefaults reports whether any field of the version has a default value, or the package
-// declares defaulting functions of its own (SetDefaults_<Type>): defaulter-gen then writes
-// RegisterDefaults.
-func (v *Version) HasDefaults() bool {
-	if v.DefaultFuncs {
+// HasDefaults reports whether a field of a type the version's package declares or reaches
+// has a default value, or the package declares defaulting functions of its own
+// (SetDefaults_<Type>): defaulter-gen then writes RegisterDefaults.
+func (v *Version) HasDefaults() bool { return v.DefaultFuncs || v.FieldDefaults }
+
+// readsMarkers reports whether the schema of t comes from its markers: types of the
+// served types packages, of other packages of the module and of other modules; not those
+// of an internal package (never serialized), nor Kubernetes' own (see InKubernetes).
+func (b *builder) readsMarkers(t *Type) bool {
+	switch t.Origin {
+	case InTypesPackage:
+		return !b.internalPkgs[t.Name.Pkg]
+	case InModule, InDependency:
 		return true
-	}
-	for _, t := range v.Validations {
-		for _, f := range t.Fields {
-			if f.Default != "" {
-				return true
-			}
-		}
 	}
 	return false
 }
 
-// validations reads the validation and default markers of every type declaration of a
-// types package into v.Validations, reporting malformed values and markers that do not
-// fit the type they annotate.
-func (b *builder) validations(p *packages.Package, v *Version, decls []typeDecl) {
+// where names a type in messages: bare in a types package, with its package name elsewhere.
+func where(t *Type) string {
+	if t.Origin == InTypesPackage {
+		return t.Name.Name
+	}
+	return t.PkgName + "." + t.Name.Name
+}
+
+// validations reads the validation and default markers of every type of the graph whose
+// schema comes from its markers (readsMarkers), reporting malformed values and markers
+// that do not fit the type they annotate.
+func (b *builder) validations(g *Types) {
 	// Type-level constraints first: fields of a named non-struct type inherit them.
-	typeLevel := map[string]Validation{} // every type's own constraints
-	scalar := map[string]Validation{}    // those of named non-struct types, which their fields inherit
-	for _, d := range decls {
-		obj, ok := p.Types.Scope().Lookup(d.spec.Name.Name).(*types.TypeName)
+	for _, t := range g.All() {
+		if !b.readsMarkers(t) || t.Underlying == nil || len(t.Markers) == 0 {
+			continue
+		}
+		self := &TypeExpr{Kind: ExprNamed, Name: t.Name}
+		val, ok := b.validation(self, t.Markers, where(t))
 		if !ok {
 			continue
 		}
-		val, ok := b.validation(obj.Type(), d.markers, d.spec.Name.Name)
-		if !ok {
+		if !t.IsStruct() && len(val.Rules) > 0 {
+			_, m, _ := markers.Find[markers.XValidation](t.Markers)
+			b.errorf(m.Pos, "put CEL rules on a struct type or on the field", "+kubebuilder:validation:XValidation on %s: CEL rules on named non-struct types are not supported yet", where(t))
 			continue
 		}
-		if _, isStruct := obj.Type().Underlying().(*types.Struct); !isStruct && len(val.Rules) > 0 {
-			_, m, _ := markers.Find[markers.XValidation](d.markers)
-			b.errorf(m.Pos, "put CEL rules on a struct type or on the field", "+kubebuilder:validation:XValidation on %s: CEL rules on named non-struct types are not supported yet", d.spec.Name.Name)
-			continue
-		}
-		for _, m := range d.markers {
+		for _, m := range t.Markers {
 			switch m.Parsed.(type) {
 			case markers.PreserveUnknownFields, markers.EmbeddedResource:
 				b.errorf(m.Pos, "put it on a field of type runtime.RawExtension (k8s.io/apimachinery/pkg/runtime), which keeps any JSON object as it was sent",
-					"+%s on type %s: a Go type keeps only the fields it declares", m.Def.Name, d.spec.Name.Name)
+					"+%s on type %s: a Go type keeps only the fields it declares", m.Def.Name, where(t))
 			}
 		}
-		typeLevel[d.spec.Name.Name] = val
-		if _, isStruct := obj.Type().Underlying().(*types.Struct); !isStruct {
-			scalar[d.spec.Name.Name] = val
-		}
+		t.Validation = val
 	}
-	for _, d := range decls {
-		obj, ok := p.Types.Scope().Lookup(d.spec.Name.Name).(*types.TypeName)
-		if !ok {
+	for _, t := range g.All() {
+		if !b.readsMarkers(t) || !t.IsStruct() {
 			continue
 		}
-		st, isStruct := obj.Type().Underlying().(*types.Struct)
-		if !isStruct {
-			continue
-		}
-		tv := &TypeValidation{Name: d.spec.Name.Name, Validation: typeLevel[d.spec.Name.Name]}
-		for i := 0; i < st.NumFields(); i++ {
-			f := st.Field(i)
-			jsonName := jsonTagName(st.Tag(i))
-			ms := d.fields[f.Name()]
-			if f.Embedded() || !f.Exported() || jsonName == "" || jsonName == "-" {
+		for _, f := range t.Fields() {
+			ms := f.Markers
+			if f.Embedded || !f.Exported || f.JSONName == "" || f.JSONName == "-" {
 				if len(ms) > 0 && hasAnyValidation(ms) {
-					b.errorf(ms[0].Pos, "put validation markers on named fields with a json name", "validation markers on field %s.%s, which has no JSON name of its own", tv.Name, f.Name())
+					b.errorf(ms[0].Pos, "put validation markers on named fields with a json name", "validation markers on field %s.%s, which has no JSON name of its own", where(t), f.GoName)
 				}
 				continue
 			}
-			where := tv.Name + "." + f.Name()
-			fv := FieldValidation{GoName: f.Name(), JSONName: jsonName}
-			if len(ms) > 0 {
-				fv.Pos = ms[0].Pos
-			}
-			val, ok := b.validation(f.Type(), ms, where)
-			if !ok {
-				continue
-			}
-			if n := namedIn(f.Type(), p.Types); n != "" {
-				val = val.Merge(scalar[n])
-			}
-			fv.Validation = val
-			if items, ok := b.itemsValidation(f.Type(), ms, where); !ok {
-				continue
-			} else if items != nil {
-				fv.Items = items
-			}
-			req, reqMarker, _ := markers.Find[markers.Required](ms) // or +required, +k8s:required
-			opt, _, _ := markers.Find[markers.Optional](ms)         // or +optional, +k8s:optional
-			switch {
-			case bool(req) && bool(opt):
-				b.errorf(reqMarker.Pos, "keep one of them", "field %s is marked both required and optional", where)
-				continue
-			case bool(req):
-				fv.Required = ptrTo(true)
-			case bool(opt):
-				fv.Required = ptrTo(false)
-			}
-			def, defMarker, hasDef := fieldDefault(ms)
-			if hasDef && def.Ref {
-				b.warnf(defMarker.Pos, "write the value itself", "+default=ref(...) on %s is not applied yet", where)
-				hasDef = false
-			}
-			if hasDef {
-				js, ok := b.checkDefault(def, defMarker, f.Type(), st.Tag(i), where, fv.Validation)
-				if !ok {
-					continue
-				}
-				fv.Default = js
-			}
-			if !b.freeForm(&fv, f.Type(), ms, where) {
-				continue
-			}
-			if fv.Validation.IsZero() && fv.Required == nil && fv.Default == "" && !fv.FreeForm && fv.Items == nil {
-				continue
-			}
-			tv.Fields = append(tv.Fields, fv)
+			at := where(t) + "." + f.GoName
+			b.fieldValidation(g, f, at)
 		}
-		if tv.Validation.IsZero() && len(tv.Fields) == 0 {
-			continue
-		}
-		v.Validations = append(v.Validations, tv)
 	}
-	sort.Slice(v.Validations, func(i, j int) bool { return v.Validations[i].Name < v.Validations[j].Name })
+}
+
+// fieldValidation reads the schema markers of one field into f.FieldValidation.
+func (b *builder) fieldValidation(g *Types, f *Field, at string) {
+	ms := f.Markers
+	var fv FieldValidation
+	val, ok := b.validation(f.Type, ms, at)
+	if !ok {
+		return
+	}
+	if n := f.Type.Deref(); n.Kind == ExprNamed {
+		if nt := g.Lookup(n.Name); nt != nil && !nt.IsStruct() {
+			val = val.Merge(nt.Validation)
+		}
+	}
+	fv.Validation = val
+	if items, ok := b.itemsValidation(f.Type, ms, at); !ok {
+		return
+	} else if items != nil {
+		fv.Items = items
+	}
+	req, reqMarker, _ := markers.Find[markers.Required](ms) // or +required, +k8s:required
+	opt, _, _ := markers.Find[markers.Optional](ms)         // or +optional, +k8s:optional
+	switch {
+	case bool(req) && bool(opt):
+		b.errorf(reqMarker.Pos, "keep one of them", "field %s is marked both required and optional", at)
+		return
+	case bool(req):
+		fv.Required = ptrTo(true)
+	case bool(opt):
+		fv.Required = ptrTo(false)
+	}
+	def, defMarker, hasDef := fieldDefault(ms)
+	if hasDef && def.Ref {
+		b.warnf(defMarker.Pos, "write the value itself", "+default=ref(...) on %s is not applied yet", at)
+		hasDef = false
+	}
+	if hasDef {
+		js, ok := b.checkDefault(def, defMarker, f, at, fv.Validation)
+		if !ok {
+			return
+		}
+		fv.Default = js
+	}
+	if !b.freeForm(&fv, f.Type, ms, at) {
+		return
+	}
+	f.FieldValidation = fv
 }
 
 // hasAnyValidation reports whether ms holds a marker that puts something in a field's
@@ -216,21 +197,21 @@ func fieldDefault(ms markers.Set) (markers.DefaultValue, markers.Marker, bool) {
 	return markers.DefaultValue{}, markers.Marker{}, false
 }
 
-// validation applies the schema markers in ms (each value's ApplyToSchema) to a node of Go
-// type t.
-func (b *builder) validation(t types.Type, ms markers.Set, where string) (Validation, bool) {
+// validation applies the schema markers in ms (each value's ApplyToSchema) to a node of
+// type e.
+func (b *builder) validation(e *TypeExpr, ms markers.Set, where string) (Validation, bool) {
 	var v Validation
 	good := true
 	fail := func(m markers.Marker, fix, format string, args ...any) {
 		b.errorf(m.Pos, fix, "+%s on %s: "+format, append([]any{m.Def.Name, where}, args...)...)
 		good = false
 	}
-	node := markers.Node{Kind: schemaKind(t)}
-	if st, ok := t.Underlying().(*types.Struct); ok {
+	node := markers.Node{Kind: b.types.schemaKind(e)}
+	if u := b.types.under(e); u != nil && u.Kind == ExprStruct {
 		node.IsStruct = true
-		for i := 0; i < st.NumFields(); i++ {
-			if n := jsonTagName(st.Tag(i)); n != "" && n != "-" {
-				node.Fields = append(node.Fields, n)
+		for _, f := range u.Fields {
+			if f.JSONName != "" && f.JSONName != "-" {
+				node.Fields = append(node.Fields, f.JSONName)
 			}
 		}
 	}
@@ -263,9 +244,9 @@ func (b *builder) validation(t types.Type, ms markers.Set, where string) (Valida
 }
 
 // itemsValidation reads the +kubebuilder:validation:items:* markers of a list field of
-// type t: the constraints of each item, checked against the item type. It returns nil
+// type e: the constraints of each item, checked against the item type. It returns nil
 // without any.
-func (b *builder) itemsValidation(t types.Type, ms markers.Set, where string) (*Validation, bool) {
+func (b *builder) itemsValidation(e *TypeExpr, ms markers.Set, where string) (*Validation, bool) {
 	var items markers.Set
 	for _, it := range markers.FindAll[markers.Items](ms) {
 		m := it.Marker
@@ -275,17 +256,11 @@ func (b *builder) itemsValidation(t types.Type, ms markers.Set, where string) (*
 	if len(items) == 0 {
 		return nil, true
 	}
-	if p, ok := t.(*types.Pointer); ok {
-		t = p.Elem()
+	var elem *TypeExpr
+	if u := b.types.under(e.Deref()); u != nil && (u.Kind == ExprSlice || u.Kind == ExprArray) {
+		elem = u.Elem
 	}
-	var elem types.Type
-	switch u := t.Underlying().(type) {
-	case *types.Slice:
-		elem = u.Elem()
-	case *types.Array:
-		elem = u.Elem()
-	}
-	if elem == nil || schemaKind(t) != "array" {
+	if elem == nil || b.types.schemaKind(e) != "array" {
 		b.errorf(items[0].Pos, "put +kubebuilder:validation:items:* markers on list fields only", "+%s on %s: the field is not a list",
 			items[0].Def.Name, where)
 		return nil, false
@@ -298,16 +273,16 @@ func (b *builder) itemsValidation(t types.Type, ms markers.Set, where string) (*
 }
 
 // freeForm reads the markers of free-form JSON (+kubebuilder:pruning:PreserveUnknownFields,
-// +kubebuilder:validation:EmbeddedResource and their X spellings) on a field of type t.
+// +kubebuilder:validation:EmbeddedResource and their X spellings) on a field of type e.
 // A Go struct or map cannot keep fields it does not declare, so on other types they are
 // errors that say what to use instead.
-func (b *builder) freeForm(fv *FieldValidation, t types.Type, ms markers.Set, where string) bool {
-	fv.FreeForm = isRawExtension(t)
+func (b *builder) freeForm(fv *FieldValidation, e *TypeExpr, ms markers.Set, where string) bool {
+	fv.FreeForm = e.Deref().IsNamed(pkgRuntimePath, "RawExtension")
 	_, preserve, hasPreserve := markers.Find[markers.PreserveUnknownFields](ms)
 	embeddedValue, embedded, hasEmbedded := markers.Find[markers.EmbeddedResource](ms)
 	good := true
 	why := "keeps only the fields its Go type declares"
-	if containsInterface(t) {
+	if b.types.containsInterface(e) {
 		// map[string]any, []interface{}: deepcopy-gen and openapi-gen have no code for interface{}.
 		why = "holds interface{} values, which deepcopy-gen cannot copy and openapi-gen cannot describe"
 	}
@@ -317,7 +292,7 @@ func (b *builder) freeForm(fv *FieldValidation, t types.Type, ms markers.Set, wh
 	}{{preserve, hasPreserve}, {embedded, hasEmbedded}} {
 		if m.has && !fv.FreeForm {
 			b.errorf(m.m.Pos, "make the field a *runtime.RawExtension (k8s.io/apimachinery/pkg/runtime), which keeps any JSON object as it was sent",
-				"+%s on %s: a field of type %s %s", m.m.Def.Name, where, types.TypeString(t, func(p *types.Package) string { return p.Name() }), why)
+				"+%s on %s: a field of type %s %s", m.m.Def.Name, where, e.String, why)
 			good = false
 		}
 	}
@@ -327,35 +302,12 @@ func (b *builder) freeForm(fv *FieldValidation, t types.Type, ms markers.Set, wh
 	return good
 }
 
-// containsInterface reports whether t is, or holds in a map, slice or pointer, an interface.
-func containsInterface(t types.Type) bool {
-	switch u := t.Underlying().(type) {
-	case *types.Interface:
-		return true
-	case *types.Pointer:
-		return containsInterface(u.Elem())
-	case *types.Slice:
-		return containsInterface(u.Elem())
-	case *types.Map:
-		return containsInterface(u.Elem())
-	}
-	return false
-}
-
-// isRawExtension reports whether t is runtime.RawExtension or a pointer to one.
-func isRawExtension(t types.Type) bool {
-	if p, ok := t.(*types.Pointer); ok {
-		t = p.Elem()
-	}
-	return IsNamed(t, pkgRuntimePath, "RawExtension")
-}
-
 // checkDefault reads a default value (controller-tools' literal syntax or JSON) as the
 // field's type, and checks that the field can tell "unset" from "set" (a pointer, or
 // omitempty), as defaulting requires. It returns the default as JSON.
-func (b *builder) checkDefault(def markers.DefaultValue, m markers.Marker, t types.Type, tag, where string, val Validation) (string, bool) {
-	kind := schemaKind(t)
-	v, err := def.Literal.JSON(literalShape(t, 0))
+func (b *builder) checkDefault(def markers.DefaultValue, m markers.Marker, f *Field, where string, val Validation) (string, bool) {
+	kind := b.types.schemaKind(f.Type)
+	v, err := def.Literal.JSON(b.types.literalShape(f.Type, 0))
 	if err != nil {
 		var mm *markers.MismatchError
 		if errors.As(err, &mm) && mm.WrongType && len(mm.Path) == 0 {
@@ -370,9 +322,9 @@ func (b *builder) checkDefault(def markers.DefaultValue, m markers.Marker, t typ
 		b.errorf(m.Pos, "write the default as JSON", "+%s on %s: %v", m.Def.Name, where, err)
 		return "", false
 	}
-	_, isPtr := t.(*types.Pointer)
+	isPtr := f.Type.Kind == ExprPointer
 	if !isPtr && kind == "object" {
-		if _, isStruct := t.Underlying().(*types.Struct); isStruct {
+		if u := b.types.under(f.Type); u != nil && u.Kind == ExprStruct {
 			// A CRD sets such a default when the object has no such field; a Go struct
 			// field is never absent, and defaulter-gen cannot default it. controller-gen
 			// packages carry these (Gateway API's status defaults), so this is a warning,
@@ -381,7 +333,7 @@ func (b *builder) checkDefault(def markers.DefaultValue, m markers.Marker, t typ
 			return "", false
 		}
 	}
-	if !isPtr && !slices.Contains([]string{"array", "object"}, kind) && !strings.Contains(tagJSON(tag), ",omitempty") {
+	if !isPtr && !slices.Contains([]string{"array", "object"}, kind) && !f.OmitEmpty {
 		b.errorf(m.Pos, "add omitempty to the field's json tag, or make it a pointer", "+%s on %s: the field has no omitempty, so it is always set and a default never applies", m.Def.Name, where)
 		return "", false
 	}
@@ -398,129 +350,149 @@ const (
 	apiextV1Path = "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
-// literalShape is the JSON shape of Go type t, for reading a literal default as it.
-func literalShape(t types.Type, depth int) *markers.Shape {
-	if p, ok := t.(*types.Pointer); ok {
-		return literalShape(p.Elem(), depth)
-	}
-	if depth > 32 || isFreeForm(t) {
+// under returns what e is underneath: the declaration of a named type (nil when the graph
+// does not follow it), e itself otherwise.
+func (g *Types) under(e *TypeExpr) *TypeExpr {
+	if e == nil {
 		return nil
 	}
-	kind := schemaKind(t)
+	if e.Kind == ExprNamed {
+		if t := g.Lookup(e.Name); t != nil {
+			return t.Underlying
+		}
+		return nil
+	}
+	return e
+}
+
+// literalShape is the JSON shape of type e, for reading a literal default as it.
+func (g *Types) literalShape(e *TypeExpr, depth int) *markers.Shape {
+	e = e.Deref()
+	if depth > 32 || g.isFreeForm(e) {
+		return nil
+	}
+	kind := g.schemaKind(e)
 	s := &markers.Shape{Type: kind}
+	u := g.under(e)
 	switch kind {
 	case "unknown":
 		return nil
 	case "array":
-		switch u := t.Underlying().(type) {
-		case *types.Slice:
-			s.Items = literalShape(u.Elem(), depth+1)
-		case *types.Array:
-			s.Items = literalShape(u.Elem(), depth+1)
+		if u != nil {
+			s.Items = g.literalShape(u.Elem, depth+1)
 		}
 	case "object":
-		switch u := t.Underlying().(type) {
-		case *types.Map:
-			s.Values = literalShape(u.Elem(), depth+1)
-		case *types.Struct:
+		switch {
+		case u == nil:
+		case u.Kind == ExprMap:
+			s.Values = g.literalShape(u.Elem, depth+1)
+		case u.Kind == ExprStruct:
 			s.Properties = map[string]*markers.Shape{}
-			structShape(u, s.Properties, depth)
+			g.structShape(u.Fields, s.Properties, depth)
 		}
 	}
 	return s
 }
 
-// structShape adds the JSON fields of st (those of inlined embedded structs too) to props.
-func structShape(st *types.Struct, props map[string]*markers.Shape, depth int) {
-	for i := 0; i < st.NumFields(); i++ {
-		f := st.Field(i)
-		name := jsonTagName(st.Tag(i))
-		if f.Embedded() && (name == "" || strings.Contains(tagJSON(st.Tag(i)), "inline")) {
-			et := f.Type()
-			if p, ok := et.(*types.Pointer); ok {
-				et = p.Elem()
-			}
-			if est, ok := et.Underlying().(*types.Struct); ok {
-				structShape(est, props, depth+1)
+// structShape adds the JSON fields of a struct (those of inlined embedded structs too) to props.
+func (g *Types) structShape(fields []*Field, props map[string]*markers.Shape, depth int) {
+	for _, f := range fields {
+		if f.Inline {
+			if u := g.under(f.Type.Deref()); u != nil && u.Kind == ExprStruct {
+				g.structShape(u.Fields, props, depth+1)
 			}
 			continue
 		}
-		if !f.Exported() || name == "" || name == "-" {
+		if !f.Exported || f.JSONName == "" || f.JSONName == "-" {
 			continue
 		}
-		props[name] = literalShape(f.Type(), depth+1)
+		props[f.JSONName] = g.literalShape(f.Type, depth+1)
 	}
 }
 
-// isFreeForm reports whether values of t hold any JSON: interface{}, runtime.RawExtension,
+// isFreeForm reports whether values of e hold any JSON: interface{}, runtime.RawExtension,
 // apiextensions' JSON.
-func isFreeForm(t types.Type) bool {
-	if p, ok := t.(*types.Pointer); ok {
-		t = p.Elem()
-	}
-	if IsNamed(t, pkgRuntimePath, "RawExtension") || IsNamed(t, apiextV1Path, "JSON") {
+func (g *Types) isFreeForm(e *TypeExpr) bool {
+	e = e.Deref()
+	if e.IsNamed(pkgRuntimePath, "RawExtension") || e.IsNamed(apiextV1Path, "JSON") {
 		return true
 	}
-	_, isIface := t.Underlying().(*types.Interface)
-	return isIface
+	u := g.under(e)
+	return u != nil && u.Kind == ExprInterface
 }
 
-// jsonKind is the OpenAPI type of a Go type: string, integer, number, boolean, array,
-// object or int-or-string.
-func schemaKind(t types.Type) string {
-	if p, ok := t.(*types.Pointer); ok {
-		return schemaKind(p.Elem())
+// containsInterface reports whether e is, or holds in a map, slice or pointer, an interface.
+func (g *Types) containsInterface(e *TypeExpr) bool {
+	u := g.under(e)
+	if u == nil {
+		return false
 	}
-	if n, ok := t.(*types.Named); ok && n.Obj().Pkg() != nil {
-		switch n.Obj().Pkg().Path() + "." + n.Obj().Name() {
+	switch u.Kind {
+	case ExprInterface:
+		return true
+	case ExprPointer, ExprSlice, ExprMap:
+		return g.containsInterface(u.Elem)
+	}
+	return false
+}
+
+// schemaKind is the OpenAPI type of type e: string, integer, number, boolean, array,
+// object, int-or-string, or unknown.
+func (g *Types) schemaKind(e *TypeExpr) string {
+	e = e.Deref()
+	if e == nil {
+		return "unknown"
+	}
+	if e.Kind == ExprNamed {
+		switch e.Name.Pkg + "." + e.Name.Name {
 		case metav1Path + ".Time", metav1Path + ".MicroTime", metav1Path + ".Duration":
 			return "string"
 		case "k8s.io/apimachinery/pkg/util/intstr.IntOrString", "k8s.io/apimachinery/pkg/api/resource.Quantity":
 			return "int-or-string"
 		}
 	}
-	switch u := t.Underlying().(type) {
-	case *types.Basic:
-		switch {
-		case u.Info()&types.IsBoolean != 0:
-			return "boolean"
-		case u.Info()&types.IsInteger != 0:
-			return "integer"
-		case u.Info()&types.IsFloat != 0:
-			return "number"
-		case u.Info()&types.IsString != 0:
-			return "string"
-		}
-	case *types.Slice:
-		if b, ok := u.Elem().(*types.Basic); ok && b.Kind() == types.Byte {
+	u := g.under(e)
+	if u == nil {
+		return "unknown"
+	}
+	switch u.Kind {
+	case ExprBasic:
+		return basicKind(u.Basic)
+	case ExprSlice:
+		if u.Elem.Kind == ExprBasic && u.Elem.Basic == "uint8" {
 			return "string"
 		}
 		return "array"
-	case *types.Array:
+	case ExprArray:
 		return "array"
-	case *types.Map, *types.Struct:
+	case ExprMap, ExprStruct:
 		return "object"
 	}
 	return "unknown"
 }
 
-// namedIn returns the name of t's named type (through a pointer) if it is declared in pkg.
-func namedIn(t types.Type, pkg *types.Package) string {
-	if p, ok := t.(*types.Pointer); ok {
-		t = p.Elem()
+// basicKind is the JSON kind of a predeclared type: boolean, integer, number, string or unknown.
+func basicKind(basic string) string {
+	switch basic {
+	case "bool":
+		return "boolean"
+	case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64", "uintptr":
+		return "integer"
+	case "float32", "float64":
+		return "number"
+	case "string":
+		return "string"
 	}
-	if n, ok := t.(*types.Named); ok && n.Obj().Pkg() == pkg {
-		return n.Obj().Name()
-	}
-	return ""
+	return "unknown"
 }
 
 func ptrTo[T any](v T) *T { return &v }
 
 // fieldMarkers parses the markers of each field of a struct type declaration, by Go field
-// name (embedded fields by their type name).
-func (b *builder) fieldMarkers(fset *token.FileSet, typeName string, st *ast.StructType) map[string]markers.Set {
+// name (embedded fields by their type name), and returns their doc comments too.
+func (b *builder) fieldMarkers(fset *token.FileSet, typeName string, st *ast.StructType) (map[string]markers.Set, map[string]string) {
 	out := map[string]markers.Set{}
+	docs := map[string]string{}
 	for _, fld := range st.Fields.List {
 		ms, ds := b.reg.Parse(fset, markers.OnField, fld.Doc)
 		where := typeName + "." + embeddedName(fld.Type)
@@ -532,14 +504,16 @@ func (b *builder) fieldMarkers(fset *token.FileSet, typeName string, st *ast.Str
 		if len(names) == 0 {
 			if id := embeddedName(fld.Type); id != "" {
 				out[id] = ms
+				docs[id] = docText(fld.Doc)
 			}
 			continue
 		}
 		for _, n := range names {
 			out[n.Name] = ms
+			docs[n.Name] = docText(fld.Doc)
 		}
 	}
-	return out
+	return out, docs
 }
 
 // embeddedName is the name of an embedded field of type e: T, *T, pkg.T, T[X].

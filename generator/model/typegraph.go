@@ -1,0 +1,514 @@
+package model
+
+import (
+	"go/ast"
+	"go/token"
+	"go/types"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/aagen-dev/aagen/generator/load"
+	"github.com/aagen-dev/aagen/generator/markers"
+)
+
+// Types is the type graph: every named Go type the model's types packages declare and every
+// named type those reach through fields, elements, keys and pointers, in whichever package or
+// module it is declared, read once from the loaded packages. Each type and field carries what
+// the checks and the emitters need (Go and JSON names, inline and omitempty, doc text, typed
+// markers and the constraints they put on the schema, the protobuf tag, where it was
+// declared), so that no later stage looks at Go syntax or go/types again.
+type Types struct {
+	byName map[GoType]*Type
+	all    []*Type // sorted by package and name
+}
+
+// Lookup returns the type named n, or nil when the graph does not hold it.
+func (g *Types) Lookup(n GoType) *Type {
+	if g == nil {
+		return nil
+	}
+	return g.byName[n]
+}
+
+// All returns every type of the graph, sorted by package and name.
+func (g *Types) All() []*Type {
+	if g == nil {
+		return nil
+	}
+	return g.all
+}
+
+// Reachable returns the types reached from the named roots (themselves included), in the
+// order they are first reached: roots in order, then depth first through their fields.
+func (g *Types) Reachable(roots ...GoType) []*Type {
+	seen := map[*Type]bool{}
+	var out []*Type
+	var visitExpr func(e *TypeExpr)
+	var visit func(t *Type)
+	visit = func(t *Type) {
+		if t == nil || seen[t] {
+			return
+		}
+		seen[t] = true
+		out = append(out, t)
+		visitExpr(t.Underlying)
+	}
+	visitExpr = func(e *TypeExpr) {
+		if e == nil {
+			return
+		}
+		switch e.Kind {
+		case ExprNamed:
+			visit(g.Lookup(e.Name))
+		case ExprStruct:
+			for _, f := range e.Fields {
+				visitExpr(f.Type)
+			}
+		default:
+			visitExpr(e.Key)
+			visitExpr(e.Elem)
+		}
+	}
+	for _, r := range roots {
+		visit(g.Lookup(r))
+	}
+	return out
+}
+
+// Origin says where a type is declared, which decides whose markers describe its schema.
+type Origin uint8
+
+const (
+	// InTypesPackage: a types package of the model (a version or an internal package).
+	InTypesPackage Origin = iota
+	// InModule: another package of the user's module (pkg/common).
+	InModule
+	// InDependency: a package of another module the user's module requires (a replace
+	// or a published module), whose markers apply as they do in controller-gen.
+	InDependency
+	// InKubernetes: a package of Kubernetes' own API modules (k8s.io/api,
+	// k8s.io/apimachinery, ...): its schema is the one its own OpenAPI tags give, as
+	// kube-apiserver publishes it; the model does not read its markers.
+	InKubernetes
+	// InStandardLibrary: time.Duration and the like; not followed.
+	InStandardLibrary
+)
+
+// Type is one named Go type of the graph.
+type Type struct {
+	// Name is the type's package and name. A generic type is named by its origin.
+	Name GoType
+	// PkgName is the Go name of the declaring package.
+	PkgName string
+	Origin  Origin
+	// Pos is the declaration's position; Doc its doc comment without marker lines ("" for
+	// types whose syntax was not read).
+	Pos token.Position
+	Doc string
+	// Underlying is what the type is declared as; for a struct, Underlying.Fields are its
+	// fields. Nil for types the graph does not follow (standard library, and types that
+	// describe their own OpenAPI schema).
+	Underlying *TypeExpr
+	// Markers are the type's own markers (nil where they are not read).
+	Markers markers.Set
+	// Validation holds the type's own schema constraints (CEL rules, MinProperties; on a
+	// named non-struct type, constraints its fields inherit).
+	Validation Validation
+	// OwnSchema is set when the type describes its own OpenAPI schema (an OpenAPIDefinition
+	// or OpenAPISchemaType method, as metav1.Time and intstr.IntOrString have).
+	OwnSchema bool
+	// MarshalsJSON is set when the type (or its pointer) has a MarshalJSON method: its JSON
+	// is opaque to field paths.
+	MarshalsJSON bool
+	// ProtoMethods is set when the type's pointer has the protobuf methods (Size,
+	// MarshalToSizedBuffer, Unmarshal) that generated code can delegate to.
+	ProtoMethods bool
+	// Methods are the names of the methods declared on the type (and its pointer), sorted.
+	Methods []string
+	// Generic is set on a type with type parameters.
+	Generic bool
+}
+
+// Fields returns the fields of a struct type, nil for other types.
+func (t *Type) Fields() []*Field {
+	if t.Underlying == nil || t.Underlying.Kind != ExprStruct {
+		return nil
+	}
+	return t.Underlying.Fields
+}
+
+// IsStruct reports whether the type is declared as a struct.
+func (t *Type) IsStruct() bool { return t.Underlying != nil && t.Underlying.Kind == ExprStruct }
+
+// Field returns the struct field with Go name name, or nil.
+func (t *Type) Field(name string) *Field {
+	for _, f := range t.Fields() {
+		if f.GoName == name {
+			return f
+		}
+	}
+	return nil
+}
+
+// HasValidation reports whether the type or one of its fields carries a constraint, a
+// default, a required/optional marker or a free-form schema.
+func (t *Type) HasValidation() bool {
+	if !t.Validation.IsZero() {
+		return true
+	}
+	for _, f := range t.Fields() {
+		if f.HasValidation() {
+			return true
+		}
+	}
+	return false
+}
+
+// ExprKind is the form of a type expression.
+type ExprKind uint8
+
+const (
+	ExprNamed ExprKind = iota
+	ExprBasic
+	ExprPointer
+	ExprSlice
+	ExprArray
+	ExprMap
+	ExprStruct
+	ExprInterface
+	ExprChan
+	ExprFunc
+	// ExprOther: type parameters and anything else no API type can hold.
+	ExprOther
+)
+
+// TypeExpr is a Go type as a field (or a type declaration) spells it.
+type TypeExpr struct {
+	Kind ExprKind
+	// Name is the named type (ExprNamed). Named types without a package (error) have an
+	// empty Pkg.
+	Name GoType
+	// Basic is the predeclared type (ExprBasic): "string", "int32", "uint8" (byte),
+	// "float64", "bool", "complex128", "uintptr", "unsafe.Pointer", ...
+	Basic string
+	// Elem is what a pointer points to and the element of a slice, array or map; Key a
+	// map's key.
+	Elem, Key *TypeExpr
+	// Len is an array's length.
+	Len int64
+	// Fields are an anonymous struct's fields, or a named struct type's (Type.Underlying).
+	Fields []*Field
+	// String is the Go spelling with package names (map[string]common.Label), for messages.
+	String string
+}
+
+// Deref returns what e points to when e is a pointer, else e.
+func (e *TypeExpr) Deref() *TypeExpr {
+	if e != nil && e.Kind == ExprPointer {
+		return e.Elem
+	}
+	return e
+}
+
+// IsNamed reports whether e is the named type pkg.name.
+func (e *TypeExpr) IsNamed(pkg, name string) bool {
+	return e != nil && e.Kind == ExprNamed && e.Name.Pkg == pkg && e.Name.Name == name
+}
+
+// Field is one field of a struct type of the graph.
+type Field struct {
+	// GoName is the Go field name (an embedded field's type name); JSONName its name in
+	// JSON: "" without a json tag name, "-" when left out.
+	GoName, JSONName string
+	// Exported and Embedded are the Go facts; Inline is set for an embedded field whose
+	// fields JSON inlines (tagged inline, or with no json name); OmitEmpty for omitempty.
+	Exported, Embedded, Inline, OmitEmpty bool
+	// Tag is the whole struct tag; ProtobufTag its protobuf key.
+	Tag         reflect.StructTag
+	ProtobufTag string
+	Type        *TypeExpr
+	// Doc is the field's doc comment without marker lines ("" where syntax was not read).
+	Doc string
+	Pos token.Position
+	// Markers are the field's markers (nil where they are not read).
+	Markers markers.Set
+	// MarkerPos is the first marker's position, where errors about the field's schema point.
+	MarkerPos token.Position
+	FieldValidation
+}
+
+// HasJSON reports whether the field is serialised under a name of its own.
+func (f *Field) HasJSON() bool {
+	return f.Exported && f.JSONName != "" && f.JSONName != "-" && !f.Inline
+}
+
+// graphBuilder turns go/types into the graph.
+type graphBuilder struct {
+	g          *Types
+	modulePath string
+	typesPkgs  map[string]bool
+	// posOf turns a go/types position into a token.Position.
+	posOf func(token.Pos) token.Position
+}
+
+func newGraphBuilder(modulePath string, typesPkgs map[string]bool, fset *token.FileSet) *graphBuilder {
+	return &graphBuilder{
+		g: &Types{byName: map[GoType]*Type{}}, modulePath: modulePath, typesPkgs: typesPkgs,
+		posOf: func(p token.Pos) token.Position {
+			if fset == nil {
+				return token.Position{}
+			}
+			return fset.Position(p)
+		},
+	}
+}
+
+// Referenced returns the types of the graph declared outside the types packages, except
+// the standard library's, sorted: the types of k8s.io/api, apimachinery, other modules and
+// other packages of the module whose OpenAPI definitions, apply configurations and
+// schemas the generated server needs. A type that describes its own OpenAPI schema
+// (metav1.Time) is listed, though the graph does not follow it.
+func (g *Types) Referenced() []GoType {
+	var out []GoType
+	for _, t := range g.All() {
+		if t.Origin != InTypesPackage && t.Origin != InStandardLibrary {
+			out = append(out, t.Name)
+		}
+	}
+	return out
+}
+
+// finish sorts the graph.
+func (gb *graphBuilder) finish() *Types {
+	sort.Slice(gb.g.all, func(i, j int) bool {
+		a, b := gb.g.all[i].Name, gb.g.all[j].Name
+		if a.Pkg != b.Pkg {
+			return a.Pkg < b.Pkg
+		}
+		return a.Name < b.Name
+	})
+	return gb.g
+}
+
+func (gb *graphBuilder) origin(path string) Origin {
+	switch {
+	case gb.typesPkgs[path]:
+		return InTypesPackage
+	case path == gb.modulePath || strings.HasPrefix(path, gb.modulePath+"/"):
+		return InModule
+	case strings.HasPrefix(path, "k8s.io/"):
+		return InKubernetes
+	}
+	first, _, _ := strings.Cut(path, "/")
+	if !strings.Contains(first, ".") {
+		return InStandardLibrary
+	}
+	return InDependency
+}
+
+// named adds the named type n (and everything it reaches) and returns its node.
+func (gb *graphBuilder) named(n *types.Named) *Type {
+	obj := n.Origin().Obj()
+	if obj.Pkg() == nil {
+		return nil // error
+	}
+	key := GoType{Pkg: obj.Pkg().Path(), Name: obj.Name()}
+	if t := gb.g.byName[key]; t != nil {
+		return t
+	}
+	t := &Type{Name: key, PkgName: obj.Pkg().Name(), Origin: gb.origin(key.Pkg), Pos: gb.posOf(obj.Pos()),
+		Generic: n.Origin().TypeParams().Len() > 0}
+	gb.g.byName[key] = t
+	gb.g.all = append(gb.g.all, t)
+	origin := n.Origin()
+	ptr := types.NewMethodSet(types.NewPointer(origin))
+	for i := range ptr.Len() {
+		switch ptr.At(i).Obj().Name() {
+		case "OpenAPIDefinition", "OpenAPISchemaType":
+			t.OwnSchema = true
+		case "MarshalJSON":
+			t.MarshalsJSON = true
+		}
+	}
+	t.ProtoMethods = ptr.Lookup(nil, "Size") != nil && ptr.Lookup(nil, "MarshalToSizedBuffer") != nil && ptr.Lookup(nil, "Unmarshal") != nil
+	for i := range origin.NumMethods() {
+		t.Methods = append(t.Methods, origin.Method(i).Name())
+	}
+	sort.Strings(t.Methods)
+	if t.OwnSchema {
+		return t
+	}
+	t.Underlying = gb.expr(origin.Underlying(), true)
+	return t
+}
+
+// expr describes a Go type, adding the named types it reaches to the graph.
+//
+// Named types behind an unexported field (which is never serialized) are named but not
+// added: follow is false there.
+func (gb *graphBuilder) expr(t types.Type, follow bool) *TypeExpr {
+	e := &TypeExpr{String: types.TypeString(t, func(p *types.Package) string { return p.Name() })}
+	switch u := types.Unalias(t).(type) {
+	case *types.Named:
+		e.Kind = ExprNamed
+		obj := u.Origin().Obj()
+		if obj.Pkg() == nil {
+			// error: what it is underneath (an interface).
+			under := gb.expr(u.Underlying(), follow)
+			under.String = e.String
+			return under
+		}
+		e.Name = GoType{Pkg: obj.Pkg().Path(), Name: obj.Name()}
+		if follow {
+			gb.named(u)
+		}
+	case *types.Basic:
+		e.Kind = ExprBasic
+		e.Basic = u.Name()
+		if u.Kind() == types.Byte {
+			e.Basic = "uint8"
+		}
+	case *types.Pointer:
+		e.Kind = ExprPointer
+		e.Elem = gb.expr(u.Elem(), follow)
+	case *types.Slice:
+		e.Kind = ExprSlice
+		e.Elem = gb.expr(u.Elem(), follow)
+	case *types.Array:
+		e.Kind = ExprArray
+		e.Len = u.Len()
+		e.Elem = gb.expr(u.Elem(), follow)
+	case *types.Map:
+		e.Kind = ExprMap
+		e.Key = gb.expr(u.Key(), follow)
+		e.Elem = gb.expr(u.Elem(), follow)
+	case *types.Struct:
+		e.Kind = ExprStruct
+		for i := range u.NumFields() {
+			e.Fields = append(e.Fields, gb.field(u.Field(i), u.Tag(i), follow))
+		}
+	case *types.Interface:
+		e.Kind = ExprInterface
+	case *types.Chan:
+		e.Kind = ExprChan
+	case *types.Signature:
+		e.Kind = ExprFunc
+	default:
+		e.Kind = ExprOther
+	}
+	return e
+}
+
+func (gb *graphBuilder) field(v *types.Var, tag string, follow bool) *Field {
+	st := reflect.StructTag(tag)
+	jsonTag := st.Get("json")
+	name, opts, _ := strings.Cut(jsonTag, ",")
+	f := &Field{
+		GoName: v.Name(), JSONName: name, Exported: v.Exported(), Embedded: v.Embedded(),
+		OmitEmpty: slices.Contains(strings.Split(opts, ","), "omitempty"),
+		Tag:       st, ProtobufTag: st.Get("protobuf"), Pos: gb.posOf(v.Pos()),
+	}
+	f.Inline = f.Embedded && (name == "" || slices.Contains(strings.Split(opts, ","), "inline"))
+	f.Type = gb.expr(v.Type(), follow && (f.Exported || f.Embedded))
+	return f
+}
+
+// typeGraph builds the type graph from every type the types packages that became versions
+// declare, attaches the declarations' doc text and markers (types packages, other packages
+// of the module, other modules; not Kubernetes' own), reads their schema markers and checks
+// the fields of every kind.
+func (b *builder) typeGraph(res *load.Result) *Types {
+	typesPkgs := map[string]bool{}
+	for _, sp := range b.served {
+		typesPkgs[sp.p.PkgPath] = true
+	}
+	gb := newGraphBuilder(res.ModulePath, typesPkgs, res.Fset)
+	for _, sp := range b.served {
+		scope := sp.p.Types.Scope()
+		for _, name := range scope.Names() {
+			if tn, ok := scope.Lookup(name).(*types.TypeName); ok && !tn.IsAlias() {
+				if n, ok := tn.Type().(*types.Named); ok {
+					gb.named(n)
+				}
+			}
+		}
+	}
+	g := gb.finish()
+	b.types = g
+	// The declarations of the reached types of other packages, parsed only for those types:
+	// markers on types no kind reaches are none of the server's business.
+	var paths []string
+	for _, t := range g.All() {
+		if (t.Origin == InModule || t.Origin == InDependency) && !slices.Contains(paths, t.Name.Pkg) {
+			paths = append(paths, t.Name.Pkg)
+		}
+	}
+	deps, err := res.Syntax(paths)
+	if err != nil {
+		b.errorf(token.Position{}, "make the packages the types use loadable (go build ./... in the module)", "%v", err)
+	}
+	for _, d := range deps {
+		want := func(name string) bool {
+			t := g.Lookup(GoType{Pkg: d.PkgPath, Name: name})
+			return t != nil
+		}
+		for _, f := range d.Syntax {
+			for _, td := range b.typeDecls(res.Fset, f, want) {
+				td := td
+				b.decls[GoType{Pkg: d.PkgPath, Name: td.spec.Name.Name}] = &td
+			}
+		}
+	}
+	for _, t := range g.All() {
+		d := b.decls[t.Name]
+		if d == nil {
+			continue
+		}
+		t.Doc, t.Markers = d.doc, d.markers
+		for _, f := range t.Fields() {
+			f.Markers, f.Doc = d.fields[f.GoName], d.fieldDocs[f.GoName]
+			if len(f.Markers) > 0 {
+				f.MarkerPos = f.Markers[0].Pos
+			}
+		}
+	}
+	b.validations(g)
+	for _, sp := range b.served {
+		v := sp.v
+		var roots []GoType
+		for _, name := range sp.p.Types.Scope().Names() {
+			roots = append(roots, GoType{Pkg: v.ImportPath, Name: name})
+		}
+		for _, t := range g.Reachable(roots...) {
+			for _, f := range t.Fields() {
+				if f.Default != "" {
+					v.FieldDefaults = true
+				}
+			}
+		}
+		if v.Internal {
+			continue
+		}
+		for _, k := range v.Kinds {
+			b.checkFields(k)
+		}
+	}
+	return g
+}
+
+// docText is a doc comment's text without marker lines (+...), trimmed.
+func docText(cg *ast.CommentGroup) string {
+	if cg == nil {
+		return ""
+	}
+	var lines []string
+	for _, l := range strings.Split(cg.Text(), "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "+") {
+			continue
+		}
+		lines = append(lines, l)
+	}
+	return strings.TrimSpace(strings.Join(lines, "\n"))
+}

@@ -1,0 +1,209 @@
+package model_test
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/aagen-dev/aagen/generator/model"
+)
+
+// TestTypeGraphReferenced follows kbexample's Worker into k8s.io/api and apimachinery: the
+// types its pod template reaches are referenced, those with a schema of their own are not
+// followed, and neither the types packages' own types nor the standard library's are
+// referenced.
+func TestTypeGraphReferenced(t *testing.T) {
+	m, _, err := build(t, filepath.Join("..", "..", "testdata", "kbexample"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, n := range m.Types.Referenced() {
+		got = append(got, n.Pkg+"."+n.Name)
+	}
+	for _, want := range []string{
+		"k8s.io/api/core/v1.PodTemplateSpec", "k8s.io/api/core/v1.PodSpec", "k8s.io/api/core/v1.Container",
+		"k8s.io/api/core/v1.ResourceRequirements", "k8s.io/api/core/v1.Probe",
+		"k8s.io/apimachinery/pkg/apis/meta/v1.LabelSelector", "k8s.io/apimachinery/pkg/apis/meta/v1.Time",
+		"k8s.io/apimachinery/pkg/util/intstr.IntOrString", "k8s.io/apimachinery/pkg/runtime.RawExtension",
+	} {
+		if !slices.Contains(got, want) {
+			t.Errorf("%s is not referenced", want)
+		}
+	}
+	for _, not := range []string{"time.Time", "example.com/kbexample/api/v1.WorkerSpec"} {
+		if slices.Contains(got, not) {
+			t.Errorf("%s is referenced", not)
+		}
+	}
+	if tm := m.Types.Lookup(model.GoType{Pkg: "k8s.io/apimachinery/pkg/apis/meta/v1", Name: "Time"}); tm == nil || !tm.OwnSchema || tm.Underlying != nil {
+		t.Errorf("metav1.Time: %+v, want a node with its own schema, not followed", tm)
+	}
+	if pod := m.Types.Lookup(model.GoType{Pkg: "k8s.io/api/core/v1", Name: "PodSpec"}); pod == nil || pod.Origin != model.InKubernetes || pod.Markers != nil || !pod.ProtoMethods {
+		t.Errorf("corev1.PodSpec: %+v, want a Kubernetes type with protobuf methods whose markers are not read", pod)
+	}
+}
+
+// crossPackageModule is a module whose kind's spec holds a struct of another package of the
+// module (pkg/common) and one of a second module (example.com/extlib, by a replace), each
+// with schema markers of its own.
+func crossPackageModule(t *testing.T, extra map[string]string) string {
+	files := map[string]string{
+		"pkg/apis/shop/v1/doc.go": "// +groupName=shop.example.com\npackage v1\n",
+		"pkg/apis/shop/v1/types.go": `package v1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"example.com/extlib/limits"
+	"example.com/marina/pkg/common"
+)
+
+// +genclient
+type Widget struct {
+	metav1.TypeMeta   ` + "`json:\",inline\"`" + `
+	metav1.ObjectMeta ` + "`json:\"metadata,omitempty\"`" + `
+	Spec WidgetSpec ` + "`json:\"spec\"`" + `
+}
+
+type WidgetSpec struct {
+	Label  common.Label  ` + "`json:\"label\"`" + `
+	Limits *limits.Limits ` + "`json:\"limits,omitempty\"`" + `
+}
+
+type WidgetList struct {
+	metav1.TypeMeta ` + "`json:\",inline\"`" + `
+	metav1.ListMeta ` + "`json:\"metadata,omitempty\"`" + `
+	Items           []Widget ` + "`json:\"items\"`" + `
+}
+`,
+		"pkg/common/label.go": `package common
+
+// Label names a widget.
+// +kubebuilder:validation:XValidation:rule="self.value != 'forbidden'",message="value must not be forbidden"
+type Label struct {
+	// Value is the label's text.
+	// +kubebuilder:validation:MaxLength=3
+	// +kubebuilder:validation:Pattern=` + "`^[a-z]+$`" + `
+	Value string ` + "`json:\"value\"`" + `
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:default=2
+	Count int32 ` + "`json:\"count,omitempty\"`" + `
+	// +kubebuilder:validation:Enum=red;blue
+	Color string ` + "`json:\"color,omitempty\"`" + `
+}
+`,
+		"extlib/go.mod": "module example.com/extlib\n\ngo 1.24\n",
+		"extlib/limits/limits.go": `package limits
+
+// +kubebuilder:validation:XValidation:rule="self.min <= self.max",message="min must not exceed max"
+type Limits struct {
+	// +kubebuilder:validation:Minimum=0
+	Min int64 ` + "`json:\"min,omitempty\"`" + `
+	// +kubebuilder:validation:Maximum=100
+	// +kubebuilder:default=50
+	Max int64 ` + "`json:\"max,omitempty\"`" + `
+	// +kubebuilder:validation:MaxLength=5
+	Unit string ` + "`json:\"unit,omitempty\"`" + `
+}
+`,
+	}
+	for k, v := range extra {
+		files[k] = v
+	}
+	dir := module(t, files)
+	gomod, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gomod = append(gomod, []byte("\nrequire example.com/extlib v0.0.0\n\nreplace example.com/extlib => ./extlib\n")...)
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), gomod, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestMarkersWhereDeclared: markers apply where the type is declared, as controller-gen
+// applies them: on a struct of another package of the module and on one of another module.
+func TestMarkersWhereDeclared(t *testing.T) {
+	m, warns, err := build(t, crossPackageModule(t, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range warns {
+		t.Errorf("unexpected warning: %s", w)
+	}
+	label := m.Types.Lookup(model.GoType{Pkg: "example.com/marina/pkg/common", Name: "Label"})
+	if label == nil || label.Origin != model.InModule {
+		t.Fatalf("common.Label: %+v", label)
+	}
+	if label.Doc != "Label names a widget." || label.Field("Value").Doc != "Value is the label's text." {
+		t.Errorf("docs: %q, %q", label.Doc, label.Field("Value").Doc)
+	}
+	if r := label.Validation.Rules; len(r) != 1 || r[0].Message != "value must not be forbidden" {
+		t.Errorf("Label rules: %+v", r)
+	}
+	if v := label.Field("Value").Validation; v.MaxLength == nil || *v.MaxLength != 3 || v.Pattern != "^[a-z]+$" {
+		t.Errorf("Label.Value: %+v", v)
+	}
+	if c := label.Field("Count"); c.Validation.Minimum == nil || *c.Validation.Minimum != 1 || c.Default != "2" {
+		t.Errorf("Label.Count: %+v", c.FieldValidation)
+	}
+	if e := label.Field("Color").Validation.Enum; len(e) != 2 {
+		t.Errorf("Label.Color enum: %v", e)
+	}
+	limits := m.Types.Lookup(model.GoType{Pkg: "example.com/extlib/limits", Name: "Limits"})
+	if limits == nil || limits.Origin != model.InDependency {
+		t.Fatalf("limits.Limits: %+v", limits)
+	}
+	if r := limits.Validation.Rules; len(r) != 1 || r[0].Rule != "self.min <= self.max" {
+		t.Errorf("Limits rules: %+v", r)
+	}
+	if mx := limits.Field("Max"); mx.Validation.Maximum == nil || *mx.Validation.Maximum != 100 || mx.Default != "50" {
+		t.Errorf("Limits.Max: %+v", mx.FieldValidation)
+	}
+	if !m.Groups[0].Versions[0].HasDefaults() {
+		t.Errorf("v1 reaches defaults in common and limits, but HasDefaults is false")
+	}
+	var refs []string
+	for _, n := range m.Types.Referenced() {
+		refs = append(refs, n.Pkg+"."+n.Name)
+	}
+	for _, want := range []string{"example.com/marina/pkg/common.Label", "example.com/extlib/limits.Limits"} {
+		if !slices.Contains(refs, want) {
+			t.Errorf("%s is not referenced: %v", want, refs)
+		}
+	}
+}
+
+// TestMarkerErrorsWhereDeclared: a marker that does not fit its field is an error at its
+// file:line in the package that declares the type, and a field of such a type that cannot
+// be serialised is refused there too, as in the version package itself.
+func TestMarkerErrorsWhereDeclared(t *testing.T) {
+	_, _, err := build(t, crossPackageModule(t, map[string]string{
+		"pkg/common/label.go": `package common
+
+type Label struct {
+	// +kubebuilder:validation:MaxLength=3
+	Count int32 ` + "`json:\"count\"`" + `
+	Values map[int]string ` + "`json:\"values,omitempty\"`" + `
+	// +kubebuilder:default=2
+	Size int32 ` + "`json:\"size\"`" + `
+}
+`,
+	}))
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{
+		"label.go:4:2: +kubebuilder:validation:MaxLength on common.Label.Count",
+		"label.go:6:2: field Widget.Spec.Label.Values is a map with int keys",
+		"label.go:7:2: +kubebuilder:default on common.Label.Size: the field has no omitempty",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+}
