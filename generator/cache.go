@@ -84,8 +84,10 @@ func runFiles(src *load.Sources, outDirs, extra []string) ([]string, error) {
 		}
 		for _, e := range entries {
 			if !e.IsDir() && strings.HasSuffix(e.Name(), ".go") {
-				if r, ok := rel(filepath.Join(d, e.Name())); ok {
-					set[r] = true
+				// A source of a module replaced by a directory outside this one is recorded
+				// by its relative path too (../lib/pkg/types.go).
+				if r, err := filepath.Rel(src.ModuleDir, filepath.Join(d, e.Name())); err == nil {
+					set[filepath.ToSlash(r)] = true
 				}
 			}
 		}

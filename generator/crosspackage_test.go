@@ -16,15 +16,22 @@ import (
 // by a replace): the markers on those structs reach the OpenAPI definitions (so the
 // server's validation and kubectl explain) and the version's defaulters, as controller-gen
 // applies markers wherever a type is declared.
+//
+// The second module lives beside the first (replace ../extlib): an edit there makes the
+// next run regenerate, not find everything up to date.
 func TestMarkersOnTypesOfOtherPackages(t *testing.T) {
-	dir := t.TempDir()
+	top := t.TempDir()
+	dir := filepath.Join(top, "shop")
 	for _, f := range []string{"go.mod", "go.sum"} {
 		data, err := os.ReadFile(filepath.Join("../testdata/example", f))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if f == "go.mod" {
-			data = append(data, []byte("\nrequire example.com/extlib v0.0.0\n\nreplace example.com/extlib => ./extlib\n")...)
+			data = append(data, []byte("\nrequire example.com/extlib v0.0.0\n\nreplace example.com/extlib => ../extlib\n")...)
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
 		}
 		if err := os.WriteFile(filepath.Join(dir, f), data, 0o644); err != nil {
 			t.Fatal(err)
@@ -73,8 +80,8 @@ type Label struct {
 	Color string ` + "`json:\"color,omitempty\"`" + `
 }
 `,
-		"extlib/go.mod": "module example.com/extlib\n\ngo 1.24\n",
-		"extlib/limits/limits.go": `package limits
+		"../extlib/go.mod": "module example.com/extlib\n\ngo 1.24\n",
+		"../extlib/limits/limits.go": `package limits
 
 // +kubebuilder:validation:XValidation:rule="self.min <= self.max",message="min must not exceed max"
 type Limits struct {
@@ -97,11 +104,17 @@ type Limits struct {
 			t.Fatal(err)
 		}
 	}
-	if _, err := generator.Generate(context.Background(), generator.Options{
-		Dir: dir, Patterns: []string{"./pkg/apis/..."}, Runtime: generator.RuntimeRef{Skip: true},
-	}); err != nil {
-		t.Fatal(err)
+	gen := func() *generator.Result {
+		t.Helper()
+		res, err := generator.Generate(context.Background(), generator.Options{
+			Dir: dir, Patterns: []string{"./pkg/apis/..."}, Runtime: generator.RuntimeRef{Skip: true},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
 	}
+	gen()
 	tree := snapshot(t, dir)
 	defaults := string(tree["pkg/apis/shop/v1/zz_generated.defaults.go"])
 	for _, want := range []string{"in.Spec.Label.Count = 2", "in.Spec.Limits.Max = 50"} {
@@ -132,5 +145,22 @@ type Limits struct {
 				t.Errorf("schema_%s lacks %s:\n%s", def, want, body)
 			}
 		}
+	}
+	if !gen().UpToDate {
+		t.Errorf("a second run with nothing changed was not skipped")
+	}
+	limits := filepath.Join(top, "extlib", "limits", "limits.go")
+	src, err := os.ReadFile(limits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(limits, []byte(strings.Replace(string(src), "Maximum=100", "Maximum=90", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if gen().UpToDate {
+		t.Fatalf("an edit of the replaced module's types was taken as up to date")
+	}
+	if !strings.Contains(string(snapshot(t, dir)["pkg/generated/openapi/zz_generated.openapi.go"]), "Maximum: ptr.To[float64](90)") {
+		t.Errorf("the edited maximum did not reach the OpenAPI definitions")
 	}
 }

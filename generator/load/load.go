@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 
+	"golang.org/x/mod/modfile"
 	"golang.org/x/tools/go/packages"
 )
 
@@ -259,8 +260,8 @@ func mentionsMarkers(p *packages.Package) bool {
 }
 
 // Sources is what a run reads, found without type-checking: the module and the directories
-// of the packages matching the patterns and of the module's packages they import,
-// directly or not.
+// of the packages matching the patterns and of the packages they import, directly or not,
+// from the module and from the modules go.mod replaces with a directory.
 type Sources struct {
 	ModuleDir  string
 	ModulePath string
@@ -291,12 +292,30 @@ func ListSources(ctx context.Context, dir string, patterns []string) (*Sources, 
 			queue = append(queue, d)
 		}
 	}
-	internal := func(path string) (string, bool) {
-		if path == modPath {
-			return modDir, true
+	// The module's own packages, and those of modules go.mod replaces with a directory
+	// (replace example.com/lib => ../lib): the markers on their types apply too.
+	roots := map[string]string{modPath: modDir}
+	if data, err := os.ReadFile(filepath.Join(modDir, "go.mod")); err == nil {
+		if mf, err := modfile.Parse("go.mod", data, nil); err == nil {
+			for _, r := range mf.Replace {
+				if r.New.Version == "" && modfile.IsDirectoryPath(r.New.Path) {
+					dir := r.New.Path
+					if !filepath.IsAbs(dir) {
+						dir = filepath.Join(modDir, dir)
+					}
+					roots[r.Old.Path] = dir
+				}
+			}
 		}
-		if rest, ok := strings.CutPrefix(path, modPath+"/"); ok {
-			return filepath.Join(modDir, filepath.FromSlash(rest)), true
+	}
+	internal := func(path string) (string, bool) {
+		for mod, dir := range roots {
+			if path == mod {
+				return dir, true
+			}
+			if rest, ok := strings.CutPrefix(path, mod+"/"); ok {
+				return filepath.Join(dir, filepath.FromSlash(rest)), true
+			}
 		}
 		return "", false
 	}

@@ -404,9 +404,6 @@ func (b *builder) kind(p *packages.Package, v *Version, d typeDecl) *Kind {
 			k.DeprecationWarning = v.Group.Name + "/" + v.Name + " " + name + " is deprecated"
 		}
 	}
-	if !v.Internal && !b.jsonPathMarkers(p, k, d) {
-		good = false
-	}
 	if !b.backendMarker(k, ms) {
 		good = false
 	}

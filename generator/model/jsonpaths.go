@@ -3,11 +3,9 @@ package model
 import (
 	"fmt"
 	"go/token"
-	"go/types"
 	"slices"
 	"strings"
 
-	"golang.org/x/tools/go/packages"
 	"k8s.io/client-go/util/jsonpath"
 
 	"github.com/aagen-dev/aagen/generator/markers"
@@ -22,12 +20,8 @@ var (
 // jsonPathMarkers reads the markers that name JSON paths into a kind and shape how it is served:
 // printer columns, selectable fields and the /scale subresource. It reports false when
 // any of them is wrong.
-func (b *builder) jsonPathMarkers(p *packages.Package, k *Kind, d typeDecl) bool {
-	obj := p.Types.Scope().Lookup(k.Name)
-	if obj == nil {
-		return false
-	}
-	root := obj.Type()
+func (b *builder) jsonPathMarkers(k *Kind, d *typeDecl) bool {
+	root := &TypeExpr{Kind: ExprNamed, Name: GoType{Pkg: k.Version.ImportPath, Name: k.Name}, String: k.Name}
 	good := true
 	seenCols := map[string]token.Position{}
 	for _, pc := range markers.FindAll[markers.PrintColumn](d.markers) {
@@ -74,7 +68,7 @@ func (b *builder) jsonPathMarkers(p *packages.Package, k *Kind, d typeDecl) bool
 	return good
 }
 
-func (b *builder) printColumn(k *Kind, root types.Type, pc markers.PrintColumn, m markers.Marker) (PrintColumn, bool) {
+func (b *builder) printColumn(k *Kind, root *TypeExpr, pc markers.PrintColumn, m markers.Marker) (PrintColumn, bool) {
 	col := PrintColumn{
 		Name: pc.Name, Type: pc.Type, Format: pc.Format,
 		Description: pc.Description, JSONPath: pc.JSONPath, Priority: pc.Priority,
@@ -106,13 +100,13 @@ func (b *builder) printColumn(k *Kind, root types.Type, pc markers.PrintColumn, 
 			"JSONPath %s: %v", col.JSONPath, err)
 		return col, false
 	}
-	w, err := walkJSON(root, k.Name, names)
+	w, err := b.types.walkJSON(root, k.Name, names)
 	if err != nil {
 		fail("point JSONPath at a field of "+k.Name+" by its JSON name", "JSONPath %s: %v", col.JSONPath, err)
 		return col, false
 	}
 	if simple && len(w.rest) == 0 && good {
-		if got, ok := columnFits(col.Type, w.leaf); !ok {
+		if got, ok := b.types.columnFits(col.Type, w.leaf); !ok {
 			fail("use type="+suggestColumnType(got)+", or point JSONPath at a field of that type",
 				"column %q has type=%s but %s is %s", col.Name, col.Type, col.JSONPath, got)
 		}
@@ -120,7 +114,7 @@ func (b *builder) printColumn(k *Kind, root types.Type, pc markers.PrintColumn, 
 	return col, good
 }
 
-func (b *builder) selectableField(k *Kind, root types.Type, jp string, m markers.Marker) (FieldPath, bool) {
+func (b *builder) selectableField(k *Kind, root *TypeExpr, jp string, m markers.Marker) (FieldPath, bool) {
 	fail := func(fix, format string, args ...any) (FieldPath, bool) {
 		b.errorf(m.Pos, fix, "+kubebuilder:selectablefield of %s: "+format, append([]any{k.Name}, args...)...)
 		return FieldPath{}, false
@@ -132,7 +126,7 @@ func (b *builder) selectableField(k *Kind, root types.Type, jp string, m markers
 		return fail("select on metadata.name and metadata.namespace without a marker; other metadata is not selectable",
 			"JSONPath %s points into metadata", jp)
 	}
-	fp, leaf, err := resolveSimple(root, k.Name, jp)
+	fp, leaf, err := b.types.resolveSimple(root, k.Name, jp)
 	if err != nil {
 		return fail("point JSONPath at a string, integer or boolean field of "+k.Name+" by its JSON names, e.g. .spec.color", "JSONPath %s: %v", jp, err)
 	}
@@ -143,10 +137,10 @@ func (b *builder) selectableField(k *Kind, root types.Type, jp string, m markers
 	return fp, true
 }
 
-func (b *builder) scale(k *Kind, root types.Type, marked markers.Scale, m markers.Marker) (*Scale, bool) {
+func (b *builder) scale(k *Kind, root *TypeExpr, marked markers.Scale, m markers.Marker) (*Scale, bool) {
 	paths := map[string]string{"specpath": marked.SpecPath, "statuspath": marked.StatusPath, "selectorpath": marked.SelectorPath}
 	good := true
-	path := func(key, example string, under []string, basic types.BasicKind, required bool) *FieldPath {
+	path := func(key, example string, under []string, basic string, required bool) *FieldPath {
 		jp := paths[key]
 		fail := func(fix, format string, args ...any) *FieldPath {
 			b.errorf(m.Pos, fix, "+kubebuilder:subresource:scale of %s: "+format, append([]any{k.Name}, args...)...)
@@ -162,18 +156,17 @@ func (b *builder) scale(k *Kind, root types.Type, marked markers.Scale, m marker
 		if !slices.ContainsFunc(under, func(prefix string) bool { return strings.HasPrefix(jp, prefix+".") }) {
 			return fail("use a path under "+strings.Join(under, " or ")+", e.g. "+key+"="+example, "%s=%s is not under %s", key, jp, strings.Join(under, " or "))
 		}
-		fp, leaf, err := resolveSimple(root, k.Name, jp)
+		fp, leaf, err := b.types.resolveSimple(root, k.Name, jp)
 		if err != nil {
 			return fail("point "+key+" at a field of "+k.Name+" by its JSON names, e.g. "+example, "%s=%s: %v", key, jp, err)
 		}
-		want := types.Typ[basic]
-		if b, ok := leaf.Underlying().(*types.Basic); !ok || b.Kind() != basic || isOpaque(leaf) {
+		if u := b.types.under(leaf); u == nil || u.Kind != ExprBasic || u.Basic != basic || b.types.isOpaque(leaf) {
 			pointer := ""
-			if basic == types.Int32 && key == "specpath" {
+			if basic == "int32" && key == "specpath" {
 				pointer = " or *int32"
 			}
-			return fail("make the field "+want.Name()+pointer+", or point "+key+" at one",
-				"%s=%s is %s; it must be %s%s", key, jp, describeType(leaf), want.Name(), pointer)
+			return fail("make the field "+basic+pointer+", or point "+key+" at one",
+				"%s=%s is %s; it must be %s%s", key, jp, describeType(leaf), basic, pointer)
 		}
 		if key == "statuspath" || key == "selectorpath" {
 			return &fp
@@ -186,13 +179,13 @@ func (b *builder) scale(k *Kind, root types.Type, marked markers.Scale, m marker
 		return &fp
 	}
 	sc := &Scale{}
-	if fp := path("specpath", ".spec.replicas", []string{".spec"}, types.Int32, true); fp != nil {
+	if fp := path("specpath", ".spec.replicas", []string{".spec"}, "int32", true); fp != nil {
 		sc.SpecReplicas = *fp
 	}
-	if fp := path("statuspath", ".status.replicas", []string{".status"}, types.Int32, true); fp != nil {
+	if fp := path("statuspath", ".status.replicas", []string{".status"}, "int32", true); fp != nil {
 		sc.StatusReplicas = *fp
 	}
-	sc.Selector = path("selectorpath", ".status.selector", []string{".spec", ".status"}, types.String, false)
+	sc.Selector = path("selectorpath", ".status.selector", []string{".spec", ".status"}, "string", false)
 	return sc, good
 }
 
@@ -231,7 +224,7 @@ func parseJSONPath(jp string) (names []string, simple bool, err error) {
 
 // resolveSimple resolves a path of field names only (".spec.replicas") to a leaf field,
 // with no map, list or type with its own JSON encoding on the way.
-func resolveSimple(root types.Type, kind, jp string) (FieldPath, types.Type, error) {
+func (g *Types) resolveSimple(root *TypeExpr, kind, jp string) (FieldPath, *TypeExpr, error) {
 	names, simple, err := parseJSONPath(jp)
 	if err != nil {
 		return FieldPath{}, nil, err
@@ -239,7 +232,7 @@ func resolveSimple(root types.Type, kind, jp string) (FieldPath, types.Type, err
 	if !simple || len(names) == 0 {
 		return FieldPath{}, nil, fmt.Errorf("not a simple path of field names (no [], filters, wildcards or ..)")
 	}
-	w, err := walkJSON(root, kind, names)
+	w, err := g.walkJSON(root, kind, names)
 	if err != nil {
 		return FieldPath{}, nil, err
 	}
@@ -248,12 +241,12 @@ func resolveSimple(root types.Type, kind, jp string) (FieldPath, types.Type, err
 	}
 	fp := FieldPath{JSONPath: jp, Steps: w.steps}
 	leaf := w.leaf
-	if n, ok := types.Unalias(leaf).(*types.Named); ok && n.Obj().Pkg() != nil {
-		fp.LeafType = GoType{Pkg: n.Obj().Pkg().Path(), Name: n.Obj().Name()}
+	if leaf.Kind == ExprNamed && leaf.Name.Pkg != "" {
+		fp.LeafType = leaf.Name
 	}
-	if b, ok := leaf.Underlying().(*types.Basic); ok && !isOpaque(leaf) {
-		fp.LeafBasic = b.Name()
-		fp.Leaf = jsonKind(b)
+	if u := g.under(leaf); u != nil && u.Kind == ExprBasic && !g.isOpaque(leaf) {
+		fp.LeafBasic = u.Basic
+		fp.Leaf = jsonKind(u.Basic)
 	}
 	return fp, leaf, nil
 }
@@ -262,7 +255,7 @@ func resolveSimple(root types.Type, kind, jp string) (FieldPath, types.Type, err
 type walked struct {
 	steps []FieldStep
 	// leaf is the type reached, without pointers.
-	leaf types.Type
+	leaf *TypeExpr
 	// at is the JSON path walked so far, e.g. ".spec.crew".
 	at string
 	// rest are the names left when the walk reached something it cannot look into: a map, a
@@ -270,36 +263,38 @@ type walked struct {
 	rest []string
 }
 
-// walkJSON follows JSON field names from the kind's type through its Go struct fields.
-func walkJSON(root types.Type, kind string, names []string) (walked, error) {
+// walkJSON follows JSON field names from the kind's type through its struct fields.
+func (g *Types) walkJSON(root *TypeExpr, kind string, names []string) (walked, error) {
 	w := walked{leaf: deref(root)}
 	where := kind
 	for i, name := range names {
 		t := w.leaf
-		if isOpaque(t) {
+		if g.isOpaque(t) {
 			w.rest = names[i:]
 			return w, nil
 		}
-		st, ok := t.Underlying().(*types.Struct)
-		if !ok {
-			switch t.Underlying().(type) {
-			case *types.Map, *types.Slice, *types.Array, *types.Interface:
-				w.rest = names[i:]
-				return w, nil
+		u := g.under(t)
+		if u == nil || u.Kind != ExprStruct {
+			if u != nil {
+				switch u.Kind {
+				case ExprMap, ExprSlice, ExprArray, ExprInterface:
+					w.rest = names[i:]
+					return w, nil
+				}
 			}
 			return w, fmt.Errorf("%s is %s, which has no field %q", where, describeType(t), name)
 		}
-		hops, ok := lookupJSON(st, name, 0)
+		hops, ok := g.lookupJSON(u.Fields, name, 0)
 		if !ok {
-			return w, fmt.Errorf("%s has no field %q (its fields: %s)", describeStruct(t, where), name, strings.Join(jsonNames(st, 0), ", "))
+			return w, fmt.Errorf("%s has no field %q (its fields: %s)", describeStruct(t, where), name, strings.Join(g.jsonNames(u.Fields, 0), ", "))
 		}
 		for _, h := range hops {
-			step := FieldStep{GoName: h.Name()}
-			if ptr, ok := types.Unalias(h.Type()).(*types.Pointer); ok {
+			step := FieldStep{GoName: h.GoName}
+			if h.Type.Kind == ExprPointer {
 				step.Pointer = true
-				if n, ok := types.Unalias(ptr.Elem()).(*types.Named); ok && n.Obj().Pkg() != nil {
-					if _, isStruct := n.Underlying().(*types.Struct); isStruct {
-						step.Elem = GoType{Pkg: n.Obj().Pkg().Path(), Name: n.Obj().Name()}
+				if e := h.Type.Elem; e.Kind == ExprNamed && e.Name.Pkg != "" {
+					if eu := g.under(e); eu != nil && eu.Kind == ExprStruct {
+						step.Elem = e.Name
 					}
 				}
 			}
@@ -307,66 +302,63 @@ func walkJSON(root types.Type, kind string, names []string) (walked, error) {
 		}
 		w.at += "." + name
 		where = w.at
-		w.leaf = deref(hops[len(hops)-1].Type())
+		w.leaf = deref(hops[len(hops)-1].Type)
 	}
 	// The leaf's own pointer-to-struct Elem is not needed: nothing below it is set.
 	if n := len(w.steps); n > 0 {
-		if _, isStruct := w.leaf.Underlying().(*types.Struct); !isStruct {
+		if u := g.under(w.leaf); u == nil || u.Kind != ExprStruct {
 			w.steps[n-1].Elem = GoType{}
 		}
 	}
 	return w, nil
 }
 
-// lookupJSON finds the field serialised as name in st: a field with that JSON name, or
-// one promoted from an inline embedded struct (returned with the embedded fields first).
-func lookupJSON(st *types.Struct, name string, depth int) ([]*types.Var, bool) {
+// lookupJSON finds the field serialised as name among fields: a field with that JSON name,
+// or one promoted from an inline embedded struct (returned with the embedded fields first).
+func (g *Types) lookupJSON(fields []*Field, name string, depth int) ([]*Field, bool) {
 	if depth > 8 {
 		return nil, false
 	}
-	for i := 0; i < st.NumFields(); i++ {
-		f := st.Field(i)
-		jn := jsonTagName(st.Tag(i))
-		if jn == "-" || !f.Exported() || f.Embedded() && jn == "" {
+	for _, f := range fields {
+		jn := f.JSONName
+		if jn == "-" || !f.Exported || f.Embedded && jn == "" {
 			continue
 		}
 		if jn == "" {
-			jn = f.Name()
+			jn = f.GoName
 		}
 		if jn == name {
-			return []*types.Var{f}, true
+			return []*Field{f}, true
 		}
 	}
-	for i := 0; i < st.NumFields(); i++ {
-		f := st.Field(i)
-		if !f.Embedded() || jsonTagName(st.Tag(i)) != "" || !f.Exported() {
+	for _, f := range fields {
+		if !f.Embedded || f.JSONName != "" || !f.Exported {
 			continue
 		}
-		inner, ok := deref(f.Type()).Underlying().(*types.Struct)
-		if !ok {
+		inner := g.under(deref(f.Type))
+		if inner == nil || inner.Kind != ExprStruct {
 			continue
 		}
-		if hops, ok := lookupJSON(inner, name, depth+1); ok {
-			return append([]*types.Var{f}, hops...), true
+		if hops, ok := g.lookupJSON(inner.Fields, name, depth+1); ok {
+			return append([]*Field{f}, hops...), true
 		}
 	}
 	return nil, false
 }
 
-// jsonNames lists the JSON field names of st, inline embedded structs included.
-func jsonNames(st *types.Struct, depth int) []string {
+// jsonNames lists the JSON field names of a struct's fields, inline embedded structs included.
+func (g *Types) jsonNames(fields []*Field, depth int) []string {
 	var out []string
-	for i := 0; i < st.NumFields(); i++ {
-		f := st.Field(i)
-		jn := jsonTagName(st.Tag(i))
+	for _, f := range fields {
+		jn := f.JSONName
 		switch {
-		case jn == "-" || !f.Exported():
-		case f.Embedded() && jn == "":
-			if inner, ok := deref(f.Type()).Underlying().(*types.Struct); ok && depth < 8 {
-				out = append(out, jsonNames(inner, depth+1)...)
+		case jn == "-" || !f.Exported:
+		case f.Embedded && jn == "":
+			if inner := g.under(deref(f.Type)); inner != nil && inner.Kind == ExprStruct && depth < 8 {
+				out = append(out, g.jsonNames(inner.Fields, depth+1)...)
 			}
 		case jn == "":
-			out = append(out, f.Name())
+			out = append(out, f.GoName)
 		default:
 			out = append(out, jn)
 		}
@@ -374,55 +366,49 @@ func jsonNames(st *types.Struct, depth int) []string {
 	return out
 }
 
-func deref(t types.Type) types.Type {
-	for {
-		p, ok := types.Unalias(t).(*types.Pointer)
-		if !ok {
-			return types.Unalias(t)
-		}
-		t = p.Elem()
+func deref(e *TypeExpr) *TypeExpr {
+	for e != nil && e.Kind == ExprPointer {
+		e = e.Elem
 	}
+	return e
 }
 
-// isOpaque reports whether t (or *t) encodes itself to JSON (metav1.Time,
-// resource.Quantity, intstr.IntOrString, runtime.RawExtension, ...): its Go fields say
-// nothing about its JSON.
-func isOpaque(t types.Type) bool {
-	obj, _, _ := types.LookupFieldOrMethod(t, true, nil, "MarshalJSON")
-	_, ok := obj.(*types.Func)
-	return ok
+// isOpaque reports whether e encodes itself to JSON (metav1.Time, resource.Quantity,
+// intstr.IntOrString, runtime.RawExtension, ...): its Go fields say nothing about its JSON.
+func (g *Types) isOpaque(e *TypeExpr) bool {
+	if e == nil || e.Kind != ExprNamed {
+		return false
+	}
+	t := g.Lookup(e.Name)
+	return t != nil && t.MarshalsJSON
 }
 
-func jsonKind(b *types.Basic) string {
-	switch info := b.Info(); {
-	case info&types.IsString != 0:
-		return "string"
-	case info&types.IsBoolean != 0:
-		return "boolean"
-	case info&types.IsInteger != 0:
-		return "integer"
-	case info&types.IsFloat != 0:
-		return "number"
+func jsonKind(basic string) string {
+	if k := basicKind(basic); k != "unknown" {
+		return k
 	}
 	return ""
 }
 
 // columnFits reports whether a column of type colType shows the leaf's values, and what the
 // leaf is in JSON terms.
-func columnFits(colType string, leaf types.Type) (string, bool) {
-	if isOpaque(leaf) {
-		if IsNamed(leaf, metav1Path, "Time") || IsNamed(leaf, metav1Path, "MicroTime") {
+func (g *Types) columnFits(colType string, leaf *TypeExpr) (string, bool) {
+	if g.isOpaque(leaf) {
+		if leaf.IsNamed(metav1Path, "Time") || leaf.IsNamed(metav1Path, "MicroTime") {
 			return "a timestamp (" + describeType(leaf) + ")", colType == "date" || colType == "string"
 		}
 		return describeType(leaf), true // Quantity, IntOrString, ...: JSON type unknown here
 	}
 	var got string
-	switch u := leaf.Underlying().(type) {
-	case *types.Basic:
-		got = jsonKind(u)
-	case *types.Struct, *types.Map:
+	u := g.under(leaf)
+	switch {
+	case u == nil:
+		return describeType(leaf), true
+	case u.Kind == ExprBasic:
+		got = jsonKind(u.Basic)
+	case u.Kind == ExprStruct || u.Kind == ExprMap:
 		got = "object"
-	case *types.Slice, *types.Array:
+	case u.Kind == ExprSlice || u.Kind == ExprArray:
 		got = "array"
 	default:
 		return describeType(leaf), true
@@ -454,16 +440,14 @@ func suggestColumnType(got string) string {
 	return "string"
 }
 
-func describeType(t types.Type) string {
-	return "Go type " + types.TypeString(t, func(p *types.Package) string { return p.Name() })
-}
+func describeType(e *TypeExpr) string { return "Go type " + e.String }
 
-func describeStruct(t types.Type, where string) string {
-	if n, ok := types.Unalias(t).(*types.Named); ok {
-		if where == n.Obj().Name() {
+func describeStruct(e *TypeExpr, where string) string {
+	if e.Kind == ExprNamed {
+		if where == e.Name.Name {
 			return where
 		}
-		return where + " (" + n.Obj().Name() + ")"
+		return where + " (" + e.Name.Name + ")"
 	}
 	return where
 }

@@ -417,8 +417,9 @@ func (gb *graphBuilder) field(v *types.Var, tag string, follow bool) *Field {
 
 // typeGraph builds the type graph from every type the types packages that became versions
 // declare, attaches the declarations' doc text and markers (types packages, other packages
-// of the module, other modules; not Kubernetes' own), reads their schema markers and checks
-// the fields of every kind.
+// of the module, other modules; not Kubernetes' own), reads their schema markers, checks
+// the fields of every kind and resolves the JSON paths its markers name (printer columns,
+// selectable fields, /scale).
 func (b *builder) typeGraph(res *load.Result) *Types {
 	typesPkgs := map[string]bool{}
 	for _, sp := range b.served {
@@ -493,6 +494,7 @@ func (b *builder) typeGraph(res *load.Result) *Types {
 		}
 		for _, k := range v.Kinds {
 			b.checkFields(k)
+			b.jsonPathMarkers(k, b.decls[GoType{Pkg: v.ImportPath, Name: k.Name}])
 		}
 	}
 	return g
