@@ -108,6 +108,65 @@ func TestArchitectureDocNames(t *testing.T) {
 	}
 }
 
+// TestArchitecturePackageTable checks docs/architecture.md's package table (the rows of the
+// table under "## Packages", each starting with a package directory in backquotes) against
+// the tree: every Go package under generator/ and runtime/ has a row, and every row names
+// a package that exists.
+func TestArchitecturePackageTable(t *testing.T) {
+	root := filepath.Join("..")
+	doc, err := os.ReadFile(filepath.Join(root, "docs", "architecture.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(doc), "\n## Packages\n")
+	if !ok {
+		t.Fatal("docs/architecture.md has no \"## Packages\" section")
+	}
+	if end := strings.Index(table, "\n## "); end >= 0 {
+		table = table[:end]
+	}
+	rows := map[string]bool{}
+	row := regexp.MustCompile("(?m)^\\| `((?:generator|runtime)(?:/[a-z0-9]+)*)` \\|")
+	for _, m := range row.FindAllStringSubmatch(table, -1) {
+		rows[m[1]] = true
+	}
+	have := map[string]bool{}
+	for _, top := range []string{"generator", "runtime"} {
+		err := filepath.WalkDir(filepath.Join(root, top), func(path string, e os.DirEntry, err error) error {
+			if err != nil || !e.IsDir() {
+				return err
+			}
+			if name := e.Name(); name == "testdata" || strings.HasPrefix(name, ".") {
+				return filepath.SkipDir
+			}
+			entries, err := os.ReadDir(path)
+			if err != nil {
+				return err
+			}
+			if slices.ContainsFunc(entries, func(e os.DirEntry) bool {
+				return strings.HasSuffix(e.Name(), ".go") && !strings.HasSuffix(e.Name(), "_test.go")
+			}) {
+				dir, _ := filepath.Rel(root, path)
+				have[filepath.ToSlash(dir)] = true
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for dir := range have {
+		if !rows[dir] {
+			t.Errorf("docs/architecture.md's package table has no row for %s", dir)
+		}
+	}
+	for dir := range rows {
+		if !have[dir] {
+			t.Errorf("docs/architecture.md's package table names %s, which is not a package", dir)
+		}
+	}
+}
+
 func collectNames(f *ast.File, top map[string]bool, members map[string]bool) {
 	for _, d := range f.Decls {
 		switch d := d.(type) {

@@ -31,7 +31,11 @@ func Reference(r *Registry) []byte {
 	b.WriteString("ratcheting of unchanged invalid values), so all errors of an object come back in one 422 Invalid with\n")
 	b.WriteString("the messages a CRD user sees. Defaults are set by defaulter-gen's code when a request body or an\n")
 	b.WriteString("object read from storage is decoded. Markers on a named non-struct type (`type Hull string`) apply to\n")
-	b.WriteString("every field of that type. CEL syntax is checked by `aagen generate`; a rule that does not type-check\n")
+	b.WriteString("every field of that type. Markers apply where a type is declared, as controller-gen applies them: on a\n")
+	b.WriteString("struct of another package of your module (`pkg/common`) or of another module (a dependency, or one\n")
+	b.WriteString("`go.mod` replaces with a directory), for every kind whose fields reach it; types of Kubernetes' own API\n")
+	b.WriteString("modules (k8s.io/api, apimachinery) keep the schema their own tags give, as kube-apiserver publishes it.\n")
+	b.WriteString("CEL syntax is checked by `aagen generate`; a rule that does not type-check\n")
 	b.WriteString("against the schema stops the server at start with the rule and the error.\n\n")
 	b.WriteString("| Marker | On | Syntax | Meaning | Status |\n| --- | --- | --- | --- | --- |\n")
 	for _, d := range r.Definitions() {
