@@ -322,7 +322,7 @@ func snapshotFiles(moduleDir string, names ...string) func() {
 }
 
 // conversions finds, in the conversions conversion-gen wrote, the functions it could not
-// write (fields that differ between a version and its storage version). It creates the
+// write (fields that differ between a version and its hub). It creates the
 // version's user-owned conversion.go with stubs for them when the file does not exist yet,
 // and warns about each one either way: the server does not build until they are written.
 func conversions(m *model.Model, files []codegen.File) ([]emit.File, []model.Diagnostic, error) {

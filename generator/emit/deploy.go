@@ -171,7 +171,7 @@ func Deploy(m *model.Model, o Options, d DeployOptions) ([]File, error) {
 			i++
 		}
 		for _, r := range g.Resources {
-			k := r.Storage
+			k := r.Hub
 			dg.Resources = append(dg.Resources, k.Plural)
 			dg.ReadResources = append(dg.ReadResources, k.Plural)
 			if k.HasStatus {

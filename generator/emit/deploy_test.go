@@ -18,8 +18,8 @@ func deployModel(t *testing.T) *model.Model {
 	v1beta1.Kinds = []*model.Kind{{Version: v1beta1, Name: "Gadget", Plural: "gadgets"}}
 	g.Versions = []*model.Version{v1, v1beta1}
 	for _, k := range []*model.Kind{v1beta1.Kinds[0], v1.Kinds[0]} { // by kind name, as model.Build orders them
-		k.Storage = true
-		k.Resource = &model.Resource{Group: g, Kind: k.Name, Versions: []*model.Kind{k}, Storage: k}
+		k.Hub = true
+		k.Resource = &model.Resource{Group: g, Kind: k.Name, Versions: []*model.Kind{k}, Hub: k}
 		g.Resources = append(g.Resources, k.Resource)
 	}
 	return &model.Model{ModuleDir: t.TempDir(), ModulePath: "example.com/shop", Groups: []*model.Group{g}}
