@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/aagen-dev/aagen/generator/codegen"
+	"github.com/aagen-dev/aagen/generator/deploycerts"
 	"github.com/aagen-dev/aagen/generator/emit"
 	"github.com/aagen-dev/aagen/generator/layout"
 	"github.com/aagen-dev/aagen/generator/load"
@@ -199,7 +200,11 @@ func Generate(ctx context.Context, o Options) (_ *Result, err error) {
 	all = append(all, conv...)
 	res.Warnings = append(res.Warnings, convWarns...)
 	report(diagnostics(convWarns)...)
-	deploy, err := emit.Deploy(m, emit.Options{ServerName: res.ServerName, GeneratedPkg: generatedPkg}, o.Deploy)
+	certs, err := deployCerts(m.ModuleDir, res.ServerName, o.Deploy)
+	if err != nil {
+		return nil, err
+	}
+	deploy, err := emit.Deploy(m, emit.Options{ServerName: res.ServerName, GeneratedPkg: generatedPkg}, o.Deploy, certs)
 	if err != nil {
 		return nil, err
 	}
@@ -274,6 +279,26 @@ func Generate(ctx context.Context, o Options) (_ *Result, err error) {
 	}
 	logf("done in %.1fs", time.Since(start).Seconds())
 	return res, nil
+}
+
+// deployCerts loads the certificate material the deploy manifests carry from the module,
+// creating what is missing (package deploycerts, as emit.DeployCertRequest asks; nothing
+// with cert-manager, which issues it in the cluster).
+func deployCerts(moduleDir, serverName string, d emit.DeployOptions) (emit.DeployCerts, error) {
+	var certs emit.DeployCerts
+	req, err := emit.DeployCertRequest(serverName, d)
+	if err != nil || req == nil {
+		return certs, err
+	}
+	if certs.Serving, err = deploycerts.Ensure(moduleDir, req.Dir, req.Secret, req.Namespace, req.DNSNames, req.Now); err != nil {
+		return certs, err
+	}
+	if e := req.Etcd; e != nil {
+		if certs.Etcd, err = deploycerts.EnsureEtcd(moduleDir, req.Dir, e.Secrets, req.Namespace, e.ClientName, e.DNSNames, req.Now); err != nil {
+			return certs, err
+		}
+	}
+	return certs, nil
 }
 
 // recordRun records a successful run for the run cache (see cache.go).
