@@ -8,11 +8,9 @@
 package generator
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path"
 	"path/filepath"
 	"runtime"
@@ -301,19 +299,6 @@ func deployCerts(moduleDir, serverName string, d emit.DeployOptions) (emit.Deplo
 	return certs, nil
 }
 
-// recordRun records a successful run for the run cache (see cache.go).
-func recordRun(src *load.Sources, o Options, outDirs []string, res *Result, written []emit.File) error {
-	var owned []string
-	for _, f := range written {
-		owned = append(owned, f.Path)
-	}
-	files, err := runFiles(src, outDirs, owned)
-	if err != nil {
-		return err
-	}
-	return record(src.ModuleDir, o, res.ServerName, diagnostics(res.Warnings), files)
-}
-
 // diagnostics renders each diagnostic as a line with its position.
 func diagnostics(ds []model.Diagnostic) []string {
 	out := make([]string, len(ds))
@@ -323,130 +308,11 @@ func diagnostics(ds []model.Diagnostic) []string {
 	return out
 }
 
-// snapshotFiles reads the module-relative files and returns a function that writes them
-// back (and removes those that did not exist).
-func snapshotFiles(moduleDir string, names ...string) func() {
-	saved := map[string][]byte{}
-	for _, n := range names {
-		if data, err := os.ReadFile(filepath.Join(moduleDir, n)); err == nil {
-			saved[n] = data
-		}
-	}
-	return func() {
-		for _, n := range names {
-			p := filepath.Join(moduleDir, n)
-			if data, ok := saved[n]; ok {
-				if cur, err := os.ReadFile(p); err != nil || !bytes.Equal(cur, data) {
-					_ = os.WriteFile(p, data, 0o644)
-				}
-			} else {
-				_ = os.Remove(p)
-			}
-		}
-	}
-}
-
-// conversions finds, in the conversions conversion-gen wrote, the functions it could not
-// write (fields that differ between a version and its hub). It creates the
-// version's user-owned conversion.go with stubs for them when the file does not exist yet,
-// and warns about each one either way: the server does not build until they are written.
-func conversions(m *model.Model, files []codegen.File) ([]emit.File, []model.Diagnostic, error) {
-	var out []emit.File
-	var warns []model.Diagnostic
-	for _, g := range m.Groups {
-		for _, v := range g.Versions {
-			if v.ConvertTo == nil {
-				continue
-			}
-			rel := m.RelPath(v.Dir)
-			var generated []byte
-			for _, f := range files {
-				if f.Path == path.Join(rel, "zz_generated.conversion.go") {
-					generated = f.Content
-				}
-			}
-			if generated == nil {
-				continue
-			}
-			missing, err := emit.MissingConversions(v, generated)
-			if err != nil || len(missing) == 0 {
-				if err != nil {
-					return nil, nil, err
-				}
-				continue
-			}
-			userFile := path.Join(rel, emit.ConversionFileName)
-			fix := "write them in " + userFile + " (yours; each starts from the generated autoConvert_ function)"
-			if _, err := os.Stat(filepath.Join(m.ModuleDir, filepath.FromSlash(userFile))); os.IsNotExist(err) {
-				f, err := emit.ConversionFile(m, v, missing)
-				if err != nil {
-					return nil, nil, err
-				}
-				out = append(out, f)
-				fix = "this run created " + userFile + " with a stub for each: convert the fields named there and delete each " + emit.ConversionTODO + " line"
-			}
-			for _, mc := range missing {
-				msg := fmt.Sprintf("%s: conversion-gen cannot write %s", v.GroupVersion(), mc.Name)
-				if len(mc.Fields) > 0 {
-					msg += " (" + strings.Join(mc.Fields, "; ") + ")"
-				}
-				msg += "; the server does not build until it is written by hand"
-				pos, fix := v.Pos, fix
-				if mc.Stub.IsValid() {
-					// The stub is there but unfinished: point at its TODO line.
-					pos = mc.Stub
-					msg = fmt.Sprintf("%s: %s is still the stub aagen created", v.GroupVersion(), mc.Name)
-					if len(mc.Fields) > 0 {
-						msg += " (" + strings.Join(mc.Fields, "; ") + ")"
-					}
-					msg += "; the server does not build until it is written"
-					fix = "convert the fields named above the line, then delete the " + emit.ConversionTODO + " line"
-				}
-				warns = append(warns, model.Diagnostic{Pos: pos, Warning: true, Msg: msg, Fix: fix})
-			}
-		}
-	}
-	return out, warns, nil
-}
-
 // StaleError lists generated files that are out of date.
 type StaleError struct{ Paths []string }
 
 func (e *StaleError) Error() string {
 	return fmt.Sprintf("generated files are out of date; run aagen generate:\n\t%s", strings.Join(e.Paths, "\n\t"))
-}
-
-func codegenInput(m *model.Model, generatedPkg string, referenced []load.TypeName) codegen.Input {
-	in := codegen.Input{ModuleDir: m.ModuleDir, ModulePath: m.ModulePath, OutputPkg: generatedPkg}
-	for _, n := range referenced {
-		in.ReferencedTypes = append(in.ReferencedTypes, n.String())
-	}
-	if m.HasScale() {
-		in.ExtraOpenAPIPackages = []string{scalePackage}
-	}
-	for _, g := range m.Groups {
-		for _, v := range g.Versions {
-			p := codegen.Package{ImportPath: v.ImportPath, Dir: v.Dir, Group: g.Name, GroupPackageName: g.PackageName, Version: v.Name}
-			p.Validation = validationTags(v)
-			if v.ConvertTo != nil {
-				p.ConvertTo = v.ConvertTo.ImportPath
-			}
-			for _, k := range v.Kinds {
-				p.Kinds = append(p.Kinds, codegen.Kind{Name: k.Name, NamespaceScoped: k.NamespaceScoped, HasStatus: k.HasStatus, Plural: k.Plural, Unserved: k.Unserved,
-					ClientMethods: clientMethods(k)})
-			}
-			p.Objects = v.SubresourceTypes()
-			in.Packages = append(in.Packages, p)
-		}
-		if v := g.Internal; v != nil {
-			p := codegen.Package{ImportPath: v.ImportPath, Dir: v.Dir, Group: g.Name, GroupPackageName: g.PackageName, Internal: true}
-			for _, k := range v.Kinds {
-				p.Kinds = append(p.Kinds, codegen.Kind{Name: k.Name, NamespaceScoped: k.NamespaceScoped, HasStatus: k.HasStatus, Plural: k.Plural, Unserved: true})
-			}
-			in.Packages = append(in.Packages, p)
-		}
-	}
-	return in
 }
 
 func summary(m *model.Model) string {
