@@ -196,3 +196,16 @@ func record(moduleDir string, o Options, serverName string, warnings []string, f
 func forget(moduleDir string) {
 	_ = os.Remove(filepath.Join(moduleDir, cacheFile))
 }
+
+// recordRun records a successful run for the run cache (see cache.go).
+func recordRun(src *load.Sources, o Options, outDirs []string, res *Result, written []emit.File) error {
+	var owned []string
+	for _, f := range written {
+		owned = append(owned, f.Path)
+	}
+	files, err := runFiles(src, outDirs, owned)
+	if err != nil {
+		return err
+	}
+	return record(src.ModuleDir, o, res.ServerName, diagnostics(res.Warnings), files)
+}

@@ -5,14 +5,17 @@
 //
 // Nothing touches the user's tree until every file has been produced; a run that fails
 // writes nothing.
+//
+// generator.go is the pipeline, Generate, one step after the other; cache.go the run
+// cache that skips a run when nothing changed; gomod.go the edits of the module's go.mod;
+// codegeninput.go (and validationtags.go) the model translated for package codegen;
+// conversions.go the conversions conversion-gen cannot write, stubbed and warned about.
 package generator
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path"
 	"path/filepath"
 	"runtime"
@@ -22,6 +25,7 @@ import (
 	"time"
 
 	"github.com/aagen-dev/aagen/generator/codegen"
+	"github.com/aagen-dev/aagen/generator/deploycerts"
 	"github.com/aagen-dev/aagen/generator/emit"
 	"github.com/aagen-dev/aagen/generator/layout"
 	"github.com/aagen-dev/aagen/generator/load"
@@ -78,14 +82,106 @@ type Result struct {
 	UpToDate bool
 }
 
-// Generate runs the pipeline.
+// Generate runs the pipeline: each step below is a method of run (or a function) named
+// for what it does, in the order they run.
 func Generate(ctx context.Context, o Options) (_ *Result, err error) {
-	logf := func(format string, args ...any) {
-		if o.Log != nil {
-			fmt.Fprintf(o.Log, "aagen: "+format+"\n", args...)
-		}
+	r := newRun(ctx, o)
+	if res := r.cached(); res != nil {
+		return res, nil
 	}
-	start := time.Now()
+	if err := r.loadPackages(); err != nil {
+		return nil, err
+	}
+	if err := r.buildModel(); err != nil {
+		return nil, err
+	}
+	// From here on, a run that fails puts back go.mod and go.sum as they were before
+	// requireScaleAPI.
+	restore, err := r.requireScaleAPI()
+	defer func() {
+		if err != nil {
+			restore()
+		}
+	}()
+	if err != nil {
+		return nil, err
+	}
+	if err := r.protobuf(); err != nil {
+		return nil, err
+	}
+	if err := r.runCodegen(); err != nil {
+		return nil, err
+	}
+	if err := r.emitGo(); err != nil {
+		return nil, err
+	}
+	certs, err := deployCerts(r.m.ModuleDir, r.res.ServerName, r.o.Deploy)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.deploy(certs); err != nil {
+		return nil, err
+	}
+	r.addProtobuf() // after the manifests: the order the files are written and warned about in
+	if err := r.apiDocs(); err != nil {
+		return nil, err
+	}
+	r.logf("generated %d files (%.1fs)", len(r.files), time.Since(r.generateStart).Seconds())
+	if err := r.diff(); err != nil {
+		return nil, err
+	}
+	if o.Verify {
+		return r.verify()
+	}
+	if err := r.apply(); err != nil {
+		return nil, err
+	}
+	if err := r.goMod(); err != nil {
+		return nil, err
+	}
+	r.reportWritten()
+	r.record()
+	r.logf("done in %.1fs", time.Since(r.start).Seconds())
+	return r.res, nil
+}
+
+// run is one generate run: its options, with their defaults, and what each step leaves for
+// the next ones.
+type run struct {
+	ctx   context.Context
+	o     Options
+	start time.Time
+	// outDirs are the directories a run writes besides the types packages (which are among
+	// its sources).
+	outDirs []string
+	// src are the sources, listed without type-checking, for the run cache's check and
+	// record; srcErr says why they could not be listed.
+	src    *load.Sources
+	srcErr error
+
+	loaded       *load.Result
+	m            *model.Model
+	res          *Result
+	generatedPkg string
+	// proto, protoWarns and allProtobuf are the protobuf step's files, warnings and whether
+	// every served package has the protobuf methods.
+	proto       []emit.File
+	protoWarns  []model.Diagnostic
+	allProtobuf bool
+	// generateStart is when the code generators started; generated are their files.
+	generateStart time.Time
+	generated     []codegen.File
+	// files are every file of the run, in the order they are diffed and written.
+	files []emit.File
+	// change is the applied plan and restoreGoMod puts go.mod and go.sum back as they were
+	// before it, for undo.
+	change       *output.Change
+	restoreGoMod func()
+}
+
+// newRun fills in the options' defaults.
+func newRun(ctx context.Context, o Options) *run {
+	r := &run{ctx: ctx, start: time.Now()}
 	if o.Dir == "" {
 		o.Dir = "."
 	}
@@ -100,193 +196,289 @@ func Generate(ctx context.Context, o Options) (_ *Result, err error) {
 	if o.Deploy.GoVersion == "" {
 		o.Deploy.GoVersion = goMinor()
 	}
-	// The directories a run writes besides the types packages (which are among its sources).
-	outDirs := []string{o.GeneratedDir, layout.APIServerDir, layout.RegistryDir, deployDir, emit.APIDocsDir}
-	warn := o.Warn
-	if warn == nil {
-		warn = o.Log
-	}
-	report := func(warnings ...string) {
-		if warn != nil {
-			for _, w := range warnings {
-				fmt.Fprintf(warn, "aagen: %s\n", w)
-			}
-		}
-	}
-	// The sources, listed without type-checking, serve the run cache's check and record.
-	src, srcErr := load.ListSources(ctx, o.Dir, o.Patterns)
-	if !o.Force && srcErr == nil {
-		if rec := upToDate(src, o, outDirs); rec != nil {
-			report(rec.Warnings...)
-			logf("up to date: nothing changed since the last run (--force runs the generators anyway)")
-			return &Result{ServerName: rec.ServerName, ModuleDir: src.ModuleDir, UpToDate: true}, nil
-		}
-	}
-
-	logf("loading %s", strings.Join(o.Patterns, " "))
-	loaded, err := load.Packages(ctx, o.Dir, o.Patterns)
-	if err != nil {
-		return nil, err
-	}
-	m, warns, err := model.Build(loaded, markers.Default())
-	report(diagnostics(warns)...)
-	if err != nil {
-		return nil, err
-	}
-	res := &Result{Model: m, ModuleDir: m.ModuleDir, Warnings: warns, ServerName: o.ServerName}
-	if res.ServerName == "" {
-		res.ServerName = m.ServerName()
-	}
-	generatedPkg := m.ModulePath + "/" + o.GeneratedDir
-	logf("model: %s (%.1fs)", summary(m), time.Since(start).Seconds())
-
-	scan := slices.Clone(outDirs)
-	for _, g := range m.Groups {
-		for _, v := range g.Packages() {
-			scan = append(scan, m.RelPath(v.Dir))
-		}
-	}
-
-	if m.HasScale() {
-		// The /scale subresource serves autoscaling/v1 Scale, whose OpenAPI definitions the
-		// code generators load from k8s.io/api: the module must require it first. Should the
-		// run fail after that, go.mod and go.sum are put back as they were.
-		restore := snapshotFiles(m.ModuleDir, "go.mod", "go.sum")
-		defer func() {
-			if err != nil {
-				restore()
-			}
-		}()
-		if err := requireK8sAPI(ctx, m.ModuleDir, !o.Verify && !o.Runtime.Skip, logf); err != nil {
-			return nil, err
-		}
-	}
-
-	// The protobuf methods first: whether every served package has them decides what the
-	// clientset asks for.
-	proto, protoWarns, allProtobuf, err := emit.Protobuf(m, loaded.Packages)
-	if err != nil {
-		return nil, err
-	}
-	in := codegenInput(m, generatedPkg)
-	in.PrefersProtobuf = len(m.Groups) > 0 && allProtobuf
-
-	t := time.Now()
-	logf("running code generators (deepcopy, openapi, clientset, listers, informers, apply configurations)")
-	files, stats, err := codegen.RunWithStats(ctx, in)
-	if err != nil {
-		return nil, fmt.Errorf("code generation: %w", err)
-	}
-	if o.Verbose {
-		logf("  package load %.2fs", stats.Load.Seconds())
-		for _, st := range stats.Steps {
-			logf("  %s %.2fs", st.Tool, st.Duration.Seconds())
-		}
-	}
-	var all []emit.File
-	for _, f := range files {
-		all = append(all, emit.File{Path: f.Path, Content: f.Content, Owner: emit.Generated})
-	}
-	own, err := emit.Go(m, emit.Options{ServerName: res.ServerName, GeneratedPkg: generatedPkg})
-	if err != nil {
-		return nil, err
-	}
-	all = append(all, own...)
-	conv, convWarns, err := conversions(m, files)
-	if err != nil {
-		return nil, err
-	}
-	all = append(all, conv...)
-	res.Warnings = append(res.Warnings, convWarns...)
-	report(diagnostics(convWarns)...)
-	deploy, err := emit.Deploy(m, emit.Options{ServerName: res.ServerName, GeneratedPkg: generatedPkg}, o.Deploy)
-	if err != nil {
-		return nil, err
-	}
-	all = append(all, deploy...)
-	all = append(all, proto...)
-	res.Warnings = append(res.Warnings, protoWarns...)
-	report(diagnostics(protoWarns)...)
-	apiDocs, err := emit.APIDocs(m, loaded.Packages, res.ServerName)
-	if err != nil {
-		return nil, err
-	}
-	all = append(all, apiDocs...)
-	logf("generated %d files (%.1fs)", len(all), time.Since(t).Seconds())
-
-	plan, err := output.Diff(m.ModuleDir, all, scan)
-	if err != nil {
-		return nil, err
-	}
-	res.Plan = plan
-	if o.Verify {
-		if stale := plan.Stale(); len(stale) > 0 {
-			return res, &StaleError{Paths: stale}
-		}
-		logf("up to date: %d generated files", plan.Unchanged)
-		return res, nil
-	}
-	forget(m.ModuleDir)
-	// The files, the go.mod edit and go mod tidy are one change: should the go.mod edit or
-	// tidy fail, go.mod, go.sum and every file are put back as they were.
-	restoreGoMod := snapshotFiles(m.ModuleDir, "go.mod", "go.sum")
-	change, err := o.Writer.Apply(m.ModuleDir, plan)
-	if err != nil {
-		return nil, fmt.Errorf("writing files: %w", err)
-	}
-	undo := func(cause error) error {
-		restoreGoMod()
-		if uerr := change.Undo(); uerr != nil {
-			return fmt.Errorf("%w; putting the files back failed too: %v", cause, uerr)
-		}
-		return fmt.Errorf("%w; the files, go.mod and go.sum are as they were before the run", cause)
-	}
-	changed, err := o.Runtime.apply(m.ModuleDir)
-	if err != nil {
-		return nil, undo(fmt.Errorf("editing go.mod: %w", err))
-	}
-	if !o.Runtime.Skip && (changed || len(plan.Write) > 0 || len(plan.Delete) > 0) {
-		logf("go mod tidy")
-		tidy := o.GoModTidy
-		if tidy == nil {
-			tidy = goModTidy
-		}
-		if err := tidy(ctx, m.ModuleDir); err != nil {
-			return nil, undo(err)
-		}
-	}
-	for _, r := range plan.Replaced {
-		report(fmt.Sprintf("note: replaced %s, written by %s, with aagen's own (aagen runs %s itself; it never touches files without a generator's header)", r.Path, r.Tool, r.Tool))
-	}
-	if o.Verbose {
-		for _, f := range plan.Write {
-			logf("  wrote %s", f.Path)
-		}
-		for _, p := range plan.Delete {
-			logf("  deleted %s", p)
-		}
-	}
-	logf("wrote %d, deleted %d, unchanged %d, kept %d user files", len(plan.Write), len(plan.Delete), plan.Unchanged, len(plan.Kept))
-	if srcErr != nil {
-		logf("not recording the run (the next one will not be skipped): %v", srcErr)
-	} else if err := recordRun(src, o, outDirs, res, all); err != nil {
-		logf("not recording the run (the next one will not be skipped): %v", err)
-	}
-	logf("done in %.1fs", time.Since(start).Seconds())
-	return res, nil
+	r.o = o
+	r.outDirs = []string{o.GeneratedDir, layout.APIServerDir, layout.RegistryDir, deployDir, emit.APIDocsDir}
+	return r
 }
 
-// recordRun records a successful run for the run cache (see cache.go).
-func recordRun(src *load.Sources, o Options, outDirs []string, res *Result, written []emit.File) error {
-	var owned []string
-	for _, f := range written {
-		owned = append(owned, f.Path)
+// logf writes a progress line to Options.Log.
+func (r *run) logf(format string, args ...any) {
+	if r.o.Log != nil {
+		fmt.Fprintf(r.o.Log, "aagen: "+format+"\n", args...)
 	}
-	files, err := runFiles(src, outDirs, owned)
+}
+
+// report writes warnings to Options.Warn (or Log).
+func (r *run) report(warnings ...string) {
+	warn := r.o.Warn
+	if warn == nil {
+		warn = r.o.Log
+	}
+	if warn != nil {
+		for _, w := range warnings {
+			fmt.Fprintf(warn, "aagen: %s\n", w)
+		}
+	}
+}
+
+// addWarnings adds a step's warnings to the result's and reports them.
+func (r *run) addWarnings(ws []model.Diagnostic) {
+	r.res.Warnings = append(r.res.Warnings, ws...)
+	r.report(diagnostics(ws)...)
+}
+
+// cached returns the result of a run that the run cache (cache.go) finds up to date, after
+// printing the warnings it recorded; nil when the run must go on.
+func (r *run) cached() *Result {
+	r.src, r.srcErr = load.ListSources(r.ctx, r.o.Dir, r.o.Patterns)
+	if r.o.Force || r.srcErr != nil {
+		return nil
+	}
+	rec := upToDate(r.src, r.o, r.outDirs)
+	if rec == nil {
+		return nil
+	}
+	r.report(rec.Warnings...)
+	r.logf("up to date: nothing changed since the last run (--force runs the generators anyway)")
+	return &Result{ServerName: rec.ServerName, ModuleDir: r.src.ModuleDir, UpToDate: true}
+}
+
+// loadPackages loads the types packages (package load).
+func (r *run) loadPackages() error {
+	r.logf("loading %s", strings.Join(r.o.Patterns, " "))
+	var err error
+	r.loaded, err = load.Packages(r.ctx, r.o.Dir, r.o.Patterns)
+	return err
+}
+
+// buildModel builds the model and reports its warnings (package model).
+func (r *run) buildModel() error {
+	m, warns, err := model.Build(r.loaded, markers.Default())
+	r.report(diagnostics(warns)...)
 	if err != nil {
 		return err
 	}
-	return record(src.ModuleDir, o, res.ServerName, diagnostics(res.Warnings), files)
+	r.m = m
+	r.res = &Result{Model: m, ModuleDir: m.ModuleDir, Warnings: warns, ServerName: r.o.ServerName}
+	if r.res.ServerName == "" {
+		r.res.ServerName = m.ServerName()
+	}
+	r.generatedPkg = m.ModulePath + "/" + r.o.GeneratedDir
+	r.logf("model: %s (%.1fs)", summary(m), time.Since(r.start).Seconds())
+	return nil
+}
+
+// requireScaleAPI makes the module require k8s.io/api when a kind serves /scale: the
+// subresource serves autoscaling/v1 Scale, whose OpenAPI definitions the code generators
+// load from k8s.io/api. It returns what puts go.mod and go.sum back as they were, for a
+// run that fails after it (including its own failure); a no-op without /scale.
+func (r *run) requireScaleAPI() (restore func(), err error) {
+	if !r.m.HasScale() {
+		return func() {}, nil
+	}
+	restore = snapshotFiles(r.m.ModuleDir, "go.mod", "go.sum")
+	return restore, requireK8sAPI(r.ctx, r.m.ModuleDir, !r.o.Verify && !r.o.Runtime.Skip, r.logf)
+}
+
+// protobuf renders the protobuf methods (emit.Protobuf) before the code generators run:
+// whether every served package has them decides what the clientset asks for. Its files
+// and warnings join the run's after the deploy manifests (addProtobuf).
+func (r *run) protobuf() error {
+	var err error
+	r.proto, r.protoWarns, r.allProtobuf, err = emit.Protobuf(r.m, r.loaded.Packages)
+	return err
+}
+
+// runCodegen runs code-generator and openapi-gen (package codegen) on the model's
+// translation (codegeninput.go).
+func (r *run) runCodegen() error {
+	in := codegenInput(r.m, r.generatedPkg)
+	in.PrefersProtobuf = len(r.m.Groups) > 0 && r.allProtobuf
+
+	r.generateStart = time.Now()
+	r.logf("running code generators (deepcopy, openapi, clientset, listers, informers, apply configurations)")
+	files, stats, err := codegen.RunWithStats(r.ctx, in)
+	if err != nil {
+		return fmt.Errorf("code generation: %w", err)
+	}
+	if r.o.Verbose {
+		r.logf("  package load %.2fs", stats.Load.Seconds())
+		for _, st := range stats.Steps {
+			r.logf("  %s %.2fs", st.Tool, st.Duration.Seconds())
+		}
+	}
+	r.generated = files
+	for _, f := range files {
+		r.files = append(r.files, emit.File{Path: f.Path, Content: f.Content, Owner: emit.Generated})
+	}
+	return nil
+}
+
+// emitOptions are the options of aagen's emitters.
+func (r *run) emitOptions() emit.Options {
+	return emit.Options{ServerName: r.res.ServerName, GeneratedPkg: r.generatedPkg}
+}
+
+// emitGo renders aagen's own Go files (emit.Go) and the conversion stubs and warnings of
+// the conversions conversion-gen could not write (conversions.go).
+func (r *run) emitGo() error {
+	own, err := emit.Go(r.m, r.emitOptions())
+	if err != nil {
+		return err
+	}
+	r.files = append(r.files, own...)
+	conv, convWarns, err := conversions(r.m, r.generated)
+	if err != nil {
+		return err
+	}
+	r.files = append(r.files, conv...)
+	r.addWarnings(convWarns)
+	return nil
+}
+
+// deploy renders the deploy manifests with the certificate material of deployCerts.
+func (r *run) deploy(certs emit.DeployCerts) error {
+	files, err := emit.Deploy(r.m, r.emitOptions(), r.o.Deploy, certs)
+	if err != nil {
+		return err
+	}
+	r.files = append(r.files, files...)
+	return nil
+}
+
+// addProtobuf adds the protobuf step's files and warnings to the run's.
+func (r *run) addProtobuf() {
+	r.files = append(r.files, r.proto...)
+	r.addWarnings(r.protoWarns)
+}
+
+// apiDocs renders the API reference (emit.APIDocs).
+func (r *run) apiDocs() error {
+	docs, err := emit.APIDocs(r.m, r.loaded.Packages, r.res.ServerName)
+	if err != nil {
+		return err
+	}
+	r.files = append(r.files, docs...)
+	return nil
+}
+
+// diff compares the run's files with the tree (output.Diff), scanning the output
+// directories and the types packages for files to delete.
+func (r *run) diff() error {
+	scan := slices.Clone(r.outDirs)
+	for _, g := range r.m.Groups {
+		for _, v := range g.Packages() {
+			scan = append(scan, r.m.RelPath(v.Dir))
+		}
+	}
+	plan, err := output.Diff(r.m.ModuleDir, r.files, scan)
+	if err != nil {
+		return err
+	}
+	r.res.Plan = plan
+	return nil
+}
+
+// verify ends a --verify run: a StaleError when the tree is out of date.
+func (r *run) verify() (*Result, error) {
+	if stale := r.res.Plan.Stale(); len(stale) > 0 {
+		return r.res, &StaleError{Paths: stale}
+	}
+	r.logf("up to date: %d generated files", r.res.Plan.Unchanged)
+	return r.res, nil
+}
+
+// apply writes the plan (Options.Writer), after forgetting the last run's record. The
+// files, the go.mod edit and go mod tidy are one change: should the go.mod edit or tidy
+// fail, go.mod, go.sum and every file are put back as they were (undo).
+func (r *run) apply() error {
+	forget(r.m.ModuleDir)
+	r.restoreGoMod = snapshotFiles(r.m.ModuleDir, "go.mod", "go.sum")
+	change, err := r.o.Writer.Apply(r.m.ModuleDir, r.res.Plan)
+	if err != nil {
+		return fmt.Errorf("writing files: %w", err)
+	}
+	r.change = change
+	return nil
+}
+
+// undo puts go.mod, go.sum and the files back as they were before apply, returning cause
+// with what happened.
+func (r *run) undo(cause error) error {
+	r.restoreGoMod()
+	if uerr := r.change.Undo(); uerr != nil {
+		return fmt.Errorf("%w; putting the files back failed too: %v", cause, uerr)
+	}
+	return fmt.Errorf("%w; the files, go.mod and go.sum are as they were before the run", cause)
+}
+
+// goMod makes go.mod reach aagen's runtime (Options.Runtime) and runs go mod tidy when
+// go.mod or the files changed; on failure it undoes the run's change.
+func (r *run) goMod() error {
+	plan := r.res.Plan
+	changed, err := r.o.Runtime.apply(r.m.ModuleDir)
+	if err != nil {
+		return r.undo(fmt.Errorf("editing go.mod: %w", err))
+	}
+	if !r.o.Runtime.Skip && (changed || len(plan.Write) > 0 || len(plan.Delete) > 0) {
+		r.logf("go mod tidy")
+		tidy := r.o.GoModTidy
+		if tidy == nil {
+			tidy = goModTidy
+		}
+		if err := tidy(r.ctx, r.m.ModuleDir); err != nil {
+			return r.undo(err)
+		}
+	}
+	return nil
+}
+
+// reportWritten notes the files written by other tools that aagen replaced, and logs what
+// the run wrote and deleted.
+func (r *run) reportWritten() {
+	plan := r.res.Plan
+	for _, rp := range plan.Replaced {
+		r.report(fmt.Sprintf("note: replaced %s, written by %s, with aagen's own (aagen runs %s itself; it never touches files without a generator's header)", rp.Path, rp.Tool, rp.Tool))
+	}
+	if r.o.Verbose {
+		for _, f := range plan.Write {
+			r.logf("  wrote %s", f.Path)
+		}
+		for _, p := range plan.Delete {
+			r.logf("  deleted %s", p)
+		}
+	}
+	r.logf("wrote %d, deleted %d, unchanged %d, kept %d user files", len(plan.Write), len(plan.Delete), plan.Unchanged, len(plan.Kept))
+}
+
+// record records the run for the run cache (cache.go); a run that cannot be recorded only
+// says so.
+func (r *run) record() {
+	if r.srcErr != nil {
+		r.logf("not recording the run (the next one will not be skipped): %v", r.srcErr)
+	} else if err := recordRun(r.src, r.o, r.outDirs, r.res, r.files); err != nil {
+		r.logf("not recording the run (the next one will not be skipped): %v", err)
+	}
+}
+
+// deployCerts loads the certificate material the deploy manifests carry from the module,
+// creating what is missing (package deploycerts, as emit.DeployCertRequest asks; nothing
+// with cert-manager, which issues it in the cluster).
+func deployCerts(moduleDir, serverName string, d emit.DeployOptions) (emit.DeployCerts, error) {
+	var certs emit.DeployCerts
+	req, err := emit.DeployCertRequest(serverName, d)
+	if err != nil || req == nil {
+		return certs, err
+	}
+	if certs.Serving, err = deploycerts.Ensure(moduleDir, req.Dir, req.Secret, req.Namespace, req.DNSNames, req.Now); err != nil {
+		return certs, err
+	}
+	if e := req.Etcd; e != nil {
+		if certs.Etcd, err = deploycerts.EnsureEtcd(moduleDir, req.Dir, e.Secrets, req.Namespace, e.ClientName, e.DNSNames, req.Now); err != nil {
+			return certs, err
+		}
+	}
+	return certs, nil
 }
 
 // diagnostics renders each diagnostic as a line with its position.
@@ -298,130 +490,11 @@ func diagnostics(ds []model.Diagnostic) []string {
 	return out
 }
 
-// snapshotFiles reads the module-relative files and returns a function that writes them
-// back (and removes those that did not exist).
-func snapshotFiles(moduleDir string, names ...string) func() {
-	saved := map[string][]byte{}
-	for _, n := range names {
-		if data, err := os.ReadFile(filepath.Join(moduleDir, n)); err == nil {
-			saved[n] = data
-		}
-	}
-	return func() {
-		for _, n := range names {
-			p := filepath.Join(moduleDir, n)
-			if data, ok := saved[n]; ok {
-				if cur, err := os.ReadFile(p); err != nil || !bytes.Equal(cur, data) {
-					_ = os.WriteFile(p, data, 0o644)
-				}
-			} else {
-				_ = os.Remove(p)
-			}
-		}
-	}
-}
-
-// conversions finds, in the conversions conversion-gen wrote, the functions it could not
-// write (fields that differ between a version and its storage version). It creates the
-// version's user-owned conversion.go with stubs for them when the file does not exist yet,
-// and warns about each one either way: the server does not build until they are written.
-func conversions(m *model.Model, files []codegen.File) ([]emit.File, []model.Diagnostic, error) {
-	var out []emit.File
-	var warns []model.Diagnostic
-	for _, g := range m.Groups {
-		for _, v := range g.Versions {
-			if v.ConvertTo == nil {
-				continue
-			}
-			rel := m.RelPath(v.Dir)
-			var generated []byte
-			for _, f := range files {
-				if f.Path == path.Join(rel, "zz_generated.conversion.go") {
-					generated = f.Content
-				}
-			}
-			if generated == nil {
-				continue
-			}
-			missing, err := emit.MissingConversions(v, generated)
-			if err != nil || len(missing) == 0 {
-				if err != nil {
-					return nil, nil, err
-				}
-				continue
-			}
-			userFile := path.Join(rel, emit.ConversionFileName)
-			fix := "write them in " + userFile + " (yours; each starts from the generated autoConvert_ function)"
-			if _, err := os.Stat(filepath.Join(m.ModuleDir, filepath.FromSlash(userFile))); os.IsNotExist(err) {
-				f, err := emit.ConversionFile(m, v, missing)
-				if err != nil {
-					return nil, nil, err
-				}
-				out = append(out, f)
-				fix = "this run created " + userFile + " with a stub for each: convert the fields named there and delete each " + emit.ConversionTODO + " line"
-			}
-			for _, mc := range missing {
-				msg := fmt.Sprintf("%s: conversion-gen cannot write %s", v.GroupVersion(), mc.Name)
-				if len(mc.Fields) > 0 {
-					msg += " (" + strings.Join(mc.Fields, "; ") + ")"
-				}
-				msg += "; the server does not build until it is written by hand"
-				pos, fix := v.Pos, fix
-				if mc.Stub.IsValid() {
-					// The stub is there but unfinished: point at its TODO line.
-					pos = mc.Stub
-					msg = fmt.Sprintf("%s: %s is still the stub aagen created", v.GroupVersion(), mc.Name)
-					if len(mc.Fields) > 0 {
-						msg += " (" + strings.Join(mc.Fields, "; ") + ")"
-					}
-					msg += "; the server does not build until it is written"
-					fix = "convert the fields named above the line, then delete the " + emit.ConversionTODO + " line"
-				}
-				warns = append(warns, model.Diagnostic{Pos: pos, Warning: true, Msg: msg, Fix: fix})
-			}
-		}
-	}
-	return out, warns, nil
-}
-
 // StaleError lists generated files that are out of date.
 type StaleError struct{ Paths []string }
 
 func (e *StaleError) Error() string {
 	return fmt.Sprintf("generated files are out of date; run aagen generate:\n\t%s", strings.Join(e.Paths, "\n\t"))
-}
-
-func codegenInput(m *model.Model, generatedPkg string) codegen.Input {
-	in := codegen.Input{ModuleDir: m.ModuleDir, ModulePath: m.ModulePath, OutputPkg: generatedPkg, Validation: validationTags(m.Types)}
-	for _, n := range m.Types.Referenced() {
-		in.ReferencedTypes = append(in.ReferencedTypes, n.Pkg+"."+n.Name)
-	}
-	if m.HasScale() {
-		in.ExtraOpenAPIPackages = []string{scalePackage}
-	}
-	for _, g := range m.Groups {
-		for _, v := range g.Versions {
-			p := codegen.Package{ImportPath: v.ImportPath, Dir: v.Dir, Group: g.Name, GroupPackageName: g.PackageName, Version: v.Name}
-			p.Defaults = v.HasDefaults()
-			if v.ConvertTo != nil {
-				p.ConvertTo = v.ConvertTo.ImportPath
-			}
-			for _, k := range v.Kinds {
-				p.Kinds = append(p.Kinds, codegen.Kind{Name: k.Name, NamespaceScoped: k.NamespaceScoped, HasStatus: k.HasStatus, Plural: k.Plural, Unserved: k.Unserved,
-					ClientMethods: clientMethods(k)})
-			}
-			p.Objects = v.SubresourceTypes()
-			in.Packages = append(in.Packages, p)
-		}
-		if v := g.Internal; v != nil {
-			p := codegen.Package{ImportPath: v.ImportPath, Dir: v.Dir, Group: g.Name, GroupPackageName: g.PackageName, Internal: true}
-			for _, k := range v.Kinds {
-				p.Kinds = append(p.Kinds, codegen.Kind{Name: k.Name, NamespaceScoped: k.NamespaceScoped, HasStatus: k.HasStatus, Plural: k.Plural, Unserved: true})
-			}
-			in.Packages = append(in.Packages, p)
-		}
-	}
-	return in
 }
 
 func summary(m *model.Model) string {

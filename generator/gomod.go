@@ -203,3 +203,26 @@ func requireK8sAPI(ctx context.Context, moduleDir string, write bool, logf func(
 	}
 	return nil
 }
+
+// snapshotFiles reads the module-relative files and returns a function that writes them
+// back (and removes those that did not exist).
+func snapshotFiles(moduleDir string, names ...string) func() {
+	saved := map[string][]byte{}
+	for _, n := range names {
+		if data, err := os.ReadFile(filepath.Join(moduleDir, n)); err == nil {
+			saved[n] = data
+		}
+	}
+	return func() {
+		for _, n := range names {
+			p := filepath.Join(moduleDir, n)
+			if data, ok := saved[n]; ok {
+				if cur, err := os.ReadFile(p); err != nil || !bytes.Equal(cur, data) {
+					_ = os.WriteFile(p, data, 0o644)
+				}
+			} else {
+				_ = os.Remove(p)
+			}
+		}
+	}
+}

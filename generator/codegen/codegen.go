@@ -19,7 +19,8 @@ import (
 	"github.com/aagen-dev/aagen/generator/layout"
 )
 
-// Kind is one served kind in a types package.
+// Kind is one kind of a types package: served, or unserved (a version that only
+// converts, or an internal package's hub).
 type Kind struct {
 	// Name is the Go type name, e.g. "Widget". Its list type is Name+"List".
 	Name string

@@ -89,7 +89,7 @@ func (d *docWriter) page(serverName string) error {
 // versionLabel is a version's name with what sets it apart (storage, not served, deprecated).
 func versionLabel(k *model.Kind) string {
 	var notes []string
-	if k.Storage {
+	if k.Hub {
 		notes = append(notes, "storage")
 	}
 	if k.Unserved {
@@ -131,8 +131,8 @@ func (d *docWriter) resource(r *model.Resource) error {
 	}
 	if r.Backend {
 		d.printf("| Storage | none: served by the server's own code (`+aagen:backend`) |\n")
-	} else if r.Storage != nil {
-		d.printf("| Storage version | `%s` |\n", r.StoredIn().Name)
+	} else if r.Hub != nil {
+		d.printf("| Storage version | `%s` |\n", r.StorageVersion().Name)
 	}
 	for _, k := range r.Versions {
 		if err := d.version(k); err != nil {
@@ -156,7 +156,7 @@ func (d *docWriter) version(k *model.Kind) error {
 		}
 		d.printf(" Deprecated: every request gets the warning %q.", msg)
 	}
-	if k.Storage && !k.Resource.Backend {
+	if k.Hub && !k.Resource.Backend {
 		d.printf(" Objects are stored in this version.")
 	}
 	d.printf("\n\n")

@@ -19,7 +19,7 @@ const BackendFileName = "backend.go"
 // runtime/backend wrapper around what NewBackend (backend.go) returns, with the kind's
 // names, printer columns and selectable fields.
 func backendStorage(r *model.Resource) *jen.File {
-	k := r.Storage
+	k := r.Hub
 	v := k.Version
 	f := registryFile(k)
 	f.ImportName(pkgBackend, "backend")

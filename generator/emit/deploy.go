@@ -87,17 +87,76 @@ type deployAPIService struct {
 	Priority       int
 }
 
-// Deploy renders the deploy manifests and the Dockerfile; moduleDir is read for existing
-// certificates (created once and kept).
-func Deploy(m *model.Model, o Options, d DeployOptions) ([]File, error) {
+// DeployCerts is the certificate material the deploy manifests carry when cert-manager does
+// not issue it (DeployOptions.CertManager unset): the serving CA goes into every
+// APIService's caBundle, and the files are written user-owned (created once, then kept).
+// generator.Generate makes it with package deploycerts, from DeployCertRequest, in a step
+// of its own; Deploy only renders it.
+type DeployCerts struct {
+	// Serving is the server's serving certificate, its CA and its Secret.
+	Serving *deploycerts.Material
+	// Etcd is the etcd StatefulSet's certificates and Secrets; nil without the StatefulSet.
+	Etcd *deploycerts.Material
+}
+
+// CertRequest is the certificate material the deploy manifests of some DeployOptions need.
+type CertRequest struct {
+	// Dir is the module-relative directory of the material (<deploy dir>/certs).
+	Dir string
+	// Secret is the serving certificate's Secret, in Namespace; DNSNames are the Service's
+	// names the certificate covers.
+	Secret, Namespace string
+	DNSNames          []string
+	// Etcd is set when the manifests deploy the etcd StatefulSet.
+	Etcd *EtcdCertRequest
+	// Now is the time certificates are issued at.
+	Now time.Time
+}
+
+// EtcdCertRequest is the certificate material of the etcd StatefulSet.
+type EtcdCertRequest struct {
+	Secrets deploycerts.EtcdSecrets
+	// ClientName names the server's client certificate; DNSNames are the members' names.
+	ClientName string
+	DNSNames   []string
+}
+
+// DeployCertRequest returns the certificate material the deploy manifests of d need for the
+// server serverName; nil with cert-manager, which issues it in the cluster.
+func DeployCertRequest(serverName string, d DeployOptions) (*CertRequest, error) {
+	dp, err := newDeployment(serverName, d)
+	if err != nil || dp.d.CertManager {
+		return nil, err
+	}
+	req := &CertRequest{Dir: dp.certDir(), Secret: serverName + "-serving-cert", Namespace: dp.d.Namespace, DNSNames: dp.data.DNSNames, Now: dp.d.Now()}
+	if dp.data.EtcdMemberSecret != "" {
+		req.Etcd = &EtcdCertRequest{
+			Secrets:    deploycerts.EtcdSecrets{Member: dp.data.EtcdMemberSecret, Client: dp.data.EtcdClientSecret},
+			ClientName: serverName, DNSNames: dp.etcdDNSNames,
+		}
+	}
+	return req, nil
+}
+
+// deployment is what the manifests and their certificates both follow from the options
+// alone: the options with their defaults, the template data that does not depend on the
+// model, and the etcd members' DNS names (for their certificate).
+type deployment struct {
+	d            DeployOptions
+	sql          bool
+	data         deployData
+	etcdDNSNames []string
+}
+
+func newDeployment(name string, d DeployOptions) (*deployment, error) {
 	if d.Dir == "" {
 		d.Dir = layout.DeployDir
 	}
 	if d.Namespace == "" {
-		d.Namespace = o.ServerName
+		d.Namespace = name
 	}
 	if d.Image == "" {
-		d.Image = o.ServerName + ":latest"
+		d.Image = name + ":latest"
 	}
 	if d.EtcdImage == "" {
 		d.EtcdImage = DefaultEtcdImage
@@ -105,7 +164,6 @@ func Deploy(m *model.Model, o Options, d DeployOptions) ([]File, error) {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
-	name := o.ServerName
 	data := deployData{
 		Name: name, Namespace: d.Namespace, Image: d.Image, EtcdImage: d.EtcdImage, Dir: d.Dir,
 		GoVersion: d.GoVersion, Port: ServingPort, CertManager: d.CertManager,
@@ -160,6 +218,20 @@ func Deploy(m *model.Model, o Options, d DeployOptions) ([]File, error) {
 			"--etcd-certfile="+EtcdClientCertDir+"/tls.crt",
 			"--etcd-keyfile="+EtcdClientCertDir+"/tls.key")
 	}
+	return &deployment{d: d, sql: sql, data: data, etcdDNSNames: etcdDNSNames}, nil
+}
+
+// certDir is the module-relative directory of the certificate material.
+func (dp *deployment) certDir() string { return path.Join(dp.d.Dir, "certs") }
+
+// Deploy renders the deploy manifests and the Dockerfile, with the certificate material
+// certs (see DeployCerts; empty with cert-manager). It reads nothing but its arguments.
+func Deploy(m *model.Model, o Options, d DeployOptions, certs DeployCerts) ([]File, error) {
+	dp, err := newDeployment(o.ServerName, d)
+	if err != nil {
+		return nil, err
+	}
+	d, sql, data := dp.d, dp.sql, dp.data
 	for _, g := range m.Groups {
 		dg := deployGroup{Name: g.Name}
 		i := 0
@@ -171,7 +243,7 @@ func Deploy(m *model.Model, o Options, d DeployOptions) ([]File, error) {
 			i++
 		}
 		for _, r := range g.Resources {
-			k := r.Storage
+			k := r.Hub
 			dg.Resources = append(dg.Resources, k.Plural)
 			dg.ReadResources = append(dg.ReadResources, k.Plural)
 			if k.HasStatus {
@@ -191,21 +263,15 @@ func Deploy(m *model.Model, o Options, d DeployOptions) ([]File, error) {
 
 	var files []File
 	if !d.CertManager {
-		mat, err := deploycerts.Ensure(m.ModuleDir, path.Join(d.Dir, "certs"), name+"-serving-cert", d.Namespace, data.DNSNames, d.Now())
-		if err != nil {
-			return nil, err
+		if certs.Serving == nil || (certs.Etcd == nil) != (data.EtcdMemberSecret == "") {
+			return nil, fmt.Errorf("deploy manifests: the certificate material does not match the options (DeployCertRequest says what they need)")
 		}
-		data.CABundle = base64.StdEncoding.EncodeToString(mat.CACert)
-		for _, f := range mat.Files {
+		data.CABundle = base64.StdEncoding.EncodeToString(certs.Serving.CACert)
+		for _, f := range certs.Serving.Files {
 			files = append(files, File{Path: f.Path, Content: f.Content, Owner: UserOwned})
 		}
-		if data.EtcdMemberSecret != "" {
-			secrets := deploycerts.EtcdSecrets{Member: data.EtcdMemberSecret, Client: data.EtcdClientSecret}
-			etcdMat, err := deploycerts.EnsureEtcd(m.ModuleDir, path.Join(d.Dir, "certs"), secrets, d.Namespace, name, etcdDNSNames, d.Now())
-			if err != nil {
-				return nil, err
-			}
-			for _, f := range etcdMat.Files {
+		if certs.Etcd != nil {
+			for _, f := range certs.Etcd.Files {
 				files = append(files, File{Path: f.Path, Content: f.Content, Owner: UserOwned})
 			}
 		}

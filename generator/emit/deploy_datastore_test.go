@@ -10,7 +10,7 @@ import (
 // TestDeploySQLDatastore: with --datastore=sql the server reads its DSN from a Secret through
 // the environment, and no etcd is deployed.
 func TestDeploySQLDatastore(t *testing.T) {
-	fs, err := Deploy(deployModel(t), Options{ServerName: "shop-apiserver"}, DeployOptions{Datastore: DatastoreSQL})
+	fs, err := deploy(t, DeployOptions{Datastore: DatastoreSQL})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func TestDeploySQLDatastore(t *testing.T) {
 		t.Errorf("env %+v: want DATASTORE_ENDPOINT from secret shop-apiserver-datastore key %s", c.Env, DatastoreSecretKey)
 	}
 
-	fs, err = Deploy(deployModel(t), Options{ServerName: "shop-apiserver"}, DeployOptions{Datastore: DatastoreSQL, DatastoreSecret: "pg-dsn"})
+	fs, err = deploy(t, DeployOptions{Datastore: DatastoreSQL, DatastoreSecret: "pg-dsn"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,9 +72,12 @@ func TestDeployDatastoreErrors(t *testing.T) {
 		{DeployOptions{Datastore: "postgres"}, `--datastore="postgres": want etcd`},
 		{DeployOptions{Datastore: DatastoreSQL, EtcdServers: []string{"https://etcd:2379"}}, "exclude each other"},
 	} {
-		_, err := Deploy(deployModel(t), Options{ServerName: "shop-apiserver"}, c.o)
+		_, err := Deploy(deployModel(t), Options{ServerName: "shop-apiserver"}, c.o, DeployCerts{})
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("Deploy(%+v) = %v, want an error with %q", c.o, err, c.want)
+		}
+		if _, err := DeployCertRequest("shop-apiserver", c.o); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("DeployCertRequest(%+v) = %v, want an error with %q", c.o, err, c.want)
 		}
 	}
 }

@@ -2,11 +2,13 @@ package emit
 
 import (
 	"encoding/base64"
+	"slices"
 	"strings"
 	"testing"
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/aagen-dev/aagen/generator/deploycerts"
 	"github.com/aagen-dev/aagen/generator/model"
 )
 
@@ -18,11 +20,35 @@ func deployModel(t *testing.T) *model.Model {
 	v1beta1.Kinds = []*model.Kind{{Version: v1beta1, Name: "Gadget", Plural: "gadgets"}}
 	g.Versions = []*model.Version{v1, v1beta1}
 	for _, k := range []*model.Kind{v1beta1.Kinds[0], v1.Kinds[0]} { // by kind name, as model.Build orders them
-		k.Storage = true
-		k.Resource = &model.Resource{Group: g, Kind: k.Name, Versions: []*model.Kind{k}, Storage: k}
+		k.Hub = true
+		k.Resource = &model.Resource{Group: g, Kind: k.Name, Versions: []*model.Kind{k}, Hub: k}
 		g.Resources = append(g.Resources, k.Resource)
 	}
 	return &model.Model{ModuleDir: t.TempDir(), ModulePath: "example.com/shop", Groups: []*model.Group{g}}
+}
+
+// deploy renders the manifests of deployModel for d with the certificate material
+// generator.Generate's deploy-certs step would make (package deploycerts, as
+// DeployCertRequest asks, in the model's module).
+func deploy(t *testing.T, d DeployOptions) ([]File, error) {
+	t.Helper()
+	m, o := deployModel(t), Options{ServerName: "shop-apiserver"}
+	req, err := DeployCertRequest(o.ServerName, d)
+	if err != nil {
+		return nil, err
+	}
+	var certs DeployCerts
+	if req != nil {
+		if certs.Serving, err = deploycerts.Ensure(m.ModuleDir, req.Dir, req.Secret, req.Namespace, req.DNSNames, req.Now); err != nil {
+			t.Fatal(err)
+		}
+		if e := req.Etcd; e != nil {
+			if certs.Etcd, err = deploycerts.EnsureEtcd(m.ModuleDir, req.Dir, e.Secrets, req.Namespace, e.ClientName, e.DNSNames, req.Now); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return Deploy(m, o, d, certs)
 }
 
 func files(t *testing.T, fs []File) map[string]string {
@@ -43,7 +69,7 @@ func files(t *testing.T, fs []File) map[string]string {
 }
 
 func TestDeployDefault(t *testing.T) {
-	fs, err := Deploy(deployModel(t), Options{ServerName: "shop-apiserver"}, DeployOptions{})
+	fs, err := deploy(t, DeployOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,8 +136,7 @@ func TestDeployDefault(t *testing.T) {
 }
 
 func TestDeployCertManagerExternalEtcd(t *testing.T) {
-	fs, err := Deploy(deployModel(t), Options{ServerName: "shop-apiserver"},
-		DeployOptions{CertManager: true, EtcdServers: []string{"https://etcd-a:2379", "https://etcd-b:2379"}, Namespace: "shop"})
+	fs, err := deploy(t, DeployOptions{CertManager: true, EtcdServers: []string{"https://etcd-a:2379", "https://etcd-b:2379"}, Namespace: "shop"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +179,7 @@ func TestVersionPriority(t *testing.T) {
 // cert-manager issues the etcd certificates from a CA of their own and none are written
 // locally.
 func TestDeployCertManagerEtcd(t *testing.T) {
-	fs, err := Deploy(deployModel(t), Options{ServerName: "shop-apiserver"}, DeployOptions{CertManager: true, Namespace: "shop"})
+	fs, err := deploy(t, DeployOptions{CertManager: true, Namespace: "shop"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,5 +196,56 @@ func TestDeployCertManagerEtcd(t *testing.T) {
 	}
 	if strings.Contains(got["config/deploy/kustomization.yaml"], "etcd-certs.yaml") {
 		t.Error("kustomization lists local etcd certificates with --cert-manager")
+	}
+}
+
+// TestDeployRendersCerts checks that Deploy renders the certificate material it is given,
+// creating none itself, and refuses material that does not match the options.
+func TestDeployRendersCerts(t *testing.T) {
+	m, o := deployModel(t), Options{ServerName: "shop-apiserver"}
+	req, err := DeployCertRequest(o.ServerName, DeployOptions{Namespace: "shop"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req.Dir != "config/deploy/certs" || req.Secret != "shop-apiserver-serving-cert" || req.Namespace != "shop" ||
+		!slices.Contains(req.DNSNames, "shop-apiserver.shop.svc") || req.Etcd == nil || req.Etcd.Secrets.Member != "shop-apiserver-etcd-member-certs" ||
+		req.Etcd.ClientName != "shop-apiserver" || !slices.Contains(req.Etcd.DNSNames, "*.shop-apiserver-etcd.shop.svc") {
+		t.Errorf("request %+v, etcd %+v", req, req.Etcd)
+	}
+	if req, err := DeployCertRequest(o.ServerName, DeployOptions{CertManager: true}); req != nil || err != nil {
+		t.Errorf("with cert-manager: request %+v, %v; want none", req, err)
+	}
+	if req, err := DeployCertRequest(o.ServerName, DeployOptions{EtcdServers: []string{"https://etcd:2379"}}); err != nil || req == nil || req.Etcd != nil {
+		t.Errorf("with external etcd: request %+v, %v; want the serving certificate only", req, err)
+	}
+
+	certs := DeployCerts{
+		Serving: &deploycerts.Material{CACert: []byte("the CA"), Files: []deploycerts.File{{Path: "config/deploy/certs/serving-cert.yaml", Content: []byte("secret")}}},
+		Etcd:    &deploycerts.Material{Files: []deploycerts.File{{Path: "config/deploy/certs/etcd-certs.yaml", Content: []byte("secrets")}}},
+	}
+	fs, err := Deploy(m, o, DeployOptions{Namespace: "shop"}, certs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]File{}
+	for _, f := range fs {
+		got[f.Path] = f
+	}
+	if f := got["config/deploy/certs/serving-cert.yaml"]; string(f.Content) != "secret" || f.Owner != UserOwned {
+		t.Errorf("serving material rendered as %+v", f)
+	}
+	if f := got["config/deploy/certs/etcd-certs.yaml"]; string(f.Content) != "secrets" || f.Owner != UserOwned {
+		t.Errorf("etcd material rendered as %+v", f)
+	}
+	if _, ok := got["config/deploy/certs/ca.crt"]; ok {
+		t.Error("Deploy created a CA of its own")
+	}
+	if apis := string(got["config/deploy/zz_generated.apiservices.yaml"].Content); !strings.Contains(apis, "caBundle: "+base64.StdEncoding.EncodeToString([]byte("the CA"))) {
+		t.Errorf("apiservices do not carry the given CA:\n%s", apis)
+	}
+	for _, bad := range []DeployCerts{{}, {Serving: certs.Serving}} {
+		if _, err := Deploy(m, o, DeployOptions{}, bad); err == nil {
+			t.Errorf("Deploy with %+v: no error; want one (the etcd StatefulSet needs both)", bad)
+		}
 	}
 }

@@ -92,14 +92,14 @@ func Go(m *model.Model, o Options) ([]File, error) {
 				return nil, err
 			}
 		}
-		// One storage per resource, holding its storage version, serving every version.
+		// One storage per resource, holding its hub type, serving every version.
 		for _, r := range g.Resources {
-			dir := path.Join(layout.RegistryDir, g.PackageName, RegistryPackage(r.Storage))
+			dir := path.Join(layout.RegistryDir, g.PackageName, RegistryPackage(r.Hub))
 			if r.Backend {
 				if err := add(path.Join(dir, "zz_generated.storage.go"), Generated, backendStorage(r)); err != nil {
 					return nil, err
 				}
-				if err := add(path.Join(dir, BackendFileName), UserOwned, backendStub(r.Storage)); err != nil {
+				if err := add(path.Join(dir, BackendFileName), UserOwned, backendStub(r.Hub)); err != nil {
 					return nil, err
 				}
 				continue
@@ -107,10 +107,10 @@ func Go(m *model.Model, o Options) ([]File, error) {
 			if err := add(path.Join(dir, "zz_generated.storage.go"), Generated, storage(r, o)); err != nil {
 				return nil, err
 			}
-			if err := add(path.Join(dir, "hooks.go"), UserOwned, hooks(r.Storage)); err != nil {
+			if err := add(path.Join(dir, "hooks.go"), UserOwned, hooks(r.Hub)); err != nil {
 				return nil, err
 			}
-			for _, sf := range subresourceFiles(r.Storage) {
+			for _, sf := range subresourceFiles(r.Hub) {
 				if err := add(path.Join(dir, sf.name), sf.owner, sf.file); err != nil {
 					return nil, err
 				}
@@ -243,7 +243,7 @@ func registryFile(k *model.Kind) *jen.File {
 }
 
 func storage(r *model.Resource, o Options) *jen.File {
-	k := r.Storage
+	k := r.Hub
 	v := k.Version
 	f := registryFile(k)
 	f.ImportName(pkgRuntime, "runtime")
@@ -446,9 +446,9 @@ func apiserver(m *model.Model, o Options) *jen.File {
 			jen.Id("Group"): jen.Lit(g.Name), jen.Id("Version"): jen.Qual(pkgRuntime, "APIVersionInternal")})}
 		storageVersion := map[*model.Version]bool{}
 		for _, r := range g.Resources {
-			k := r.Storage
+			k := r.Hub
 			objs = append(objs, jen.Op("&").Qual(k.Version.ImportPath, k.Name).Values(), jen.Op("&").Qual(k.Version.ImportPath, k.ListName).Values())
-			storageVersion[r.StoredIn()] = true
+			storageVersion[r.StorageVersion()] = true
 			var versions []jen.Code
 			for _, kv := range r.Served() {
 				fields := []jen.Code{field("Name", jen.Lit(kv.Version.Name))}

@@ -71,7 +71,9 @@ type builder struct {
 	reg    *markers.Registry
 	groups map[string]*Group
 	diags  []Diagnostic
-	// storageMarkers are the positions of +kubebuilder:storageversion, by kind.
+	// storageMarkers are the positions of +kubebuilder:storageversion, by kind. The marker
+	// picks the hub (checkVersions) or, with an internal package, the version objects are
+	// written to etcd in (checkInternal); it is kept here, never on the Kind.
 	storageMarkers map[*Kind]token.Position
 	// conversionTargets are the import paths version packages name in
 	// +k8s:conversion-gen=<path>: the internal (hub) packages of their groups.
@@ -392,7 +394,6 @@ func (b *builder) kind(p *packages.Package, v *Version, d typeDecl) *Kind {
 		k.HasStatus = true
 	}
 	if sv, m, _ := markers.Find[markers.StorageVersion](ms); sv {
-		k.Storage = true
 		b.storageMarkers[k] = m.Pos
 	}
 	k.Unserved = markers.Is[markers.UnservedVersion](ms)
@@ -482,7 +483,8 @@ func (b *builder) checkServer(m *Model) {
 	}
 }
 
-// checkVersions picks the storage version of each kind of g and checks that the versions
+// checkVersions picks the hub of each kind of g (the version marked
+// +kubebuilder:storageversion, which is also the version stored) and checks that the versions
 // of a kind agree on what must be the same in all of them (resource names, scope), and
 // says which version package converts to which.
 func (b *builder) checkVersions(g *Group) {
@@ -500,7 +502,7 @@ func (b *builder) checkVersions(g *Group) {
 	if b.checkInternal(g, names, byName) {
 		return
 	}
-	hubs := map[*Version]map[*Version][]string{} // version -> storage versions -> kinds
+	hubs := map[*Version]map[*Version][]string{} // version -> hub versions -> kinds
 	for _, name := range names {
 		ks := byName[name] // preferred version first
 		r := g.addResource(name, ks)
@@ -510,13 +512,14 @@ func (b *builder) checkVersions(g *Group) {
 		}
 		var marked []*Kind
 		for _, k := range ks {
-			if k.Storage {
+			if _, ok := b.storageMarkers[k]; ok {
 				marked = append(marked, k)
 			}
 		}
+		var hub *Kind
 		switch {
 		case len(ks) == 1:
-			ks[0].Storage = true
+			hub = ks[0]
 		case len(marked) == 0:
 			last := ks[len(ks)-1]
 			b.errorf(last.Pos, "add `// +kubebuilder:storageversion` above "+name+" in exactly one of its versions (usually the most stable, "+ks[0].Version.Name+
@@ -531,9 +534,11 @@ func (b *builder) checkVersions(g *Group) {
 			b.errorf(b.storageMarkers[marked[1]], "keep `// +kubebuilder:storageversion` on one version of "+name+" and remove it from the others",
 				"kind %s of group %s is marked +kubebuilder:storageversion in %s; exactly one version is stored", name, g.Name, strings.Join(where, " and "))
 			continue
+		default:
+			hub = marked[0]
 		}
-		hub := marked0(ks)
-		r.Storage = hub
+		hub.Hub = true
+		r.Hub = hub
 		b.checkResource(r, hub, ", its storage version")
 		for _, k := range ks {
 			if k == hub {
@@ -565,17 +570,6 @@ func (b *builder) checkVersions(g *Group) {
 	}
 }
 
-// marked0 returns the kind marked as the storage version (checkVersions has made sure
-// there is exactly one).
-func marked0(ks []*Kind) *Kind {
-	for _, k := range ks {
-		if k.Storage {
-			return k
-		}
-	}
-	return ks[0]
-}
-
 // addResource adds the resource of kind name, defined by ks (preferred version first), to g.
 func (g *Group) addResource(name string, ks []*Kind) *Resource {
 	r := &Resource{Group: g, Kind: name, Versions: ks}
@@ -586,8 +580,8 @@ func (g *Group) addResource(name string, ks []*Kind) *Resource {
 	return r
 }
 
-// checkResource checks what every version of r must agree on, against ref (the storage
-// version, refName saying so in messages, or the preferred version when the hub is an
+// checkResource checks what every version of r must agree on, against ref (the hub,
+// refName saying so in messages, or the preferred version when the hub is an
 // internal type): resource names and scope; that one version at least is served; and the
 // markers that apply to the resource as a whole: imperative subresources and +aagen:backend.
 func (b *builder) checkResource(r *Resource, ref *Kind, refName string) {

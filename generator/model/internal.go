@@ -77,13 +77,12 @@ func (b *builder) checkInternal(g *Group, names []string, byName map[string][]*K
 		}
 		// Names, scope and subresources are the served versions'.
 		hub.Resource = r
-		hub.Storage = true
+		hub.Hub = true
 		hub.Plural, hub.Singular, hub.ShortNames, hub.Categories = first.Plural, first.Singular, first.ShortNames, first.Categories
 		hub.NamespaceScoped, hub.HasStatus = first.NamespaceScoped, first.HasStatus
-		r.Storage = hub
+		r.Hub = hub
 		b.checkResource(r, first, "")
 		for _, k := range ks {
-			k.Storage = false
 			k.Version.ConvertTo = in
 			if k.Scale != nil || len(k.SelectableFields) > 0 || len(k.PrintColumns) > 0 || len(k.Subresources) > 0 || k.Backend {
 				b.errorf(k.Pos, "remove +kubebuilder:subresource:scale, +kubebuilder:selectablefield, +kubebuilder:printcolumn, +aagen:subresource and +aagen:backend from "+name+

@@ -51,16 +51,16 @@ func TestInternalPackage(t *testing.T) {
 		t.Fatalf("internal %+v, %d versions; want the internal package apart from v1 and v1beta1", g.Internal, len(g.Versions))
 	}
 	r := g.Resources[0]
-	if r.Storage.Version != g.Internal || !r.Storage.Unserved || len(r.Served()) != 2 {
-		t.Errorf("storage %s (unserved %v), served in %d versions; want the internal kind, unserved, and two served versions", r.Storage.Version.Name, r.Storage.Unserved, len(r.Served()))
+	if r.Hub.Version != g.Internal || !r.Hub.Unserved || len(r.Served()) != 2 {
+		t.Errorf("hub %s (unserved %v), served in %d versions; want the internal kind, unserved, and two served versions", r.Hub.Version.Name, r.Hub.Unserved, len(r.Served()))
 	}
 	for _, v := range g.Versions {
 		if v.ConvertTo != g.Internal {
 			t.Errorf("%s converts to %v, want the internal package", v.Name, v.ConvertTo)
 		}
 	}
-	if r.StoredIn() != g.Versions[0] || g.Versions[0].Name != "v1" || g.StorageVersion != g.Versions[0] {
-		t.Errorf("stored in %s, want v1 (preferred, defines every kind)", r.StoredIn().Name)
+	if r.StorageVersion() != g.Versions[0] || g.Versions[0].Name != "v1" || g.StorageVersion != g.Versions[0] {
+		t.Errorf("stored in %s, want v1 (preferred, defines every kind)", r.StorageVersion().Name)
 	}
 
 	// v1 is preferred but lacks Gadget: objects are written in v1beta1, the most preferred

@@ -42,8 +42,8 @@ type Group struct {
 	Internal *Version
 	// StorageVersion is, with an internal package, the version objects are written to etcd
 	// in: the most preferred version that defines every kind of the group (or the one marked
-	// +kubebuilder:storageversion). Nil without an internal package (each kind's storage
-	// version is then its hub).
+	// +kubebuilder:storageversion). Nil without an internal package: each resource is then
+	// written in its hub's version (Resource.StorageVersion).
 	StorageVersion *Version
 	// Resources are the group's kinds, each across all the versions that define it, by kind name.
 	Resources []*Resource
@@ -59,30 +59,37 @@ func (g *Group) Packages() []*Version {
 }
 
 // Resource is one kind of a group across every version that defines it: what the server
-// serves as one REST resource, backed by one storage that holds the kind's storage version.
+// serves as one REST resource, backed by one storage that holds the kind's hub type.
 // Names, scope and subresources are the same in every version (the model checks it);
 // validation, defaults, columns and deprecation belong to each version (Kind).
+//
+// Two versions matter to the storage and are told apart by name: the Hub, whose Go type
+// the storage holds and every other version converts to and from, and the StorageVersion,
+// the version objects are written to etcd in. They are the same version unless the group
+// has an internal package.
 type Resource struct {
 	Group *Group `json:"-"`
 	// Kind is the kind name, e.g. "Widget".
 	Kind string
 	// Versions are the kind in each version of the group that defines it, preferred first.
 	Versions []*Kind
-	// Storage is the kind in its storage version: its Go type is what the storage holds
-	// and what the other versions convert to and from. With an internal package it is the
-	// kind in that package (not served; not in Versions).
-	Storage *Kind
+	// Hub is the kind whose Go type the storage holds and the other versions convert to
+	// and from: the kind in the version marked +kubebuilder:storageversion (or its only
+	// version), or with an internal package the kind in that package (not served; not in
+	// Versions). Its Kind.Hub is set.
+	Hub *Kind
 	// Backend is set when the kind is served from the user's own backend (+aagen:backend)
 	// instead of etcd: see backend.go.
 	Backend bool
 }
 
-// StoredIn returns the version the resource's objects are written to etcd in.
-func (r *Resource) StoredIn() *Version {
+// StorageVersion returns the version the resource's objects are written to etcd in: the
+// group's StorageVersion with an internal package, else the hub's version.
+func (r *Resource) StorageVersion() *Version {
 	if r.Group.StorageVersion != nil {
 		return r.Group.StorageVersion
 	}
-	return r.Storage.Version
+	return r.Hub.Version
 }
 
 // Served returns the kind in each version it is served in, preferred first.
@@ -125,7 +132,9 @@ type Version struct {
 	Pos           token.Position
 }
 
-// Kind is one served kind.
+// Kind is a kind in one version: one Go type of a types package with its names, scope
+// and markers. Most kinds are served; those marked +kubebuilder:unservedversion are not
+// (they only convert), nor are the kinds of a group's internal package (hubs).
 type Kind struct {
 	Version *Version `json:"-"`
 	// Resource is the kind across all its versions.
@@ -153,9 +162,10 @@ type Kind struct {
 	// Subresources are the imperative subresources (+aagen:subresource:...), in marker
 	// order; see subresources.go.
 	Subresources []Subresource
-	// Storage is set on the version of the kind that is stored (the hub): the only one, or
-	// the one marked +kubebuilder:storageversion. Its Go type is the kind's internal version.
-	Storage bool
+	// Hub is set on the kind that is its Resource's Hub: the storage holds its Go type and
+	// the kind's other versions convert to and from it. It says nothing about the version
+	// written to etcd (Resource.StorageVersion), which differs with an internal package.
+	Hub bool
 	// Unserved is set by +kubebuilder:unservedversion: the version is not installed nor
 	// discoverable, but objects still convert to and from it.
 	Unserved bool
