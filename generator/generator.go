@@ -28,6 +28,7 @@ import (
 	"github.com/aagen-dev/aagen/generator/markers"
 	"github.com/aagen-dev/aagen/generator/model"
 	"github.com/aagen-dev/aagen/generator/output"
+	"github.com/aagen-dev/aagen/generator/protobuf"
 )
 
 // Options configure one generate run.
@@ -162,14 +163,9 @@ func Generate(ctx context.Context, o Options) (_ *Result, err error) {
 		}
 	}
 
-	// The protobuf methods first: whether every served package has them decides what the
-	// clientset asks for.
-	proto, protoWarns, allProtobuf, err := emit.Protobuf(m, loaded.Packages)
-	if err != nil {
-		return nil, err
-	}
 	in := codegenInput(m, generatedPkg)
-	in.PrefersProtobuf = len(m.Groups) > 0 && allProtobuf
+	// Whether every served package has the protobuf methods decides what the clientset asks for.
+	in.PrefersProtobuf = m.ServesProtobuf()
 
 	t := time.Now()
 	logf("running code generators (deepcopy, openapi, clientset, listers, informers, apply configurations)")
@@ -204,9 +200,11 @@ func Generate(ctx context.Context, o Options) (_ *Result, err error) {
 		return nil, err
 	}
 	all = append(all, deploy...)
+	proto, err := protobuf.Files(m, os.ReadFile)
+	if err != nil {
+		return nil, err
+	}
 	all = append(all, proto...)
-	res.Warnings = append(res.Warnings, protoWarns...)
-	report(diagnostics(protoWarns)...)
 	apiDocs, err := emit.APIDocs(m, loaded.Packages, res.ServerName)
 	if err != nil {
 		return nil, err

@@ -56,6 +56,19 @@ func build(t *testing.T, dir string) (*model.Model, []model.Diagnostic, error) {
 	return model.Build(res, markers.Default())
 }
 
+// splitProtobuf separates the warnings about fields the protobuf encoding cannot carry from
+// the others.
+func splitProtobuf(warns []model.Diagnostic) (others, proto []string) {
+	for _, w := range warns {
+		if strings.Contains(w.Msg, "no protobuf for package ") {
+			proto = append(proto, w.String())
+		} else {
+			others = append(others, w.String())
+		}
+	}
+	return others, proto
+}
+
 func TestExample(t *testing.T) {
 	m, warns, err := build(t, exampleDir(t))
 	if err != nil {
