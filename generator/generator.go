@@ -205,7 +205,7 @@ func Generate(ctx context.Context, o Options) (_ *Result, err error) {
 		return nil, err
 	}
 	all = append(all, proto...)
-	apiDocs, err := emit.APIDocs(m, loaded.Packages, res.ServerName)
+	apiDocs, err := emit.APIDocs(m, res.ServerName)
 	if err != nil {
 		return nil, err
 	}
