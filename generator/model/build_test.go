@@ -106,6 +106,24 @@ func TestExample(t *testing.T) {
 	check(dock, "Dock", "docks", false, false, "dk", "Spec")
 	check(fleet, "Fleet", "fleets", true, true, "fl", "Spec")
 
+	// Protobuf is a fact of the model: every struct the kinds reach gets a message, with each
+	// field's encoding (metav1.ObjectMeta's own methods, a string, an int32).
+	if !v.Protobuf.Generates() || !m.ServesProtobuf() {
+		t.Fatalf("protobuf: %+v", v.Protobuf)
+	}
+	var boatMsg *model.ProtoMessage
+	for _, msg := range v.Protobuf.Messages {
+		if msg.Name == "Boat" {
+			boatMsg = msg
+		}
+	}
+	if boatMsg == nil || len(v.Protobuf.Messages) < 2*len(v.Kinds) {
+		t.Fatalf("protobuf messages: %d, Boat %v", len(v.Protobuf.Messages), boatMsg)
+	}
+	if f := boatMsg.Fields[0]; f.GoName != "ObjectMeta" || f.Value.Encoding != model.EncMessage || f.Value.Type.Name.Name != "ObjectMeta" || f.ProtoName != "metadata" {
+		t.Errorf("Boat's first protobuf field: %+v", f)
+	}
+
 	wantCols := []model.PrintColumn{
 		{Name: "Dock", Type: "string", JSONPath: ".spec.dock"},
 		{Name: "Length", Type: "integer", JSONPath: ".spec.lengthMeters", Description: "Length overall, in metres."},
