@@ -285,3 +285,35 @@ func TestREADMEVersions(t *testing.T) {
 		}
 	}
 }
+
+// TestEmittersReadOnlyTheModel checks that the emitters are functions of the model (issue
+// #23): no non-test file of generator/emit or generator/protobuf imports go/packages or
+// go/types. What they need of the Go types is in the model and its type graph.
+func TestEmittersReadOnlyTheModel(t *testing.T) {
+	forbidden := []string{"go/types", "go/packages", "golang.org/x/tools/go/packages"}
+	for _, dir := range []string{"emit", "protobuf"} {
+		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		checked := 0
+		for _, file := range files {
+			if strings.HasSuffix(file, "_test.go") {
+				continue
+			}
+			f, err := parser.ParseFile(token.NewFileSet(), file, nil, parser.ImportsOnly)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checked++
+			for _, imp := range f.Imports {
+				if path := strings.Trim(imp.Path.Value, `"`); slices.Contains(forbidden, path) {
+					t.Errorf("%s imports %s: emitters read the model (generator/model), not the Go types", file, path)
+				}
+			}
+		}
+		if checked == 0 {
+			t.Errorf("no Go files in generator/%s", dir)
+		}
+	}
+}

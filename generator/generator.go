@@ -16,6 +16,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"path"
 	"path/filepath"
 	"runtime"
@@ -32,6 +33,7 @@ import (
 	"github.com/aagen-dev/aagen/generator/markers"
 	"github.com/aagen-dev/aagen/generator/model"
 	"github.com/aagen-dev/aagen/generator/output"
+	"github.com/aagen-dev/aagen/generator/protobuf"
 )
 
 // Options configure one generate run.
@@ -106,9 +108,6 @@ func Generate(ctx context.Context, o Options) (_ *Result, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := r.protobuf(); err != nil {
-		return nil, err
-	}
 	if err := r.runCodegen(); err != nil {
 		return nil, err
 	}
@@ -122,7 +121,9 @@ func Generate(ctx context.Context, o Options) (_ *Result, err error) {
 	if err := r.deploy(certs); err != nil {
 		return nil, err
 	}
-	r.addProtobuf() // after the manifests: the order the files are written and warned about in
+	if err := r.protobuf(); err != nil {
+		return nil, err
+	}
 	if err := r.apiDocs(); err != nil {
 		return nil, err
 	}
@@ -163,11 +164,6 @@ type run struct {
 	m            *model.Model
 	res          *Result
 	generatedPkg string
-	// proto, protoWarns and allProtobuf are the protobuf step's files, warnings and whether
-	// every served package has the protobuf methods.
-	proto       []emit.File
-	protoWarns  []model.Diagnostic
-	allProtobuf bool
 	// generateStart is when the code generators started; generated are their files.
 	generateStart time.Time
 	generated     []codegen.File
@@ -280,20 +276,24 @@ func (r *run) requireScaleAPI() (restore func(), err error) {
 	return restore, requireK8sAPI(r.ctx, r.m.ModuleDir, !r.o.Verify && !r.o.Runtime.Skip, r.logf)
 }
 
-// protobuf renders the protobuf methods (emit.Protobuf) before the code generators run:
-// whether every served package has them decides what the clientset asks for. Its files
-// and warnings join the run's after the deploy manifests (addProtobuf).
+// protobuf renders the protobuf methods of every types package the model says can have them
+// (package protobuf; what the encoding makes of each package is model.Version.Protobuf, and
+// its warnings are the model's).
 func (r *run) protobuf() error {
-	var err error
-	r.proto, r.protoWarns, r.allProtobuf, err = emit.Protobuf(r.m, r.loaded.Packages)
-	return err
+	files, err := protobuf.Files(r.m, os.ReadFile)
+	if err != nil {
+		return err
+	}
+	r.files = append(r.files, files...)
+	return nil
 }
 
 // runCodegen runs code-generator and openapi-gen (package codegen) on the model's
 // translation (codegeninput.go).
 func (r *run) runCodegen() error {
 	in := codegenInput(r.m, r.generatedPkg)
-	in.PrefersProtobuf = len(r.m.Groups) > 0 && r.allProtobuf
+	// Whether every served package has the protobuf methods decides what the clientset asks for.
+	in.PrefersProtobuf = r.m.ServesProtobuf()
 
 	r.generateStart = time.Now()
 	r.logf("running code generators (deepcopy, openapi, clientset, listers, informers, apply configurations)")
@@ -346,15 +346,9 @@ func (r *run) deploy(certs emit.DeployCerts) error {
 	return nil
 }
 
-// addProtobuf adds the protobuf step's files and warnings to the run's.
-func (r *run) addProtobuf() {
-	r.files = append(r.files, r.proto...)
-	r.addWarnings(r.protoWarns)
-}
-
 // apiDocs renders the API reference (emit.APIDocs).
 func (r *run) apiDocs() error {
-	docs, err := emit.APIDocs(r.m, r.loaded.Packages, r.res.ServerName)
+	docs, err := emit.APIDocs(r.m, r.res.ServerName)
 	if err != nil {
 		return err
 	}

@@ -4,16 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"go/ast"
-	"go/types"
 	"path"
-	"reflect"
-	"slices"
 	"strconv"
 	"strings"
 
-	"golang.org/x/tools/go/packages"
-
+	"github.com/aagen-dev/aagen/generator/markers"
 	"github.com/aagen-dev/aagen/generator/model"
 )
 
@@ -32,14 +27,12 @@ func APIDocsPath(group string) string {
 // APIDocs renders the API reference: one Markdown page per group with every kind, its
 // versions, resource names, scope, subresources, printer columns and field selectors, and
 // every field of every type reachable from it, with its JSON type, whether it is required,
-// its default, its constraints and its documentation. Kinds and constraints come from the
-// model; fields, types and comments from the loaded types packages.
-func APIDocs(m *model.Model, pkgs []*packages.Package, serverName string) ([]File, error) {
-	byPath := map[string]*packages.Package{}
-	packages.Visit(pkgs, nil, func(p *packages.Package) { byPath[p.PkgPath] = p })
+// its default, its constraints and its documentation, all read from the model and its type
+// graph.
+func APIDocs(m *model.Model, serverName string) ([]File, error) {
 	var files []File
 	for _, g := range m.Groups {
-		d := &docWriter{group: g, pkgs: byPath, types: m.Types}
+		d := &docWriter{group: g, types: m.Types}
 		if err := d.page(serverName); err != nil {
 			return nil, fmt.Errorf("API reference of %s: %w", g.Name, err)
 		}
@@ -51,7 +44,6 @@ func APIDocs(m *model.Model, pkgs []*packages.Package, serverName string) ([]Fil
 // docWriter renders one group's page.
 type docWriter struct {
 	group *model.Group
-	pkgs  map[string]*packages.Package
 	types *model.Types
 	buf   bytes.Buffer
 }
@@ -115,8 +107,8 @@ func (d *docWriter) resource(r *model.Resource) error {
 	name := r.Kind
 	first := r.Versions[0]
 	d.printf("\n## %s\n\n", name)
-	if p := d.pkgs[first.Version.ImportPath]; p != nil {
-		if doc := typeDoc(p, name); doc != "" {
+	if t := d.types.Lookup(model.GoType{Pkg: first.Version.ImportPath, Name: name}); t != nil {
+		if doc := paragraph(t.Doc); doc != "" {
 			d.printf("%s\n\n", doc)
 		}
 	}
@@ -214,16 +206,12 @@ func (d *docWriter) version(k *model.Kind) error {
 		}
 		d.printf(".\n\n")
 	}
-	p := d.pkgs[v.ImportPath]
-	if p == nil || p.Types == nil {
-		return fmt.Errorf("types package %s of %s/%s was not loaded", v.ImportPath, v.GroupVersion(), k.Name)
-	}
-	obj, ok := p.Types.Scope().Lookup(k.Name).(*types.TypeName)
-	if !ok {
+	kt := d.types.Lookup(model.GoType{Pkg: v.ImportPath, Name: k.Name})
+	if kt == nil {
 		return fmt.Errorf("type %s not found in %s", k.Name, v.ImportPath)
 	}
-	t := &typeWalker{d: d, v: v, p: p, seen: map[string]bool{}}
-	t.queue = append(t.queue, obj)
+	t := &typeWalker{d: d, v: v, seen: map[string]bool{}}
+	t.queue = append(t.queue, kt)
 	for len(t.queue) > 0 {
 		next := t.queue[0]
 		t.queue = t.queue[1:]
@@ -236,152 +224,129 @@ func (d *docWriter) version(k *model.Kind) error {
 type typeWalker struct {
 	d     *docWriter
 	v     *model.Version
-	p     *packages.Package
 	seen  map[string]bool
-	queue []*types.TypeName
+	queue []*model.Type
 }
 
 // section renders one named type of the types package: a table of a struct's fields, or
 // what a named scalar, list or map type stands for.
-func (t *typeWalker) section(obj *types.TypeName, kind string) {
-	if t.seen[obj.Name()] {
+func (t *typeWalker) section(typ *model.Type, kind string) {
+	name := typ.Name.Name
+	if t.seen[name] {
 		return
 	}
-	t.seen[obj.Name()] = true
+	t.seen[name] = true
 	d := t.d
-	if obj.Name() == kind {
+	if name == kind {
 		// The kind's own fields follow its version's heading.
 		d.printf("Fields:\n\n")
 	} else {
-		d.printf("#### %s %s\n\n", obj.Name(), t.v.Name)
-		if doc := typeDoc(t.p, obj.Name()); doc != "" {
+		d.printf("#### %s %s\n\n", name, t.v.Name)
+		if doc := paragraph(typ.Doc); doc != "" {
 			d.printf("%s\n\n", doc)
 		}
 	}
-	tv := t.typeValidation(obj.Name())
-	st, isStruct := obj.Type().Underlying().(*types.Struct)
-	if !isStruct {
-		d.printf("Type: %s.", t.render(obj.Type().Underlying()))
-		if tv != nil {
-			if c := constraints(tv.Validation); len(c) > 0 {
-				d.printf(" %s.", strings.Join(c, "; "))
-			}
+	decl := typ.Decl()
+	if decl == nil || decl.Kind != model.ExprStruct {
+		d.printf("Type: %s.", t.render(decl))
+		if c := constraints(typ.Validation); len(c) > 0 {
+			d.printf(" %s.", strings.Join(c, "; "))
 		}
 		d.printf("\n\n")
 		return
 	}
-	if tv != nil && len(tv.Validation.Rules) > 0 {
-		d.printf("Rules: %s.\n\n", strings.Join(constraints(model.Validation{Rules: tv.Validation.Rules}), "; "))
+	if len(typ.Validation.Rules) > 0 {
+		d.printf("Rules: %s.\n\n", strings.Join(constraints(model.Validation{Rules: typ.Validation.Rules}), "; "))
 	}
 	d.printf("| Field | Type | Required | Default | Constraints | Description |\n| --- | --- | --- | --- | --- | --- |\n")
-	t.fields(st, obj.Name(), tv)
+	t.fields(decl.Fields, name)
 	d.printf("\n")
 }
 
-// fields writes one row per field of st, inlining embedded structs.
-func (t *typeWalker) fields(st *types.Struct, typeName string, tv *model.Type) {
-	docs := fieldDocs(t.p, typeName)
-	for i := 0; i < st.NumFields(); i++ {
-		f := st.Field(i)
-		if !f.Exported() {
+// fields writes one row per field, inlining embedded structs; typeName is the struct's.
+func (t *typeWalker) fields(fields []*model.Field, typeName string) {
+	for _, f := range fields {
+		if !f.Exported || f.JSONName == "-" {
 			continue
 		}
-		tag := reflect.StructTag(st.Tag(i)).Get("json")
-		name, opts, _ := strings.Cut(tag, ",")
-		if name == "-" {
-			continue
-		}
-		if f.Embedded() {
-			named, _ := f.Type().(*types.Named)
-			switch {
-			case named != nil && named.Obj().Name() == "TypeMeta":
+		if f.Embedded && f.Type.Kind == model.ExprNamed {
+			switch f.Type.Name.Name {
+			case "TypeMeta":
 				t.d.printf("| `apiVersion` | string | yes | | `%s` | The version of this object's schema. |\n", t.v.GroupVersion())
 				t.d.printf("| `kind` | string | yes | | `%s` | The kind of this object. |\n", typeName)
 				continue
-			case named != nil && named.Obj().Name() == "ObjectMeta":
+			case "ObjectMeta":
 				t.d.printf("| `metadata` | [ObjectMeta](https://kubernetes.io/docs/reference/kubernetes-api/common-definitions/object-meta/) | | | | Standard object metadata: name, namespace, labels, annotations, owner references, ... |\n")
 				continue
-			case named != nil && named.Obj().Name() == "ListMeta":
+			case "ListMeta":
 				t.d.printf("| `metadata` | [ListMeta](https://kubernetes.io/docs/reference/kubernetes-api/common-definitions/list-meta/) | | | | Standard list metadata. |\n")
 				continue
 			}
-			if inner, ok := f.Type().Underlying().(*types.Struct); ok && (name == "" || strings.Contains(opts, "inline")) {
-				innerName := typeName
-				if named != nil {
-					innerName = named.Obj().Name()
+			if inner := t.d.types.Lookup(f.Type.Name); inner != nil && f.Inline {
+				if decl := inner.Decl(); decl != nil && decl.Kind == model.ExprStruct {
+					t.fields(decl.Fields, inner.Name.Name)
+					continue
 				}
-				t.fields(inner, innerName, t.typeValidation(innerName))
-				continue
 			}
 		}
+		name := f.JSONName
 		if name == "" {
-			name = f.Name()
+			name = f.GoName
 		}
-		var fv *model.FieldValidation
-		if tv != nil {
-			if mf := tv.Field(f.Name()); mf != nil && mf.HasValidation() {
-				fv = &mf.FieldValidation
-			}
-		}
-		doc := docs[f.Name()]
-		required := !strings.Contains(opts, "omitempty") && !strings.Contains(docs["+optional:"+f.Name()], "y")
+		required := !f.OmitEmpty && !markers.Is[markers.Optional](f.Markers)
 		def, cons := "", []string(nil)
-		if fv != nil {
-			if fv.Required != nil {
-				required = *fv.Required
+		if f.HasValidation() {
+			if f.Required != nil {
+				required = *f.Required
 			}
-			if fv.Default != "" {
-				def = "`" + cell(fv.Default) + "`"
+			if f.Default != "" {
+				def = "`" + cell(f.Default) + "`"
 			}
-			cons = constraints(fv.Validation)
+			cons = constraints(f.Validation)
 		}
 		req := ""
 		if required {
 			req = "yes"
 		}
-		t.d.printf("| `%s` | %s | %s | %s | %s | %s |\n", name, t.render(f.Type()), req, def, strings.Join(cons, "<br>"), cell(doc))
+		t.d.printf("| `%s` | %s | %s | %s | %s | %s |\n", name, t.render(f.Type), req, def, strings.Join(cons, "<br>"), cell(paragraph(f.Doc)))
 	}
-}
-
-// typeValidation is the model's type of the version package named name, or nil.
-func (t *typeWalker) typeValidation(name string) *model.Type {
-	return t.d.types.Lookup(model.GoType{Pkg: t.v.ImportPath, Name: name})
 }
 
 // render writes a field type as its JSON shape, linking the package's own named types
 // (and queueing them for a section of their own).
-func (t *typeWalker) render(typ types.Type) string {
-	switch x := typ.(type) {
-	case *types.Named:
-		obj := x.Obj()
-		if obj.Pkg() != nil && obj.Pkg().Path() == t.p.PkgPath {
-			t.queue = append(t.queue, obj)
-			return fmt.Sprintf("[%s](#%s)", obj.Name(), anchor(obj.Name()+" "+t.v.Name))
-		}
-		if obj.Pkg() != nil {
-			if known, ok := wellKnownType(obj.Pkg().Path() + "." + obj.Name()); ok {
-				return known
-			}
-			return "`" + obj.Pkg().Path() + "." + obj.Name() + "`"
-		}
-		return t.render(x.Underlying())
-	case *types.Pointer:
-		return t.render(x.Elem())
-	case *types.Slice:
-		if b, ok := x.Elem().(*types.Basic); ok && b.Kind() == types.Byte {
-			return "string (base64)"
-		}
-		return "[]" + t.render(x.Elem())
-	case *types.Array:
-		return "[]" + t.render(x.Elem())
-	case *types.Map:
-		return "map[string]" + t.render(x.Elem())
-	case *types.Basic:
-		return basicJSON(x)
-	case *types.Struct:
+func (t *typeWalker) render(e *model.TypeExpr) string {
+	if e == nil {
 		return "object"
 	}
-	return "`" + typ.String() + "`"
+	switch e.Kind {
+	case model.ExprNamed:
+		if e.Name.Pkg == t.v.ImportPath {
+			if typ := t.d.types.Lookup(e.Name); typ != nil {
+				t.queue = append(t.queue, typ)
+			}
+			return fmt.Sprintf("[%s](#%s)", e.Name.Name, anchor(e.Name.Name+" "+t.v.Name))
+		}
+		if known, ok := wellKnownType(e.Name.Pkg + "." + e.Name.Name); ok {
+			return known
+		}
+		return "`" + e.Name.Pkg + "." + e.Name.Name + "`"
+	case model.ExprPointer:
+		return t.render(e.Elem)
+	case model.ExprSlice:
+		if e.Elem.Kind == model.ExprBasic && e.Elem.Basic == "uint8" {
+			return "string (base64)"
+		}
+		return "[]" + t.render(e.Elem)
+	case model.ExprArray:
+		return "[]" + t.render(e.Elem)
+	case model.ExprMap:
+		return "map[string]" + t.render(e.Elem)
+	case model.ExprBasic:
+		return basicJSON(e.Basic)
+	case model.ExprStruct:
+		return "object"
+	}
+	return "`" + e.String + "`"
 }
 
 // wellKnownType is the JSON shape of a Kubernetes type API fields commonly use, by
@@ -418,23 +383,24 @@ func wellKnownType(name string) (string, bool) {
 	return "", false
 }
 
-// basicJSON is the JSON type of a Go basic type, with the OpenAPI format where it has one.
-func basicJSON(b *types.Basic) string {
-	switch {
-	case b.Info()&types.IsBoolean != 0:
+// basicJSON is the JSON type of a Go basic type (by model.TypeExpr.Basic), with the
+// OpenAPI format where it has one.
+func basicJSON(basic string) string {
+	switch basic {
+	case "bool":
 		return "boolean"
-	case b.Info()&types.IsString != 0:
+	case "string":
 		return "string"
-	case b.Kind() == types.Int32 || b.Kind() == types.Uint16 || b.Kind() == types.Int16 || b.Kind() == types.Int8 || b.Kind() == types.Uint8:
+	case "int32", "rune", "uint16", "int16", "int8", "uint8":
 		return "integer (int32)"
-	case b.Info()&types.IsInteger != 0:
+	case "int", "int64", "uint", "uint32", "uint64", "uintptr":
 		return "integer (int64)"
-	case b.Kind() == types.Float32:
+	case "float32":
 		return "number (float)"
-	case b.Info()&types.IsFloat != 0:
+	case "float64":
 		return "number (double)"
 	}
-	return b.Name()
+	return basic
 }
 
 // constraints describes a validation, one item per constraint.
@@ -500,74 +466,9 @@ func constraints(v model.Validation) []string {
 	return out
 }
 
-// typeDoc is the doc comment of the named type, without marker lines.
-func typeDoc(p *packages.Package, name string) string {
-	for _, f := range p.Syntax {
-		for _, decl := range f.Decls {
-			gd, ok := decl.(*ast.GenDecl)
-			if !ok {
-				continue
-			}
-			for _, spec := range gd.Specs {
-				ts, ok := spec.(*ast.TypeSpec)
-				if !ok || ts.Name.Name != name {
-					continue
-				}
-				doc := ts.Doc
-				if doc == nil {
-					doc = gd.Doc
-				}
-				return docText(doc)
-			}
-		}
-	}
-	return ""
-}
-
-// fieldDocs are the doc comments of the struct type's fields by Go name; the key
-// "+optional:<name>" is "y" for a field marked +optional.
-func fieldDocs(p *packages.Package, typeName string) map[string]string {
-	out := map[string]string{}
-	for _, f := range p.Syntax {
-		ast.Inspect(f, func(n ast.Node) bool {
-			ts, ok := n.(*ast.TypeSpec)
-			if !ok || ts.Name.Name != typeName {
-				return true
-			}
-			st, ok := ts.Type.(*ast.StructType)
-			if !ok {
-				return false
-			}
-			for _, field := range st.Fields.List {
-				for _, id := range field.Names {
-					out[id.Name] = docText(field.Doc)
-					if field.Doc != nil && slices.ContainsFunc(field.Doc.List, func(c *ast.Comment) bool {
-						return strings.TrimSpace(strings.TrimPrefix(c.Text, "//")) == "+optional"
-					}) {
-						out["+optional:"+id.Name] = "y"
-					}
-				}
-			}
-			return false
-		})
-	}
-	return out
-}
-
-// docText is a comment's text in one paragraph, without marker (+...) lines.
-func docText(cg *ast.CommentGroup) string {
-	if cg == nil {
-		return ""
-	}
-	var words []string
-	for _, line := range strings.Split(cg.Text(), "\n") {
-		line = strings.TrimSpace(line)
-		if strings.HasPrefix(line, "+") {
-			continue
-		}
-		words = append(words, strings.Fields(line)...)
-	}
-	return strings.Join(words, " ")
+// paragraph is doc text in one paragraph.
+func paragraph(doc string) string {
+	return strings.Join(strings.Fields(doc), " ")
 }
 
 // cell escapes text for a Markdown table cell.

@@ -51,6 +51,7 @@ func Build(res *load.Result, reg *markers.Registry) (*Model, []Diagnostic, error
 			"no API kinds found in the packages given")
 	}
 	b.checkServer(m)
+	b.protobuf(m)
 	var errs, warns []Diagnostic
 	for _, d := range b.diags {
 		if d.Warning {

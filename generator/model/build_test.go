@@ -56,6 +56,19 @@ func build(t *testing.T, dir string) (*model.Model, []model.Diagnostic, error) {
 	return model.Build(res, markers.Default())
 }
 
+// splitProtobuf separates the warnings about fields the protobuf encoding cannot carry from
+// the others.
+func splitProtobuf(warns []model.Diagnostic) (others, proto []string) {
+	for _, w := range warns {
+		if strings.Contains(w.Msg, "no protobuf for package ") {
+			proto = append(proto, w.String())
+		} else {
+			others = append(others, w.String())
+		}
+	}
+	return others, proto
+}
+
 func TestExample(t *testing.T) {
 	m, warns, err := build(t, exampleDir(t))
 	if err != nil {
@@ -92,6 +105,24 @@ func TestExample(t *testing.T) {
 	check(boat, "Boat", "boats", true, true, "bt", "Spec")
 	check(dock, "Dock", "docks", false, false, "dk", "Spec")
 	check(fleet, "Fleet", "fleets", true, true, "fl", "Spec")
+
+	// Protobuf is a fact of the model: every struct the kinds reach gets a message, with each
+	// field's encoding (metav1.ObjectMeta's own methods, a string, an int32).
+	if !v.Protobuf.Generates() || !m.ServesProtobuf() {
+		t.Fatalf("protobuf: %+v", v.Protobuf)
+	}
+	var boatMsg *model.ProtoMessage
+	for _, msg := range v.Protobuf.Messages {
+		if msg.Name == "Boat" {
+			boatMsg = msg
+		}
+	}
+	if boatMsg == nil || len(v.Protobuf.Messages) < 2*len(v.Kinds) {
+		t.Fatalf("protobuf messages: %d, Boat %v", len(v.Protobuf.Messages), boatMsg)
+	}
+	if f := boatMsg.Fields[0]; f.GoName != "ObjectMeta" || f.Value.Encoding != model.EncMessage || f.Value.Type.Name.Name != "ObjectMeta" || f.ProtoName != "metadata" {
+		t.Errorf("Boat's first protobuf field: %+v", f)
+	}
 
 	wantCols := []model.PrintColumn{
 		{Name: "Dock", Type: "string", JSONPath: ".spec.dock"},

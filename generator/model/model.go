@@ -129,7 +129,10 @@ type Version struct {
 	// FieldDefaults is set when a field of a type the package declares or reaches has a
 	// default (+kubebuilder:default): defaulter-gen then writes the package's defaulters.
 	FieldDefaults bool
-	Pos           token.Position
+	// Protobuf is what the protobuf encoding makes of the package's types: the messages aagen
+	// writes, or the fields that keep it JSON-only (see protobuf.go).
+	Protobuf *Protobuf `json:"-"`
+	Pos      token.Position
 }
 
 // Kind is a kind in one version: one Go type of a types package with its names, scope

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 
+	"golang.org/x/tools/go/packages"
+
 	"github.com/aagen-dev/aagen/generator/load"
 	"github.com/aagen-dev/aagen/generator/markers"
 )
@@ -111,6 +113,10 @@ type Type struct {
 	// fields. Nil for types the graph does not follow (standard library, and types that
 	// describe their own OpenAPI schema).
 	Underlying *TypeExpr
+	// Declared is, for a type that describes its own OpenAPI schema (OwnSchema, whose
+	// Underlying is nil), what it is declared as, without following the named types it
+	// reaches: what its encoding (protobuf) still depends on. Decl returns either.
+	Declared *TypeExpr
 	// Markers are the type's own markers (nil where they are not read).
 	Markers markers.Set
 	// Validation holds the type's own schema constraints (CEL rules, MinProperties; on a
@@ -137,6 +143,15 @@ func (t *Type) Fields() []*Field {
 		return nil
 	}
 	return t.Underlying.Fields
+}
+
+// Decl is what the type is declared as: Underlying, or Declared for a type with its own
+// schema; nil for types the graph does not describe.
+func (t *Type) Decl() *TypeExpr {
+	if t.Underlying != nil {
+		return t.Underlying
+	}
+	return t.Declared
 }
 
 // IsStruct reports whether the type is declared as a struct.
@@ -338,10 +353,45 @@ func (gb *graphBuilder) named(n *types.Named) *Type {
 	}
 	sort.Strings(t.Methods)
 	if t.OwnSchema {
+		t.Declared = gb.expr(origin.Underlying(), false)
 		return t
 	}
 	t.Underlying = gb.expr(origin.Underlying(), true)
 	return t
+}
+
+// declared adds every named type package p declares (and everything they reach).
+func (gb *graphBuilder) declared(p *types.Package) {
+	scope := p.Scope()
+	for _, name := range scope.Names() {
+		if tn, ok := scope.Lookup(name).(*types.TypeName); ok && !tn.IsAlias() {
+			if n, ok := tn.Type().(*types.Named); ok {
+				gb.named(n)
+			}
+		}
+	}
+}
+
+// TypeGraph builds the type graph of every type the loaded packages declare and reach, from
+// their Go types alone (no doc text, no markers; the packages given are InTypesPackage):
+// for packages that are not API groups, such as internal/protoshape's shapes of k8s.io/api
+// types, whose protobuf methods ProtobufOf describes.
+func TypeGraph(pkgs []*packages.Package) *Types {
+	typesPkgs := map[string]bool{}
+	var fset *token.FileSet
+	for _, p := range pkgs {
+		typesPkgs[p.PkgPath] = true
+		if fset == nil {
+			fset = p.Fset
+		}
+	}
+	gb := newGraphBuilder("", typesPkgs, fset)
+	for _, p := range pkgs {
+		if p.Types != nil {
+			gb.declared(p.Types)
+		}
+	}
+	return gb.finish()
 }
 
 // expr describes a Go type, adding the named types it reaches to the graph.
@@ -427,14 +477,7 @@ func (b *builder) typeGraph(res *load.Result) *Types {
 	}
 	gb := newGraphBuilder(res.ModulePath, typesPkgs, res.Fset)
 	for _, sp := range b.served {
-		scope := sp.p.Types.Scope()
-		for _, name := range scope.Names() {
-			if tn, ok := scope.Lookup(name).(*types.TypeName); ok && !tn.IsAlias() {
-				if n, ok := tn.Type().(*types.Named); ok {
-					gb.named(n)
-				}
-			}
-		}
+		gb.declared(sp.p.Types)
 	}
 	g := gb.finish()
 	b.types = g

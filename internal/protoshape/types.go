@@ -3,7 +3,7 @@
 // PodSecurityContext), with the same protobuf tags, and the protobuf methods aagen's emitter
 // generates for them (zz_generated.protobuf.go). Its tests compare their bytes with
 // k8s.io/api's own generated.pb.go. Regenerate with
-// `go test ./generator/emit -run TestProtobufShapeGolden -update`.
+// `go test ./generator/protobuf -run TestProtobufShapeGolden -update`.
 package protoshape
 
 import (

@@ -1,5 +1,5 @@
 // Package protobad has types the protobuf emitter cannot encode, each a root of its own in
-// generator/emit's tests.
+// generator/protobuf's tests.
 package protobad
 
 import (

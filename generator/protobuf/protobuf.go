@@ -1,34 +1,35 @@
-package emit
+// Package protobuf writes, for every types package of the model whose types the protobuf
+// encoding can carry (model.Version.Protobuf), go-to-protobuf's methods in k8s.io/api's wire
+// format (zz_generated.protobuf.go), the IDL of the same messages (generated.proto), and the
+// field numbers file (generator/protonum) the next run numbers from.
+package protobuf
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
-	"go/token"
-	"go/types"
+	"io/fs"
 	"maps"
-	"os"
 	"path"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"sort"
 	"strings"
 
 	"github.com/dave/jennifer/jen"
-	"golang.org/x/tools/go/packages"
 	"golang.org/x/tools/imports"
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/aagen-dev/aagen/generator/emit"
 	"github.com/aagen-dev/aagen/generator/model"
 	"github.com/aagen-dev/aagen/generator/protonum"
 )
 
-// ProtobufFileName is the file of protobuf methods aagen writes in each API package.
-const ProtobufFileName = "zz_generated.protobuf.go"
+// FileName is the file of protobuf methods aagen writes in each API package.
+const FileName = "zz_generated.protobuf.go"
 
-// ProtoIDLFileName is the protobuf IDL aagen writes next to it, named as go-to-protobuf's.
-const ProtoIDLFileName = "generated.proto"
+// IDLFileName is the protobuf IDL aagen writes next to it, named as go-to-protobuf's.
+const IDLFileName = "generated.proto"
 
 const (
 	pkgProtowire = "google.golang.org/protobuf/encoding/protowire"
@@ -41,67 +42,39 @@ const (
 	putVarint = "aagenProtoPutVarint"
 )
 
-// protoMethods are the methods a type needs to be encoded and decoded by
-// k8s.io/apimachinery's protobuf serializer, and those aagen writes.
-var protoMethods = []string{"Reset", "ProtoMessage", "String", "Marshal", "MarshalTo", "MarshalToSizedBuffer", "Size", "Unmarshal"}
-
-// Protobuf renders, for every API package of m (each version, and the internal package),
-// zz_generated.protobuf.go with go-to-protobuf's methods for every struct reachable from a
-// kind, its list or a subresource's body or answer, and the package's field numbers file (generator/protonum). The numbers are read
-// from the file an earlier run wrote next to the types. A package with a field the
-// encoding does not support gets neither file but a warning naming the field; a number
-// conflict is an error. allProtobuf tells whether every version has the protobuf methods
-// (a package whose types declare the methods themselves has them): then the generated
-// clientset asks for protobuf.
-func Protobuf(m *model.Model, pkgs []*packages.Package) (files []File, warns []model.Diagnostic, allProtobuf bool, err error) {
-	byPath := map[string]*packages.Package{}
-	packages.Visit(pkgs, nil, func(p *packages.Package) { byPath[p.PkgPath] = p })
-	allProtobuf = true
+// Files renders, for every types package of m (each version, and the internal package)
+// whose Version.Protobuf generates methods, zz_generated.protobuf.go, generated.proto and
+// the package's field numbers file. read reads the numbers file an earlier run wrote next to
+// the types (os.ReadFile; a file that does not exist is none); a number conflict is an error.
+// The packages the encoding cannot carry are the model's warnings, not this package's.
+func Files(m *model.Model, read func(path string) ([]byte, error)) ([]emit.File, error) {
+	var files []emit.File
 	for _, g := range m.Groups {
 		for _, v := range g.Packages() {
-			p := byPath[v.ImportPath]
-			if p == nil || p.Types == nil {
-				return nil, nil, false, fmt.Errorf("protobuf: package %s was not loaded", v.ImportPath)
+			if !v.Protobuf.Generates() {
+				continue
 			}
-			var roots []string
-			for _, k := range v.Kinds {
-				roots = append(roots, k.Name, k.ListName)
-			}
-			// The bodies and answers of imperative subresources are registered too: the
-			// server offers protobuf for a group only when every registered type has it.
-			roots = append(roots, v.SubresourceTypes()...)
-			numbersPath := filepath.Join(v.Dir, protonum.FileName)
-			old, err := os.ReadFile(numbersPath)
-			if err != nil && !errors.Is(err, os.ErrNotExist) {
-				return nil, nil, false, err
+			old, err := read(filepath.Join(v.Dir, protonum.FileName))
+			if err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return nil, err
 			}
 			rel := m.RelPath(v.Dir)
-			out, diags, err := ProtobufPackage(p, roots, old, path.Join(rel, protonum.FileName))
+			out, err := Package(v.Protobuf, old, path.Join(rel, protonum.FileName))
 			if err != nil {
-				return nil, nil, false, err
-			}
-			if len(diags) > 0 {
-				warns = append(warns, diags...)
-				if v != g.Internal {
-					allProtobuf = false
-				}
-				continue
-			}
-			if out == nil {
-				continue
+				return nil, err
 			}
 			// A generated.proto that go-to-protobuf (or a hand) wrote stays.
 			files = append(files,
-				File{Path: path.Join(rel, ProtobufFileName), Content: out.Go, Owner: Generated},
-				File{Path: path.Join(rel, protonum.FileName), Content: out.Numbers, Owner: Generated},
-				File{Path: path.Join(rel, ProtoIDLFileName), Content: out.Proto, Owner: GeneratedOrKept})
+				emit.File{Path: path.Join(rel, FileName), Content: out.Go, Owner: emit.Generated},
+				emit.File{Path: path.Join(rel, protonum.FileName), Content: out.Numbers, Owner: emit.Generated},
+				emit.File{Path: path.Join(rel, IDLFileName), Content: out.Proto, Owner: emit.GeneratedOrKept})
 		}
 	}
-	return files, warns, allProtobuf, nil
+	return files, nil
 }
 
-// ProtobufOutput is what ProtobufPackage renders for one package.
-type ProtobufOutput struct {
+// Output is what Package renders for one package.
+type Output struct {
 	// Go is zz_generated.protobuf.go.
 	Go []byte
 	// Numbers is the content of the numbers file (protonum.FileName), with aagen's header.
@@ -110,109 +83,86 @@ type ProtobufOutput struct {
 	Proto []byte
 }
 
-// ProtobufPackage renders the protobuf methods of the structs of p reachable from the named
-// root types, numbered from oldNumbers (the numbers file's content, nil without one;
-// numbersFile names it in errors). Each field the encoding does not support gives a warning
-// diagnostic, and the package no output; when every root type declares the methods itself
-// (a package with go-to-protobuf's generated.pb.go), there is neither.
-func ProtobufPackage(p *packages.Package, roots []string, oldNumbers []byte, numbersFile string) (*ProtobufOutput, []model.Diagnostic, error) {
-	a := &protoAnalysis{pkg: p, byName: map[string]*protoMessage{}}
-	if ownMethods(p, roots) {
-		// go-to-protobuf's generated.pb.go (or the user) already gives every type its
-		// methods: nothing to write, nothing to warn about.
-		return nil, nil, nil
-	}
-	for _, r := range roots {
-		obj, ok := p.Types.Scope().Lookup(r).(*types.TypeName)
-		if !ok {
-			return nil, nil, fmt.Errorf("protobuf: %s has no type %s", p.PkgPath, r)
-		}
-		named, ok := obj.Type().(*types.Named)
-		if !ok {
-			return nil, nil, fmt.Errorf("protobuf: %s.%s is not a named type", p.PkgPath, r)
-		}
-		a.add(named)
-	}
-	if len(a.warns) > 0 {
-		return nil, a.warns, nil
+// Package renders the protobuf methods of pb's messages, numbered from oldNumbers (the
+// numbers file's content, nil without one; numbersFile names it in errors). It returns nil
+// when pb generates nothing (the types declare the methods, or a field cannot be encoded).
+func Package(pb *model.Protobuf, oldNumbers []byte, numbersFile string) (*Output, error) {
+	if !pb.Generates() {
+		return nil, nil
 	}
 	numbers, err := protonum.Parse(oldNumbers, numbersFile)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	var specs []protonum.Type
-	for _, msg := range a.messages {
-		t := protonum.Type{Name: msg.name}
-		for _, f := range msg.fields {
-			t.Fields = append(t.Fields, protonum.Field{Name: f.goName, Tag: f.tag, Pos: f.pos.String()})
+	var msgs []*protoMessage
+	for _, m := range pb.Messages {
+		t := protonum.Type{Name: m.Name}
+		msg := &protoMessage{name: m.Name}
+		for i, f := range m.Fields {
+			t.Fields = append(t.Fields, protonum.Field{Name: f.GoName, Tag: f.Tag, Pos: f.Pos.String()})
+			msg.fields = append(msg.fields, newField(f, i))
 		}
 		specs = append(specs, t)
+		msgs = append(msgs, msg)
 	}
 	numbers, err = numbers.Assign(specs)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	for _, msg := range a.messages {
+	for _, msg := range msgs {
 		for _, f := range msg.fields {
 			f.num, _ = numbers.Number(msg.name, f.goName)
 		}
 		sort.SliceStable(msg.fields, func(i, j int) bool { return msg.fields[i].num < msg.fields[j].num })
 	}
-	src, err := renderProtobuf(p, a.messages)
+	src, err := renderProtobuf(pb, msgs)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	header := GeneratedYAMLHeader + "\n"
-	return &ProtobufOutput{Go: src, Numbers: append([]byte(header), numbers.Marshal()...), Proto: renderProtoIDL(p, a.messages)}, nil, nil
+	header := emit.GeneratedYAMLHeader + "\n"
+	return &Output{Go: src, Numbers: append([]byte(header), numbers.Marshal()...), Proto: renderProtoIDL(pb, msgs)}, nil
 }
-
-// protoEncoding is how a value (a field, a slice element or a map key or value) is encoded.
-type protoEncoding int
 
 const (
-	encString  protoEncoding = iota // length-delimited UTF-8
-	encBytes                        // length-delimited ([]byte)
-	encBool                         // varint 0 or 1
-	encVarint                       // varint of the value converted to uint64 (ints sign-extended)
-	encDouble                       // fixed64 (float64)
-	encFloat                        // fixed32 (float32)
-	encMessage                      // length-delimited, the type's own methods
+	encString  = model.EncString
+	encBytes   = model.EncBytes
+	encBool    = model.EncBool
+	encVarint  = model.EncVarint
+	encDouble  = model.EncDouble
+	encFloat   = model.EncFloat
+	encMessage = model.EncMessage
 )
-
-func (e protoEncoding) wireType() int {
-	switch e {
-	case encBool, encVarint:
-		return 0
-	case encDouble:
-		return 1
-	case encFloat:
-		return 5
-	}
-	return 2
-}
 
 // protoValue is one encoded value and its Go type.
 type protoValue struct {
-	enc protoEncoding
-	typ types.Type
+	enc   model.ProtoEncoding
+	typ   *model.TypeExpr
+	basic string
 }
 
-// protoField is one field of a message.
+func value(v model.ProtoValue) protoValue {
+	return protoValue{enc: v.Encoding, typ: v.Type, basic: v.Basic}
+}
+
+// protoField is one field of a message, numbered.
 type protoField struct {
 	goName string
-	tag    string
-	// protoName is the field's name in generated.proto: name= of its protobuf tag, else its
-	// JSON name. decl is its index in declaration order.
+	// protoName is the field's name in generated.proto; decl its index in declaration order.
 	protoName string
 	decl      int
-	pos       token.Position
 	num       int
 	// pointer, repeated and isMap say how the value is held; for a map, key and value
 	// describe its entries.
 	pointer, repeated, isMap bool
-	fieldType                types.Type
+	fieldType                *model.TypeExpr
 	value                    protoValue
 	key                      protoValue
+}
+
+func newField(f *model.ProtoField, decl int) *protoField {
+	return &protoField{goName: f.GoName, protoName: f.ProtoName, decl: decl, pointer: f.Pointer, repeated: f.Repeated, isMap: f.Map,
+		fieldType: f.Type, value: value(f.Value), key: value(f.Key)}
 }
 
 type protoMessage struct {
@@ -220,234 +170,29 @@ type protoMessage struct {
 	fields []*protoField
 }
 
-type protoAnalysis struct {
-	pkg      *packages.Package
-	messages []*protoMessage
-	byName   map[string]*protoMessage
-	// warns are the types and fields the encoding does not support.
-	warns []model.Diagnostic
-}
-
-// add analyses a struct of the package and every struct of the package it reaches,
-// recording in a.warns each type and field the encoding does not support.
-func (a *protoAnalysis) add(named *types.Named) {
-	name := named.Obj().Name()
-	if a.byName[name] != nil {
-		return
-	}
-	st, ok := named.Underlying().(*types.Struct)
-	if !ok {
-		a.unsupported(named.Obj().Pos(), name, "is not a struct")
-		return
-	}
-	if existing := declaredMethods(named); len(existing) > 0 {
-		a.unsupportedFix(named.Obj().Pos(), name, fmt.Sprintf("already declares %s, which the protobuf methods would redeclare", strings.Join(existing, ", ")),
-			"remove or rename those methods")
-		return
-	}
-	msg := &protoMessage{name: name}
-	a.byName[name] = msg
-	a.messages = append(a.messages, msg)
-	var reach []*types.Named
-	for i := 0; i < st.NumFields(); i++ {
-		v := st.Field(i)
-		tag := reflect.StructTag(st.Tag(i))
-		if !v.Exported() || tag.Get("json") == "-" || tag.Get("protobuf") == "-" {
-			continue
-		}
-		if v.Embedded() && model.IsNamed(v.Type(), "k8s.io/apimachinery/pkg/apis/meta/v1", "TypeMeta") {
-			continue // apiVersion and kind travel in the envelope (runtime.Unknown)
-		}
-		if slices.Contains(protoMethods, v.Name()) {
-			a.unsupportedFix(v.Pos(), name+"."+v.Name(), fmt.Sprintf("has the name of a protobuf method (%s), which the type cannot then declare", strings.Join(protoMethods, ", ")),
-				fmt.Sprintf("rename the Go field (its JSON name %q can stay)", jsonName(tag, v.Name())))
-			continue
-		}
-		f := &protoField{goName: v.Name(), tag: tag.Get("protobuf"), pos: a.pkg.Fset.Position(v.Pos()), fieldType: v.Type(),
-			protoName: protoFieldName(tag, v.Name()), decl: len(msg.fields)}
-		fail := func(why string) {
-			a.unsupported(v.Pos(), name+"."+v.Name(), fmt.Sprintf("has type %s, %s", types.TypeString(v.Type(), types.RelativeTo(a.pkg.Types)), why))
-		}
-		t := types.Unalias(v.Type())
-		if ptr, ok := t.(*types.Pointer); ok {
-			f.pointer = true
-			t = types.Unalias(ptr.Elem())
-		}
-		switch u := t.Underlying().(type) {
-		case *types.Slice:
-			if b, ok := u.Elem().Underlying().(*types.Basic); ok && b.Kind() == types.Byte {
-				if f.pointer {
-					fail("a pointer to bytes, which protobuf cannot tell from bytes")
-					continue
-				}
-				f.value = protoValue{enc: encBytes, typ: t}
-				break
-			}
-			if f.pointer {
-				fail("a pointer to a slice, which protobuf cannot tell from the slice")
-				continue
-			}
-			f.repeated = true
-			val, why := a.value(u.Elem())
-			if why != "" {
-				fail(why)
-				continue
-			}
-			if val.enc == encBytes {
-				fail("a slice of bytes slices, which go-to-protobuf wraps in a message type of its own")
-				continue
-			}
-			f.value = val
-		case *types.Map:
-			if f.pointer {
-				fail("a pointer to a map, which protobuf cannot tell from the map")
-				continue
-			}
-			f.isMap = true
-			key, why := a.value(u.Key())
-			if why != "" || key.enc != encString {
-				fail("a map whose key is not a string")
-				continue
-			}
-			val, why := a.value(u.Elem())
-			if why != "" {
-				fail(why)
-				continue
-			}
-			f.key, f.value = key, val
-		default:
-			val, why := a.value(t)
-			if why != "" {
-				fail(why)
-				continue
-			}
-			f.value = val
-		}
-		if f.value.enc == encMessage {
-			if n, ok := f.value.typ.(*types.Named); ok && n.Obj().Pkg() == a.pkg.Types {
-				reach = append(reach, n)
-			}
-		}
-		msg.fields = append(msg.fields, f)
-	}
-	for _, n := range reach {
-		a.add(n)
-	}
-}
-
-// value classifies a non-slice, non-map Go type; why says why it cannot be encoded.
-func (a *protoAnalysis) value(t types.Type) (protoValue, string) {
-	t = types.Unalias(t)
-	if _, ok := t.(*types.Pointer); ok {
-		return protoValue{}, "a pointer in a slice or map, which go-to-protobuf does not encode"
-	}
-	named, _ := t.(*types.Named)
-	switch u := t.Underlying().(type) {
-	case *types.Basic:
-		switch u.Kind() {
-		case types.String:
-			return protoValue{enc: encString, typ: t}, ""
-		case types.Bool:
-			return protoValue{enc: encBool, typ: t}, ""
-		case types.Int32, types.Int64, types.Uint32, types.Uint64, types.Int, types.Uint:
-			return protoValue{enc: encVarint, typ: t}, ""
-		case types.Int8, types.Int16, types.Uint8, types.Uint16:
-			// Widened on the wire to int32 or uint32 (sign-extended as int32 is); go-to-protobuf
-			// refuses these kinds, so no k8s.io/api type has them.
-			return protoValue{enc: encVarint, typ: t}, ""
-		case types.Float64:
-			return protoValue{enc: encDouble, typ: t}, ""
-		case types.Float32:
-			return protoValue{enc: encFloat, typ: t}, ""
-		}
-		return protoValue{}, fmt.Sprintf("whose kind %s has no protobuf type (use a string, bool, integer or float kind)", u.Name())
-	case *types.Struct:
-		if named == nil {
-			return protoValue{}, "an anonymous struct, which has no message name"
-		}
-		if named.Obj().Pkg() == a.pkg.Types {
-			return protoValue{enc: encMessage, typ: t}, ""
-		}
-		if hasProtoMethods(named) {
-			return protoValue{enc: encMessage, typ: t}, ""
-		}
-		return protoValue{}, fmt.Sprintf("from package %s, which has no protobuf methods (Size, MarshalToSizedBuffer, Unmarshal)", named.Obj().Pkg().Path())
-	case *types.Slice:
-		if b, ok := u.Elem().Underlying().(*types.Basic); ok && b.Kind() == types.Byte {
-			return protoValue{enc: encBytes, typ: t}, ""
-		}
-		return protoValue{}, "a slice inside a slice or map, which go-to-protobuf wraps in a message type of its own"
-	case *types.Interface:
-		return protoValue{}, "an interface, which has no protobuf encoding"
-	case *types.Map:
-		return protoValue{}, "a map inside a slice or map, which go-to-protobuf wraps in a message type of its own"
-	}
-	// Types with their own methods but no struct underneath (resource.Quantity is a struct;
-	// this is for completeness).
-	if named != nil && hasProtoMethods(named) {
-		return protoValue{enc: encMessage, typ: t}, ""
-	}
-	return protoValue{}, "which has no protobuf encoding"
-}
-
-func (a *protoAnalysis) unsupported(pos token.Pos, what, why string) {
-	a.unsupportedFix(pos, what, why, "change the field's type to one docs/protobuf.md lists")
-}
-
-func (a *protoAnalysis) unsupportedFix(pos token.Pos, what, why, fix string) {
-	a.warns = append(a.warns, model.Diagnostic{
-		Pos:     a.pkg.Fset.Position(pos),
-		Warning: true,
-		Msg:     fmt.Sprintf("no protobuf for package %s: %s %s", a.pkg.PkgPath, what, why),
-		Fix:     "the package's kinds are served in JSON and YAML only (a client asking for protobuf alone gets 406); to get protobuf, " + fix,
-	})
-}
-
-// hasProtoMethods reports whether *named has the methods the emitted code delegates to.
-func hasProtoMethods(named *types.Named) bool {
-	ms := types.NewMethodSet(types.NewPointer(named))
-	for _, name := range []string{"Size", "MarshalToSizedBuffer", "Unmarshal"} {
-		if ms.Lookup(nil, name) == nil {
-			return false
-		}
-	}
-	return true
-}
-
-// declaredMethods returns the protobuf method names the type declares itself.
-func declaredMethods(named *types.Named) []string {
-	var out []string
-	for i := 0; i < named.NumMethods(); i++ {
-		if slices.Contains(protoMethods, named.Method(i).Name()) {
-			out = append(out, named.Method(i).Name())
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
 // protoKey returns the varint bytes of a field's key.
 func protoKey(num, wireType int) []byte {
 	return protowire.AppendTag(nil, protowire.Number(num), protowire.Type(wireType))
 }
 
-// typeCode is the Go expression of t, qualified for the file of pkg.
-func typeCode(t types.Type) *jen.Statement {
-	switch t := t.(type) {
-	case *types.Named:
-		return jen.Qual(t.Obj().Pkg().Path(), t.Obj().Name())
-	case *types.Basic:
-		return jen.Id(t.Name())
-	case *types.Pointer:
-		return jen.Op("*").Add(typeCode(t.Elem()))
-	case *types.Slice:
-		return jen.Index().Add(typeCode(t.Elem()))
-	case *types.Map:
-		return jen.Map(typeCode(t.Key())).Add(typeCode(t.Elem()))
-	case *types.Alias:
-		return typeCode(types.Unalias(t))
+// typeCode is the Go expression of t, qualified for the file it is written in.
+func typeCode(t *model.TypeExpr) *jen.Statement {
+	switch t.Kind {
+	case model.ExprNamed:
+		return jen.Qual(t.Name.Pkg, t.Name.Name)
+	case model.ExprBasic:
+		if t.String == "byte" {
+			return jen.Id("byte")
+		}
+		return jen.Id(t.Basic)
+	case model.ExprPointer:
+		return jen.Op("*").Add(typeCode(t.Elem))
+	case model.ExprSlice:
+		return jen.Index().Add(typeCode(t.Elem))
+	case model.ExprMap:
+		return jen.Map(typeCode(t.Key)).Add(typeCode(t.Elem))
 	}
-	return jen.Id(t.String())
+	return jen.Id(t.String)
 }
 
 // byteLit renders a byte as go-to-protobuf does (0x12).
@@ -741,10 +486,10 @@ func unmarshalField(f *protoField) []jen.Code {
 	return append(out, m().Op("=").Add(protoConvert(f.value, raw)))
 }
 
-func renderProtobuf(p *packages.Package, msgs []*protoMessage) ([]byte, error) {
-	f := jen.NewFilePathName(p.PkgPath, p.Types.Name())
-	f.HeaderComment(BuildConstraint)
-	f.HeaderComment("// " + GeneratedHeader)
+func renderProtobuf(pb *model.Protobuf, msgs []*protoMessage) ([]byte, error) {
+	f := jen.NewFilePathName(pb.Pkg, pb.PkgName)
+	f.HeaderComment(emit.BuildConstraint)
+	f.HeaderComment("// " + emit.GeneratedHeader)
 	f.ImportName(pkgProtowire, "protowire")
 	sorted := slices.Clone(msgs)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].name < sorted[j].name })
@@ -824,16 +569,16 @@ func renderProtobuf(p *packages.Package, msgs []*protoMessage) ([]byte, error) {
 	)
 	var buf bytes.Buffer
 	if err := f.Render(&buf); err != nil {
-		return nil, fmt.Errorf("rendering %s/%s: %w", p.PkgPath, ProtobufFileName, err)
+		return nil, fmt.Errorf("rendering %s/%s: %w", pb.Pkg, FileName, err)
 	}
-	src, err := imports.Process(ProtobufFileName, buf.Bytes(), &imports.Options{FormatOnly: true, Comments: true, TabIndent: true, TabWidth: 8})
+	src, err := imports.Process(FileName, buf.Bytes(), &imports.Options{FormatOnly: true, Comments: true, TabIndent: true, TabWidth: 8})
 	if err != nil {
-		return nil, fmt.Errorf("formatting %s/%s: %w", p.PkgPath, ProtobufFileName, err)
+		return nil, fmt.Errorf("formatting %s/%s: %w", pb.Pkg, FileName, err)
 	}
 	return src, nil
 }
 
-func (v protoValue) wireType() int { return v.enc.wireType() }
+func (v protoValue) wireType() int { return v.enc.WireType() }
 
 // mapValueDecl declares an entry's value; bytes start empty, not nil, as go-to-protobuf's
 // Unmarshal has them when the entry has no value.
@@ -844,25 +589,6 @@ func mapValueDecl(val protoValue) jen.Code {
 	return jen.Var().Id("mapvalue").Add(typeCode(val.typ))
 }
 
-// jsonName is a field's JSON name.
-func jsonName(tag reflect.StructTag, goName string) string {
-	if name, _, _ := strings.Cut(tag.Get("json"), ","); name != "" {
-		return name
-	}
-	return goName
-}
-
-// protoFieldName is a field's name in generated.proto: the name= of its protobuf tag, else
-// its JSON name, else its Go name (as go-to-protobuf names them).
-func protoFieldName(tag reflect.StructTag, goName string) string {
-	for _, part := range strings.Split(tag.Get("protobuf"), ",") {
-		if name, ok := strings.CutPrefix(part, "name="); ok {
-			return name
-		}
-	}
-	return jsonName(tag, goName)
-}
-
 // protoPackage is the protobuf package of a Go package, as go-to-protobuf names it
 // (k8s.io/api/apps/v1 is k8s.io.api.apps.v1).
 func protoPackage(importPath string) string {
@@ -870,7 +596,7 @@ func protoPackage(importPath string) string {
 }
 
 // protoTypeName is the IDL type of a value; imports collects the files it needs.
-func protoTypeName(p *packages.Package, val protoValue, imports map[string]bool) string {
+func protoTypeName(pb *model.Protobuf, val protoValue, imports map[string]bool) string {
 	switch val.enc {
 	case encString:
 		return "string"
@@ -883,27 +609,27 @@ func protoTypeName(p *packages.Package, val protoValue, imports map[string]bool)
 	case encFloat:
 		return "float"
 	case encVarint:
-		switch val.typ.Underlying().(*types.Basic).Kind() {
-		case types.Int32, types.Int8, types.Int16:
+		switch val.basic {
+		case "int32", "rune", "int8", "int16":
 			return "int32"
-		case types.Uint32, types.Uint8, types.Uint16:
+		case "uint32", "uint8", "uint16":
 			return "uint32"
-		case types.Uint64, types.Uint:
+		case "uint64", "uint":
 			return "uint64"
 		}
 		return "int64"
 	}
-	obj := val.typ.(*types.Named).Obj()
-	if obj.Pkg() == p.Types {
-		return obj.Name()
+	n := val.typ.Name
+	if n.Pkg == pb.Pkg {
+		return n.Name
 	}
-	imports[obj.Pkg().Path()+"/generated.proto"] = true
-	return "." + protoPackage(obj.Pkg().Path()) + "." + obj.Name()
+	imports[n.Pkg+"/generated.proto"] = true
+	return "." + protoPackage(n.Pkg) + "." + n.Name
 }
 
 // renderProtoIDL writes generated.proto: proto2, one message per struct (by name), fields
 // in declaration order, as go-to-protobuf writes it (without the documentation comments).
-func renderProtoIDL(p *packages.Package, msgs []*protoMessage) []byte {
+func renderProtoIDL(pb *model.Protobuf, msgs []*protoMessage) []byte {
 	imports := map[string]bool{}
 	var body strings.Builder
 	sorted := slices.Clone(msgs)
@@ -915,39 +641,24 @@ func renderProtoIDL(p *packages.Package, msgs []*protoMessage) []byte {
 		for _, f := range fields {
 			switch {
 			case f.isMap:
-				fmt.Fprintf(&body, "  map<%s, %s> %s = %d;\n", protoTypeName(p, f.key, imports), protoTypeName(p, f.value, imports), f.protoName, f.num)
+				fmt.Fprintf(&body, "  map<%s, %s> %s = %d;\n", protoTypeName(pb, f.key, imports), protoTypeName(pb, f.value, imports), f.protoName, f.num)
 			case f.repeated:
-				fmt.Fprintf(&body, "  repeated %s %s = %d;\n", protoTypeName(p, f.value, imports), f.protoName, f.num)
+				fmt.Fprintf(&body, "  repeated %s %s = %d;\n", protoTypeName(pb, f.value, imports), f.protoName, f.num)
 			default:
-				fmt.Fprintf(&body, "  optional %s %s = %d;\n", protoTypeName(p, f.value, imports), f.protoName, f.num)
+				fmt.Fprintf(&body, "  optional %s %s = %d;\n", protoTypeName(pb, f.value, imports), f.protoName, f.num)
 			}
 		}
 		body.WriteString("}\n")
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "// %s\n\nsyntax = \"proto2\";\n\npackage %s;\n\n", GeneratedHeader, protoPackage(p.PkgPath))
+	fmt.Fprintf(&b, "// %s\n\nsyntax = \"proto2\";\n\npackage %s;\n\n", emit.GeneratedHeader, protoPackage(pb.Pkg))
 	for _, imp := range slices.Sorted(maps.Keys(imports)) {
 		fmt.Fprintf(&b, "import %q;\n", imp)
 	}
 	if len(imports) > 0 {
 		b.WriteString("\n")
 	}
-	fmt.Fprintf(&b, "// Package-wide variables from generator \"generated\".\noption go_package = %q;\n", p.PkgPath)
+	fmt.Fprintf(&b, "// Package-wide variables from generator \"generated\".\noption go_package = %q;\n", pb.Pkg)
 	b.WriteString(body.String())
 	return []byte(b.String())
-}
-
-// ownMethods reports whether every root type of p declares all the protobuf methods itself.
-func ownMethods(p *packages.Package, roots []string) bool {
-	for _, r := range roots {
-		obj, ok := p.Types.Scope().Lookup(r).(*types.TypeName)
-		if !ok {
-			return false
-		}
-		named, ok := obj.Type().(*types.Named)
-		if !ok || len(declaredMethods(named)) != len(protoMethods) {
-			return false
-		}
-	}
-	return len(roots) > 0
 }

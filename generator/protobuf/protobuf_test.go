@@ -1,4 +1,4 @@
-package emit
+package protobuf
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"golang.org/x/tools/go/packages"
 
 	"github.com/aagen-dev/aagen/generator/load"
+	"github.com/aagen-dev/aagen/generator/model"
 	"github.com/aagen-dev/aagen/generator/protonum"
 )
 
@@ -38,6 +39,25 @@ func loadPackage(t *testing.T, dir string) *packages.Package {
 	return pkgs[0]
 }
 
+// analyse is what model.Build computes for a version: the package's protobuf messages
+// reachable from roots, or the fields that keep it JSON-only.
+func analyse(t *testing.T, p *packages.Package, roots ...string) *model.Protobuf {
+	t.Helper()
+	pb, err := model.ProtobufOf(model.TypeGraph([]*packages.Package{p}), p.PkgPath, roots)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pb
+}
+
+// render analyses roots of p and renders them: the output, the warnings and the error.
+func render(t *testing.T, p *packages.Package, roots []string, old []byte, numbersFile string) (*Output, []model.Diagnostic, error) {
+	t.Helper()
+	pb := analyse(t, p, roots...)
+	out, err := Package(pb, old, numbersFile)
+	return out, pb.Unsupported, err
+}
+
 // TestProtobufShapeGolden generates internal/protoshape's protobuf methods and numbers and
 // compares them with the committed files, which protoshape's tests compare with k8s.io/api.
 func TestProtobufShapeGolden(t *testing.T) {
@@ -48,14 +68,14 @@ func TestProtobufShapeGolden(t *testing.T) {
 	if err != nil && !os.IsNotExist(err) {
 		t.Fatal(err)
 	}
-	out, diags, err := ProtobufPackage(p, protoShapeRoots, old, "internal/protoshape/"+protonum.FileName)
+	out, diags, err := render(t, p, protoShapeRoots, old, "internal/protoshape/"+protonum.FileName)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(diags) > 0 {
 		t.Fatalf("unexpected warnings: %v", diags)
 	}
-	for name, content := range map[string][]byte{ProtobufFileName: out.Go, protonum.FileName: out.Numbers, ProtoIDLFileName: out.Proto} {
+	for name, content := range map[string][]byte{FileName: out.Go, protonum.FileName: out.Numbers, IDLFileName: out.Proto} {
 		file := filepath.Join(dir, name)
 		if *updateProtoShape {
 			if err := os.WriteFile(file, content, 0o644); err != nil {
@@ -68,7 +88,7 @@ func TestProtobufShapeGolden(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(got, content) {
-			t.Errorf("%s is stale: run go test ./generator/emit -run TestProtobufShapeGolden -update", file)
+			t.Errorf("%s is stale: run go test ./generator/protobuf -run TestProtobufShapeGolden -update", file)
 		}
 	}
 	// The numbers come from the tags: DeploymentSpec's ProgressDeadlineSeconds is 9 (8 unused).
@@ -82,16 +102,16 @@ func TestProtobufShapeGolden(t *testing.T) {
 func TestProtobufUnsupported(t *testing.T) {
 	p := loadPackage(t, filepath.Join("testdata", "protobad"))
 	for root, want := range map[string]string{
-		"Anything":       "types.go:13:2: warning: no protobuf for package github.com/aagen-dev/aagen/generator/emit/testdata/protobad: Anything.Values has type map[string]any, an interface, which has no protobuf encoding",
-		"Clock":          "types.go:17:2: warning: no protobuf for package github.com/aagen-dev/aagen/generator/emit/testdata/protobad: Clock.When has type time.Time, from package time, which has no protobuf methods",
-		"Nested":         "types.go:25:2: warning: no protobuf for package github.com/aagen-dev/aagen/generator/emit/testdata/protobad: Wrapper.Matrix has type [][]string, a slice inside a slice or map",
+		"Anything":       "types.go:13:2: warning: no protobuf for package github.com/aagen-dev/aagen/generator/protobuf/testdata/protobad: Anything.Values has type map[string]any, an interface, which has no protobuf encoding",
+		"Clock":          "types.go:17:2: warning: no protobuf for package github.com/aagen-dev/aagen/generator/protobuf/testdata/protobad: Clock.When has type time.Time, from package time, which has no protobuf methods",
+		"Nested":         "types.go:25:2: warning: no protobuf for package github.com/aagen-dev/aagen/generator/protobuf/testdata/protobad: Wrapper.Matrix has type [][]string, a slice inside a slice or map",
 		"Pointers":       "Pointers.Items has type []*Fine, a pointer in a slice or map",
 		"PointerToSlice": "PointerToSlice.Names has type *[]string, a pointer to a slice",
 		"Anonymous":      "Anonymous.Point has type struct{X int32}, an anonymous struct",
 		"Stringer":       "Stringer already declares String, which the protobuf methods would redeclare",
 		"MapOfSlices":    "MapOfSlices.Extra has type map[string][]string, a slice inside a slice or map",
 	} {
-		out, diags, err := ProtobufPackage(p, []string{root}, nil, "numbers.txt")
+		out, diags, err := render(t, p, []string{root}, nil, "numbers.txt")
 		if err != nil {
 			t.Fatalf("%s: %v", root, err)
 		}
@@ -107,7 +127,7 @@ func TestProtobufUnsupported(t *testing.T) {
 // TestProtobufNumberConflict: two fields with one tag number are an error at the field.
 func TestProtobufNumberConflict(t *testing.T) {
 	p := loadPackage(t, filepath.Join("testdata", "protobad"))
-	_, _, err := ProtobufPackage(p, []string{"Twice"}, nil, "numbers.txt")
+	_, _, err := render(t, p, []string{"Twice"}, nil, "numbers.txt")
 	if err == nil || !strings.Contains(err.Error(), "types.go:30:2: Twice.B and Twice.A have the same protobuf tag number 1") {
 		t.Fatalf("want the conflict at types.go:30, got %v", err)
 	}
@@ -119,7 +139,7 @@ func TestProtobufNumberConflict(t *testing.T) {
 func TestProtobufNumbersKept(t *testing.T) {
 	p := loadPackage(t, filepath.Join("testdata", "protobad"))
 	old := "Fine:\n  ObjectMeta: 1\n  First: 2\n  Second: 3\n  Gone: 4\n"
-	out, diags, err := ProtobufPackage(p, []string{"Fine"}, []byte(old), "numbers.txt")
+	out, diags, err := render(t, p, []string{"Fine"}, []byte(old), "numbers.txt")
 	if err != nil || len(diags) > 0 {
 		t.Fatal(err, diags)
 	}
@@ -138,7 +158,7 @@ func TestProtobufNumbersKept(t *testing.T) {
 // TestProtobufAliases: fields whose types are aliases encode as the types they name.
 func TestProtobufAliases(t *testing.T) {
 	p := loadPackage(t, filepath.Join("testdata", "protobad"))
-	out, diags, err := ProtobufPackage(p, []string{"Aliased"}, nil, "numbers.txt")
+	out, diags, err := render(t, p, []string{"Aliased"}, nil, "numbers.txt")
 	if err != nil || len(diags) > 0 {
 		t.Fatal(err, diags)
 	}
@@ -153,7 +173,7 @@ func TestProtobufAliases(t *testing.T) {
 // generated.pb.go) gets no file and no warning.
 func TestProtobufOwnMethods(t *testing.T) {
 	p := loadPackage(t, filepath.Join("testdata", "protoown"))
-	out, diags, err := ProtobufPackage(p, []string{"Own"}, nil, "numbers.txt")
+	out, diags, err := render(t, p, []string{"Own"}, nil, "numbers.txt")
 	if err != nil || len(diags) > 0 || out != nil {
 		t.Fatalf("want nothing, got output %v, warning %v, error %v", out != nil, diags, err)
 	}
@@ -163,7 +183,7 @@ func TestProtobufOwnMethods(t *testing.T) {
 // run, also in the structs a root reaches, so a user fixes them all at once.
 func TestProtobufReportsEveryField(t *testing.T) {
 	p := loadPackage(t, filepath.Join("testdata", "protobad"))
-	out, diags, err := ProtobufPackage(p, []string{"Several"}, nil, "numbers.txt")
+	out, diags, err := render(t, p, []string{"Several"}, nil, "numbers.txt")
 	if err != nil || out != nil {
 		t.Fatalf("want warnings and no output, got output %v, error %v", out != nil, err)
 	}
