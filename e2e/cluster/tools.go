@@ -77,6 +77,36 @@ func SampleAPIServerBinary(t T) string {
 	return ToolBinary(t, "sample-apiserver", "k8s.io/sample-apiserver", "sample-apiserver", "v0.37.2")
 }
 
+// ControllerGenVersion is the sigs.k8s.io/controller-tools release whose controller-gen
+// writes the CustomResourceDefinitions the tests compare aagen's servers with;
+// e2e/tools/controller-gen/go.mod pins it.
+const ControllerGenVersion = "v0.23.0"
+
+// ControllerGenBinary builds controller-gen from e2e/tools/controller-gen into .cache/bin
+// once and reuses it.
+func ControllerGenBinary(t T) string {
+	t.Helper()
+	gomod := filepath.Join(RepoRoot(t), "e2e", "tools", "controller-gen", "go.mod")
+	data, err := os.ReadFile(gomod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := modfile.ParseLax(gomod, data, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pinned := ""
+	for _, r := range f.Require {
+		if r.Mod.Path == "sigs.k8s.io/controller-tools" {
+			pinned = r.Mod.Version
+		}
+	}
+	if pinned != ControllerGenVersion {
+		t.Fatalf("%s requires controller-tools %q, the harness names the binary %s: keep them equal", gomod, pinned, ControllerGenVersion)
+	}
+	return ToolBinary(t, "controller-gen", "sigs.k8s.io/controller-tools/cmd/controller-gen", "controller-gen", ControllerGenVersion)
+}
+
 var toolBuild sync.Mutex
 
 // ToolBinary builds pkg in the Go module e2e/tools/<module> (a module of its own, so the
