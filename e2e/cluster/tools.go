@@ -14,7 +14,7 @@ import (
 
 // KubeVersion is the Kubernetes release whose kube-apiserver and kube-controller-manager
 // the aggregation tests and the bench run; e2e/tools/kube-apiserver/go.mod pins it.
-const KubeVersion = "v1.36.3"
+const KubeVersion = "v1.37.2"
 
 // EtcdVersion is the etcd run as separate processes; e2e/tools/etcd/go.mod pins it and it
 // must be the go.etcd.io/etcd/server/v3 of the main module.
