@@ -132,7 +132,13 @@ func inlineSchema(node any, defs map[string]any, depth int) any {
 	}
 	if ref, ok := out["$ref"].(string); ok {
 		delete(out, "$ref")
-		target := inlineSchema(defs[strings.TrimPrefix(ref, "#/components/schemas/")], defs, depth+1).(map[string]any)
+		name := strings.TrimPrefix(ref, "#/components/schemas/")
+		def, ok := defs[name]
+		if !ok {
+			// A JSON pointer escapes "/" (a Go package path in a name) as ~1 and "~" as ~0.
+			def = defs[strings.NewReplacer("~1", "/", "~0", "~").Replace(name)]
+		}
+		target := inlineSchema(def, defs, depth+1).(map[string]any)
 		for k, v := range target {
 			if _, set := out[k]; !set {
 				out[k] = v
