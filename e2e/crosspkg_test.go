@@ -165,6 +165,10 @@ func TestCrossPackageMarkersLikeControllerGenCRD(t *testing.T) {
 	// The generated server of the same types, built and run as a user would.
 	up := startUp(t, dir, 25*time.Minute)
 	cfg := up.restConfig(t)
+	// Building the control plane and the server may have taken minutes (a cold cache); the
+	// requests get their own time.
+	ctx, cancel = context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
 
 	servers := []struct {
 		name       string
@@ -195,9 +199,9 @@ func TestCrossPackageMarkersLikeControllerGenCRD(t *testing.T) {
 		cases := []struct {
 			name string
 			spec map[string]any
-			// field and message: the one cause the CRD must answer with (its message
-			// contains message), so that the oracle is seen to enforce the constraint; aagen's
-			// answer must then equal the CRD's.
+			// field and message, for an invalid create: a cause the CRD's 422 must have
+			// (its message containing message), so that the oracle is seen to enforce the
+			// constraint; aagen's answer must then equal the CRD's, every cause included.
 			field, message string
 			// wantSpec, for a valid create: the spec the CRD answers with.
 			wantSpec string
