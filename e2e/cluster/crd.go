@@ -1,12 +1,65 @@
 package cluster
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/yaml"
 )
+
+// ReadCRD reads a CustomResourceDefinition from a YAML file, as controller-gen writes them,
+// strictly: a field the v1 type does not have is an error, not silently dropped.
+func ReadCRD(path string) (*apiextensionsv1.CustomResourceDefinition, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var crd apiextensionsv1.CustomResourceDefinition
+	if err := yaml.UnmarshalStrict(data, &crd); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if crd.Kind != "CustomResourceDefinition" || crd.APIVersion != "apiextensions.k8s.io/v1" {
+		return nil, fmt.Errorf("%s: a %s %s, not an apiextensions.k8s.io/v1 CustomResourceDefinition", path, crd.APIVersion, crd.Kind)
+	}
+	return &crd, nil
+}
+
+// InstallCRD creates crd on the cluster admin points at and waits until its condition
+// Established is true (its names accepted and its versions served), failing the test
+// with the CRD's conditions otherwise.
+func InstallCRD(t T, ctx context.Context, admin *rest.Config, crd *apiextensionsv1.CustomResourceDefinition) {
+	t.Helper()
+	client := apiextensionsclient.NewForConfigOrDie(admin).ApiextensionsV1().CustomResourceDefinitions()
+	if _, err := client.Create(ctx, crd, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating the CRD %s: %v", crd.Name, err)
+	}
+	var last []apiextensionsv1.CustomResourceDefinitionCondition
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		got, err := client.Get(ctx, crd.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		last = got.Status.Conditions
+		for _, c := range got.Status.Conditions {
+			if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("the CRD %s never became Established: %v; conditions %+v", crd.Name, err, last)
+	}
+}
 
 // CRDSchema returns the schema of a kind, taken from a server's OpenAPI v3 document of one
 // group-version (GET /openapi/v3/apis/<group>/<version>), in the form a
@@ -79,7 +132,13 @@ func inlineSchema(node any, defs map[string]any, depth int) any {
 	}
 	if ref, ok := out["$ref"].(string); ok {
 		delete(out, "$ref")
-		target := inlineSchema(defs[strings.TrimPrefix(ref, "#/components/schemas/")], defs, depth+1).(map[string]any)
+		name := strings.TrimPrefix(ref, "#/components/schemas/")
+		def, ok := defs[name]
+		if !ok {
+			// A JSON pointer escapes "/" (a Go package path in a name) as ~1 and "~" as ~0.
+			def = defs[strings.NewReplacer("~1", "/", "~0", "~").Replace(name)]
+		}
+		target := inlineSchema(def, defs, depth+1).(map[string]any)
 		for k, v := range target {
 			if _, set := out[k]; !set {
 				out[k] = v

@@ -14,7 +14,7 @@ import (
 
 // KubeVersion is the Kubernetes release whose kube-apiserver and kube-controller-manager
 // the aggregation tests and the bench run; e2e/tools/kube-apiserver/go.mod pins it.
-const KubeVersion = "v1.36.3"
+const KubeVersion = "v1.37.2"
 
 // EtcdVersion is the etcd run as separate processes; e2e/tools/etcd/go.mod pins it and it
 // must be the go.etcd.io/etcd/server/v3 of the main module.
@@ -75,6 +75,36 @@ func EtcdBinary(t T) string {
 func SampleAPIServerBinary(t T) string {
 	t.Helper()
 	return ToolBinary(t, "sample-apiserver", "k8s.io/sample-apiserver", "sample-apiserver", "v0.37.2")
+}
+
+// ControllerGenVersion is the sigs.k8s.io/controller-tools release whose controller-gen
+// writes the CustomResourceDefinitions the tests compare aagen's servers with;
+// e2e/tools/controller-gen/go.mod pins it.
+const ControllerGenVersion = "v0.23.0"
+
+// ControllerGenBinary builds controller-gen from e2e/tools/controller-gen into .cache/bin
+// once and reuses it.
+func ControllerGenBinary(t T) string {
+	t.Helper()
+	gomod := filepath.Join(RepoRoot(t), "e2e", "tools", "controller-gen", "go.mod")
+	data, err := os.ReadFile(gomod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := modfile.ParseLax(gomod, data, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pinned := ""
+	for _, r := range f.Require {
+		if r.Mod.Path == "sigs.k8s.io/controller-tools" {
+			pinned = r.Mod.Version
+		}
+	}
+	if pinned != ControllerGenVersion {
+		t.Fatalf("%s requires controller-tools %q, the harness names the binary %s: keep them equal", gomod, pinned, ControllerGenVersion)
+	}
+	return ToolBinary(t, "controller-gen", "sigs.k8s.io/controller-tools/cmd/controller-gen", "controller-gen", ControllerGenVersion)
 }
 
 var toolBuild sync.Mutex

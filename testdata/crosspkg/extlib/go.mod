@@ -1,0 +1,3 @@
+module example.com/extlib
+
+go 1.26.0
