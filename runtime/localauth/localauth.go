@@ -21,6 +21,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aagen-dev/aagen/runtime/filelock"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/client-go/util/cert"
@@ -142,11 +143,13 @@ func Ensure(opts Options) (*Files, error) {
 	if err := prepareDir(files.Dir); err != nil {
 		return nil, err
 	}
-	unlock, err := lockDir(filepath.Join(files.Dir, lockFile))
+	// Where flock is missing (filelock.Supported) concurrent calls are not serialised;
+	// each file is still replaced atomically.
+	lock, err := filelock.Acquire(filepath.Join(files.Dir, lockFile))
 	if err != nil {
 		return nil, fmt.Errorf("localauth: cannot lock %q: %w", files.Dir, err)
 	}
-	defer unlock()
+	defer lock.Release()
 
 	now := o.now()
 	ca, err := ensureCA(files, o.clusterName, now)
