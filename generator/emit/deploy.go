@@ -197,7 +197,7 @@ func Deploy(m *model.Model, o Options, d DeployOptions) ([]File, error) {
 		}
 		data.CABundle = base64.StdEncoding.EncodeToString(mat.CACert)
 		for _, f := range mat.Files {
-			files = append(files, File{Path: f.Path, Content: f.Content, Owner: UserOwned})
+			files = append(files, File{Path: f.Path, Content: f.Content, Owner: UserOwned, Private: f.Private})
 		}
 		if data.EtcdMemberSecret != "" {
 			secrets := deploycerts.EtcdSecrets{Member: data.EtcdMemberSecret, Client: data.EtcdClientSecret}
@@ -206,7 +206,7 @@ func Deploy(m *model.Model, o Options, d DeployOptions) ([]File, error) {
 				return nil, err
 			}
 			for _, f := range etcdMat.Files {
-				files = append(files, File{Path: f.Path, Content: f.Content, Owner: UserOwned})
+				files = append(files, File{Path: f.Path, Content: f.Content, Owner: UserOwned, Private: f.Private})
 			}
 		}
 	}
