@@ -20,7 +20,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/aagen-dev/aagen/e2e/cluster"
-
+	"github.com/aagen-dev/aagen/internal/gocmd"
 	"github.com/aagen-dev/aagen/internal/testskip"
 )
 
@@ -52,10 +52,8 @@ func aagen(t *testing.T) string {
 			return
 		}
 		aagenBin = filepath.Join(dir, "aagen")
-		cmd := exec.Command("go", "build", "-o", aagenBin, "./cmd/aagen")
-		cmd.Dir = repoRoot(t)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			aagenErr = fmt.Errorf("building aagen: %v\n%s", err, out)
+		if _, err := (gocmd.Cmd{Args: []string{"build", "-o", aagenBin, "./cmd/aagen"}, Dir: repoRoot(t)}).Run(context.Background()); err != nil {
+			aagenErr = fmt.Errorf("building aagen: %w", err)
 		}
 	})
 	if aagenErr != nil {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
+
+	"github.com/aagen-dev/aagen/internal/gocmd"
 )
 
 // sampleAPIServerVersion is the k8s.io/sample-apiserver whose API the test takes as input:
@@ -264,9 +265,7 @@ func (p *plugin) Validate(ctx context.Context, a admission.Attributes, o admissi
 // cache, downloading it through the module proxy if it is not there yet.
 func sampleAPIServerSource(t *testing.T) string {
 	t.Helper()
-	cmd := exec.Command("go", "mod", "download", "-json", "k8s.io/sample-apiserver@"+sampleAPIServerVersion)
-	cmd.Dir = filepath.Join(repoRoot(t), "e2e/tools/sample-apiserver")
-	out, err := cmd.Output()
+	out, err := gocmd.Cmd{Args: []string{"mod", "download", "-json", "k8s.io/sample-apiserver@" + sampleAPIServerVersion}, Dir: filepath.Join(repoRoot(t), "e2e/tools/sample-apiserver")}.Run(context.Background())
 	if err != nil {
 		t.Fatalf("go mod download k8s.io/sample-apiserver: %v\n%s", err, out)
 	}
@@ -335,11 +334,8 @@ func readFiles(t *testing.T, dir string, rels []string) map[string][]byte {
 // goModTidy runs go mod tidy in dir (modules come from the cache or the module proxy).
 func goModTidy(t *testing.T, dir string) {
 	t.Helper()
-	cmd := exec.Command("go", "mod", "tidy")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go mod tidy: %v\n%s", err, out)
+	if _, err := (gocmd.Cmd{Args: []string{"mod", "tidy"}, Dir: dir, Env: append(os.Environ(), "GOFLAGS=-mod=mod")}).Run(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/tools/remotecommand"
 
 	"github.com/aagen-dev/aagen/e2e/cluster"
+	"github.com/aagen-dev/aagen/internal/gocmd"
 )
 
 // testSubresources checks Boat's imperative subresources (action depart, view berth, stream
@@ -388,10 +389,11 @@ func sameSet(a, b string) bool {
 // (MARINA_KUBECONFIG, MARINA_NAMESPACE), and fails unless it ran and passed.
 func runExampleTest(t *testing.T, ctx context.Context, cp *cluster.ControlPlane, dir, ns, name string) {
 	t.Helper()
-	cmd := exec.CommandContext(ctx, "go", "test", "-count=1", "-v", "-run", "^"+name+"$", "./test/")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "MARINA_KUBECONFIG="+cp.Kubeconfig, "MARINA_NAMESPACE="+ns)
-	out, err := cmd.CombinedOutput()
+	out, err := gocmd.Cmd{
+		Args: []string{"test", "-count=1", "-v", "-run", "^" + name + "$", "./test/"},
+		Dir:  dir,
+		Env:  append(os.Environ(), "MARINA_KUBECONFIG="+cp.Kubeconfig, "MARINA_NAMESPACE="+ns),
+	}.Run(ctx)
 	if err != nil || !strings.Contains(string(out), "--- PASS: "+name+" ") {
 		t.Fatalf("the example's %s against kube-apiserver: %v\n%s", name, err, cluster.Tail(string(out), 4000))
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/aagen-dev/aagen/generator/emit"
 	"github.com/aagen-dev/aagen/generator/load"
+	"github.com/aagen-dev/aagen/runtime/atomicfile"
 )
 
 // The run cache lets a generate whose inputs and outputs have not changed since the last
@@ -184,11 +185,7 @@ func record(moduleDir string, o Options, serverName string, warnings []string, f
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return atomicfile.WriteFile(path, data, 0o644)
 }
 
 // forget removes the run record (before a run writes, so that a run interrupted halfway

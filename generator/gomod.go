@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
@@ -14,6 +13,8 @@ import (
 	"golang.org/x/mod/modfile"
 
 	"github.com/aagen-dev/aagen/generator/load"
+	"github.com/aagen-dev/aagen/internal/gocmd"
+	"github.com/aagen-dev/aagen/runtime/atomicfile"
 )
 
 // ModulePath is the module path of aagen, whose runtime/ generated servers import.
@@ -121,22 +122,12 @@ func SourceDir() (string, error) {
 }
 
 func goModTidy(ctx context.Context, dir string) error {
-	cmd := exec.CommandContext(ctx, "go", "mod", "tidy")
-	cmd.Dir = dir
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("go mod tidy in %s: %v\n%s", dir, err, out.String())
-	}
-	return nil
+	_, err := gocmd.Cmd{Args: []string{"mod", "tidy"}, Dir: dir}.Run(ctx)
+	return err
 }
 
 func writeFile(path string, data []byte) error {
-	tmp := path + ".aagen-tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return atomicfile.WriteFile(path, data, 0o644)
 }
 
 // ModuleRoot returns the root directory of the module containing dir.
@@ -193,13 +184,9 @@ func requireK8sAPI(ctx context.Context, moduleDir string, write bool, logf func(
 		return fmt.Errorf("%s: run `%s` in %s", why, get, moduleDir)
 	}
 	logf("%s (%s)", get, strings.TrimPrefix(why, "a "))
-	cmd := exec.CommandContext(ctx, "go", "get", "k8s.io/api@"+version)
-	cmd.Dir = moduleDir
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("%s, and `%s` failed: %v\n%s\nadd the requirement yourself (go get k8s.io/api@<the version of k8s.io/apimachinery>) and run aagen again",
-			why, get, err, strings.TrimSpace(out.String()))
+	if _, err := (gocmd.Cmd{Args: []string{"get", "k8s.io/api@" + version}, Dir: moduleDir}).Run(ctx); err != nil {
+		return fmt.Errorf("%s, and `%s` failed: %v\nadd the requirement yourself (go get k8s.io/api@<the version of k8s.io/apimachinery>) and run aagen again",
+			why, get, err)
 	}
 	return nil
 }

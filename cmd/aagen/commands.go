@@ -20,6 +20,7 @@ import (
 	"github.com/aagen-dev/aagen/generator/deploycerts"
 	"github.com/aagen-dev/aagen/generator/emit"
 	"github.com/aagen-dev/aagen/generator/layout"
+	"github.com/aagen-dev/aagen/internal/gocmd"
 	"github.com/aagen-dev/aagen/runtime/buildinfo"
 )
 
@@ -178,9 +179,13 @@ func up(ctx context.Context, o generator.Options, stateDir, datastore string, se
 	fmt.Fprintf(log, "aagen: building %s (the first build compiles k8s.io/apiserver and etcd: a few minutes)\n", res.ServerName)
 	start := time.Now()
 	// The server reports the aagen that built it (see buildinfo.AagenVersionLinkFlag).
-	build := exec.CommandContext(ctx, "go", "build", "-ldflags="+buildinfo.AagenVersionLinkFlag(buildinfo.Read().Aagen), "-o", bin, "./cmd/"+res.ServerName)
-	build.Dir, build.Stdout, build.Stderr = root, stderr, stderr
-	if err := build.Run(); err != nil {
+	// The go command's messages (downloads, compiler errors) reach the user as they come,
+	// so the error need not repeat them.
+	build := gocmd.Cmd{Args: []string{"build", "-ldflags=" + buildinfo.AagenVersionLinkFlag(buildinfo.Read().Aagen), "-o", bin, "./cmd/" + res.ServerName}, Dir: root, Stderr: stderr}
+	if _, err := build.Run(ctx); err != nil {
+		if ge, ok := errors.AsType[*gocmd.Error](err); ok {
+			err = ge.Err
+		}
 		return fmt.Errorf("building %s: %w", res.ServerName, err)
 	}
 	fmt.Fprintf(log, "aagen: built %s in %.0fs; starting it (Ctrl-C stops it)\n", bin, time.Since(start).Seconds())

@@ -41,6 +41,7 @@ import (
 	"golang.org/x/tools/go/packages"
 
 	"github.com/aagen-dev/aagen/generator"
+	"github.com/aagen-dev/aagen/internal/gocmd"
 	"github.com/aagen-dev/aagen/runtime/etcd"
 )
 
@@ -371,10 +372,8 @@ func buildTools(root string) (map[string]string, error) {
 		bin := filepath.Join(root, ".cache/bin/codegen", name)
 		if _, err := os.Stat(bin); err != nil {
 			fmt.Fprintf(os.Stderr, "bench: building %s\n", name)
-			cmd := exec.Command("go", "build", "-o", bin, pkg)
-			cmd.Dir = root
-			if o, err := cmd.CombinedOutput(); err != nil {
-				return nil, fmt.Errorf("building %s: %v\n%s", name, err, o)
+			if _, err := (gocmd.Cmd{Args: []string{"build", "-o", bin, pkg}, Dir: root}).Run(context.Background()); err != nil {
+				return nil, fmt.Errorf("building %s: %w", name, err)
 			}
 		}
 		out[name] = bin
@@ -414,16 +413,12 @@ func scriptDriven(tools map[string]string, dir string) error {
 			if err := os.WriteFile(filepath.Join(prog, "main.go"), []byte(modelsSchema), 0o644); err != nil {
 				return err
 			}
-			out, err := os.Create(filepath.Join(dir, "schema.json"))
-			if err != nil {
-				return err
-			}
-			cmd = exec.Command("go", "run", "./pkg/generated/openapi/cmd/models-schema")
-			cmd.Dir, cmd.Stdout = dir, out
-			err = cmd.Run()
-			out.Close()
+			out, err := (gocmd.Cmd{Args: []string{"run", "./pkg/generated/openapi/cmd/models-schema"}, Dir: dir}).Run(context.Background())
 			if err != nil {
 				return fmt.Errorf("models-schema: %w", err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "schema.json"), out, 0o644); err != nil {
+				return err
 			}
 			continue
 		}
@@ -487,10 +482,8 @@ func buildServer(root string) (string, string, func(), error) {
 	data, _ := os.ReadFile(gomod)
 	_ = os.WriteFile(gomod, []byte(strings.ReplaceAll(string(data), "=> ../..", "=> "+root)), 0o644)
 	bin := filepath.Join(dir, "server")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/marina-apiserver")
-	cmd.Dir = dir
-	if o, err := cmd.CombinedOutput(); err != nil {
-		return "", "", cleanup, fmt.Errorf("building the example server: %v\n%s", err, o)
+	if _, err := (gocmd.Cmd{Args: []string{"build", "-o", bin, "./cmd/marina-apiserver"}, Dir: dir}).Run(context.Background()); err != nil {
+		return "", "", cleanup, fmt.Errorf("building the example server: %w", err)
 	}
 	return bin, dir, cleanup, nil
 }

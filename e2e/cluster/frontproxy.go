@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"crypto/x509"
 	"fmt"
 	"net/http"
 
@@ -29,7 +28,7 @@ func (p *PKI) FrontProxy(b *Backend, user string, groups ...string) *rest.Config
 // X-Remote-User headers.
 func (p *PKI) UntrustedFrontProxy(t T, b *Backend, user string, groups ...string) *rest.Config {
 	t.Helper()
-	certPEM, keyPEM := p.issue(t, "untrusted-front-proxy-client", p.caCert, p.caKey, FrontProxyClientName, nil, nil, nil, x509.ExtKeyUsageClientAuth)
+	certPEM, keyPEM := p.issue(t, "untrusted-front-proxy-client", p.ca, clientSpec(FrontProxyClientName))
 	cfg := backendConfig(b)
 	cfg.CertData, cfg.KeyData = certPEM, keyPEM
 	return WithRemoteUser(cfg, user, groups...)

@@ -1,15 +1,19 @@
 package cluster
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
 	"golang.org/x/mod/modfile"
+
+	"github.com/aagen-dev/aagen/internal/gocmd"
+	"github.com/aagen-dev/aagen/runtime/atomicfile"
 )
 
 // KubeVersion is the Kubernetes release whose kube-apiserver and kube-controller-manager
@@ -127,14 +131,22 @@ func ToolBinary(t T, module, pkg, name, version string) string {
 	t.Logf("building %s %s from Go modules into %s (minutes on a cold cache)", name, version, bin)
 	start := time.Now()
 	// A name of this process's own: another process may be building the same binary.
-	tmp := fmt.Sprintf("%s.tmp%d", bin, os.Getpid())
-	cmd := exec.Command("go", "build", "-o", tmp, pkg)
-	cmd.Dir = filepath.Join(root, "e2e", "tools", module)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		_ = os.Remove(tmp)
-		t.Fatalf("building %s: %v\n%s", name, err, out)
+	tmp := fmt.Sprintf("%s.build%d", bin, os.Getpid())
+	defer os.Remove(tmp)
+	if _, err := (gocmd.Cmd{Args: []string{"build", "-o", tmp, pkg}, Dir: filepath.Join(root, "e2e", "tools", module)}).Run(context.Background()); err != nil {
+		t.Fatalf("building %s: %v", name, err)
 	}
-	if err := os.Rename(tmp, bin); err != nil {
+	// Another process sees the whole binary or none, also after a crash.
+	err := atomicfile.Write(bin, 0o755, func(w io.Writer) error {
+		f, err := os.Open(tmp)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		_, err = io.Copy(w, f)
+		return err
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("built %s in %s", name, time.Since(start).Round(time.Second))

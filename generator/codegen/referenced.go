@@ -4,15 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"k8s.io/gengo/v2/types"
+
+	"github.com/aagen-dev/aagen/internal/gocmd"
 )
 
 // Types declared outside the types packages (Input.ReferencedTypes): a field of type
@@ -176,18 +178,15 @@ func clientGoDir(ctx context.Context, in Input, apiRoot string) (string, error) 
 	if !ok || !strings.HasSuffix(path.Dir(apiRoot), "/k8s.io") {
 		return "", nil
 	}
-	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", "k8s.io/client-go@"+version)
-	cmd.Dir = in.ModuleDir
-	cmd.Env = goEnv(in.ModuleDir)
-	out, err := cmd.Output()
+	out, err := gocmd.Cmd{Args: []string{"mod", "download", "-json", "k8s.io/client-go@" + version}, Dir: in.ModuleDir, Env: goEnv(in.ModuleDir)}.Run(ctx)
 	var mod struct{ Dir, Error string }
 	_ = json.Unmarshal(out, &mod) // go mod download -json reports its own failure in Error
 	if err != nil || mod.Dir == "" {
 		why := mod.Error
 		if why == "" && err != nil {
 			why = err.Error()
-			if ee, ok := err.(*exec.ExitError); ok && len(ee.Stderr) > 0 {
-				why = strings.TrimSpace(string(ee.Stderr))
+			if ge, ok := errors.AsType[*gocmd.Error](err); ok && len(bytes.TrimSpace(ge.Stderr)) > 0 {
+				why = strings.TrimSpace(string(ge.Stderr))
 			}
 		}
 		return "", fmt.Errorf("codegen: downloading k8s.io/client-go@%s, whose apply configurations the generated ones use for the k8s.io/api types your API references: %s\n\tfix: make the Go module proxy reachable (GOPROXY), or run `go mod download k8s.io/client-go@%s` in %s", version, why, version, in.ModuleDir)

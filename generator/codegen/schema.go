@@ -15,6 +15,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/aagen-dev/aagen/internal/gocmd"
 )
 
 // The models-schema step: compile and run, with the go command, a program
@@ -106,8 +108,7 @@ func output() error {
 // a fresh module) are added, by -mod=mod, to a copy of go.mod and go.sum
 // passed as -modfile.
 func modelsSchema(ctx context.Context, in Input, root, work, schemaPath string) error {
-	goBin, err := exec.LookPath("go")
-	if err != nil {
+	if _, err := exec.LookPath("go"); err != nil {
 		return fmt.Errorf("codegen: %s: %w (the apply schema is computed by compiling the generated openapi package; set Input.SkipApplySchema to go without it)", toolModelsSchema, err)
 	}
 	if err := os.MkdirAll(work, 0o700); err != nil {
@@ -159,12 +160,12 @@ func modelsSchema(ctx context.Context, in Input, root, work, schemaPath string) 
 	}
 	args := []string{"run", "-mod=mod", "-modfile=" + modFile, "-overlay=" + overlayPath, "-buildvcs=false",
 		"./" + filepath.ToSlash(rel)}
-	cmd := exec.CommandContext(ctx, goBin, args...)
-	cmd.Dir = in.ModuleDir
-	cmd.Env = schemaGoEnv()
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
+	var stderr bytes.Buffer
+	stdout, err := gocmd.Cmd{Args: args, Dir: in.ModuleDir, Env: schemaGoEnv(), Stderr: &stderr}.Run(ctx)
+	if ge, ok := errors.AsType[*gocmd.Error](err); ok {
+		err = ge.Err // the command and its output are in this error's own words
+	}
+	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return ctxErr
 		}
@@ -187,14 +188,14 @@ func modelsSchema(ctx context.Context, in Input, root, work, schemaPath string) 
 	var doc struct {
 		Definitions map[string]any `json:"definitions"`
 	}
-	if err := json.Unmarshal(stdout.Bytes(), &doc); err != nil || len(doc.Definitions) == 0 {
+	if err := json.Unmarshal(stdout, &doc); err != nil || len(doc.Definitions) == 0 {
 		return fmt.Errorf("codegen: %s: the program printed no Swagger definitions (%v):\n%s\n%s", toolModelsSchema, err,
-			truncate(slices.Concat(stdout.Bytes(), stderr.Bytes()), maxToolOutput), schemaHint)
+			truncate(slices.Concat(stdout, stderr.Bytes()), maxToolOutput), schemaHint)
 	}
 	if err := checkSchemaRefs(doc.Definitions, in.kindModelNames()); err != nil {
 		return fmt.Errorf("codegen: %s: %w", toolModelsSchema, err)
 	}
-	if err := os.WriteFile(schemaPath, stdout.Bytes(), 0o600); err != nil {
+	if err := os.WriteFile(schemaPath, stdout, 0o600); err != nil {
 		return fmt.Errorf("codegen: %s: %w", toolModelsSchema, err)
 	}
 	return nil

@@ -8,16 +8,8 @@
 package deploycerts
 
 import (
-	"bytes"
-	"crypto"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
 	"os"
 	"path"
@@ -25,14 +17,18 @@ import (
 	"slices"
 	"time"
 
-	"k8s.io/client-go/util/keyutil"
 	"sigs.k8s.io/yaml"
+
+	"github.com/aagen-dev/aagen/runtime/certs"
 )
 
 // File is one file of the material, relative to the module root.
 type File struct {
 	Path    string
 	Content []byte
+	// Private files (keys, the Secrets holding them) are for the owner's eyes only (mode
+	// 0600).
+	Private bool
 }
 
 // Material is the CA (for caBundle) and the files to create.
@@ -77,18 +73,18 @@ func Ensure(moduleDir, dir, secretName, namespace string, dnsNames []string, now
 		if caCert, caKey, err = newCA(secretName+"-ca", now); err != nil {
 			return nil, err
 		}
-		m.Files = append(m.Files, File{p(servingCACert), caCert}, File{p(servingCAKey), caKey})
+		m.Files = append(m.Files, File{Path: p(servingCACert), Content: caCert}, File{Path: p(servingCAKey), Content: caKey, Private: true})
 	}
-	ca, signer, err := parsePair(caCert, caKey)
+	ca, err := certs.Parse(caCert, caKey)
 	if err != nil {
 		return nil, fmt.Errorf("%s/ca.crt, ca.key: %v; %s", dir, err, fix)
 	}
 	if tlsCert == nil || tlsKey == nil {
-		if tlsCert, tlsKey, err = newLeaf(ca, signer, dnsNames[0], dnsNames, nil, []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, now); err != nil {
+		if tlsCert, tlsKey, err = newLeaf(ca, dnsNames[0], dnsNames, nil, []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, now); err != nil {
 			return nil, err
 		}
-		m.Files = append(m.Files, File{p(servingCert), tlsCert}, File{p(servingKey), tlsKey})
-	} else if err := checkLeaf(ca, servingCACert, tlsCert, dnsNames, now); err != nil {
+		m.Files = append(m.Files, File{Path: p(servingCert), Content: tlsCert}, File{Path: p(servingKey), Content: tlsKey, Private: true})
+	} else if err := checkLeaf(ca.Cert, servingCACert, tlsCert, dnsNames, now); err != nil {
 		return nil, fmt.Errorf("%s/tls.crt: %v; %s", dir, err, fix)
 	}
 	secret, err := yaml.Marshal(map[string]any{
@@ -102,8 +98,8 @@ func Ensure(moduleDir, dir, secretName, namespace string, dnsNames []string, now
 		return nil, err
 	}
 	m.Files = append(m.Files,
-		File{p(servingSecretFile), append([]byte("# The serving certificate of the server; private: keep it out of version control.\n"), secret...)},
-		File{p(".gitignore"), []byte("# Private keys and the Secret holding them.\n*\n!.gitignore\n")})
+		File{Path: p(servingSecretFile), Content: append([]byte("# The serving certificate of the server; private: keep it out of version control.\n"), secret...), Private: true},
+		File{Path: p(".gitignore"), Content: []byte("# Private keys and the Secret holding them.\n*\n!.gitignore\n")})
 	m.CACert = caCert
 	return m, nil
 }
@@ -120,54 +116,36 @@ func reader(moduleDir, dir string) func(name string) []byte {
 	}
 }
 
+// Validity of the certificates: the CA's, and the serving, member and client
+// certificates' it signs.
+const (
+	caValidity   = 10 * 365 * 24 * time.Hour
+	leafValidity = 5 * 365 * 24 * time.Hour
+)
+
+// newCA returns a new CA certificate named cn and its key, PEM-encoded.
 func newCA(cn string, now time.Time) ([]byte, []byte, error) {
-	return issue(&x509.Certificate{
-		SerialNumber:          serial(),
-		Subject:               pkix.Name{CommonName: cn},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(10 * 365 * 24 * time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}, nil, nil)
+	ca, err := certs.NewCA(certs.Spec{CommonName: cn, Validity: caValidity, Now: now})
+	if err != nil {
+		return nil, nil, err
+	}
+	return ca.CertPEM, ca.KeyPEM, nil
 }
 
 // newLeaf issues a certificate signed by ca for cn, dnsNames and ips with the given
-// extended key usages.
-func newLeaf(ca *x509.Certificate, signer crypto.Signer, cn string, dnsNames []string, ips []net.IP, usages []x509.ExtKeyUsage, now time.Time) ([]byte, []byte, error) {
-	return issue(&x509.Certificate{
-		SerialNumber: serial(),
-		Subject:      pkix.Name{CommonName: cn},
-		DNSNames:     dnsNames,
-		IPAddresses:  ips,
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(5 * 365 * 24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		ExtKeyUsage:  usages,
-	}, ca, signer)
-}
-
-// issue makes a new P-256 key and a certificate of tmpl for it, signed by parent's signer,
-// or by itself when parent is nil; it returns both PEM-encoded.
-func issue(tmpl, parent *x509.Certificate, signer crypto.Signer) ([]byte, []byte, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+// extended key usages; it returns it and its key, PEM-encoded.
+func newLeaf(ca *certs.Pair, cn string, dnsNames []string, ips []net.IP, usages []x509.ExtKeyUsage, now time.Time) ([]byte, []byte, error) {
+	leaf, err := ca.Issue(certs.Spec{CommonName: cn, DNSNames: dnsNames, IPs: ips, Usages: usages, Validity: leafValidity, Now: now})
 	if err != nil {
 		return nil, nil, err
 	}
-	if parent == nil {
-		parent, signer = tmpl, key
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, signer)
-	if err != nil {
-		return nil, nil, err
-	}
-	return encode(der, key)
+	return leaf.CertPEM, leaf.KeyPEM, nil
 }
 
 // checkLeaf checks that certPEM is signed by ca (read from caFile), covers dnsNames and has
 // not expired.
 func checkLeaf(ca *x509.Certificate, caFile string, certPEM []byte, dnsNames []string, now time.Time) error {
-	cert, _, err := parseCert(certPEM)
+	cert, err := certs.ParseCert(certPEM)
 	if err != nil {
 		return err
 	}
@@ -183,50 +161,4 @@ func checkLeaf(ca *x509.Certificate, caFile string, certPEM []byte, dnsNames []s
 		return fmt.Errorf("expired on %s", cert.NotAfter.Format(time.DateOnly))
 	}
 	return nil
-}
-
-// parseCert parses a PEM certificate and returns it with its DER bytes.
-func parseCert(certPEM []byte) (*x509.Certificate, []byte, error) {
-	block, _ := pem.Decode(certPEM)
-	if block == nil {
-		return nil, nil, fmt.Errorf("not a PEM certificate")
-	}
-	cert, err := x509.ParseCertificate(block.Bytes)
-	return cert, block.Bytes, err
-}
-
-func parsePair(certPEM, keyPEM []byte) (*x509.Certificate, crypto.Signer, error) {
-	block, _ := pem.Decode(certPEM)
-	if block == nil {
-		return nil, nil, fmt.Errorf("not a PEM certificate")
-	}
-	cert, err := x509.ParseCertificate(block.Bytes)
-	if err != nil {
-		return nil, nil, err
-	}
-	key, err := keyutil.ParsePrivateKeyPEM(keyPEM)
-	if err != nil {
-		return nil, nil, err
-	}
-	signer, ok := key.(crypto.Signer)
-	if !ok {
-		return nil, nil, fmt.Errorf("key cannot sign")
-	}
-	return cert, signer, nil
-}
-
-func encode(der []byte, key *ecdsa.PrivateKey) ([]byte, []byte, error) {
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return nil, nil, err
-	}
-	var c, k bytes.Buffer
-	_ = pem.Encode(&c, &pem.Block{Type: "CERTIFICATE", Bytes: der})
-	_ = pem.Encode(&k, &pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
-	return c.Bytes(), k.Bytes(), nil
-}
-
-func serial() *big.Int {
-	n, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	return n
 }

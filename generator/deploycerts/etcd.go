@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/aagen-dev/aagen/runtime/certs"
 )
 
 // Etcd file names inside the certificate directory.
@@ -57,9 +59,9 @@ func EnsureEtcd(moduleDir, dir string, secrets EtcdSecrets, namespace, clientNam
 		if caCert, caKey, err = newCA(secrets.Member+"-ca", now); err != nil {
 			return nil, err
 		}
-		m.Files = append(m.Files, File{p(etcdCACert), caCert}, File{p(etcdCAKey), caKey})
+		m.Files = append(m.Files, File{Path: p(etcdCACert), Content: caCert}, File{Path: p(etcdCAKey), Content: caKey, Private: true})
 	}
-	ca, signer, err := parsePair(caCert, caKey)
+	ca, err := certs.Parse(caCert, caKey)
 	if err != nil {
 		return nil, fmt.Errorf("%s/%s, %s: %v; %s", dir, etcdCACert, etcdCAKey, err, fix)
 	}
@@ -68,19 +70,19 @@ func EnsureEtcd(moduleDir, dir string, secrets EtcdSecrets, namespace, clientNam
 		// localhost and the loopback addresses too, as kubeadm's etcd certificates have them:
 		// etcdctl in a member's pod (and a test on one machine) reaches it there.
 		names := append(slices.Clone(memberDNSNames), "localhost")
-		if memberCert, memberKey, err = newLeaf(ca, signer, memberDNSNames[0], names, loopbackIPs(), both, now); err != nil {
+		if memberCert, memberKey, err = newLeaf(ca, memberDNSNames[0], names, loopbackIPs(), both, now); err != nil {
 			return nil, err
 		}
-		m.Files = append(m.Files, File{p(etcdMemberCert), memberCert}, File{p(etcdMemberKey), memberKey})
-	} else if err := checkLeaf(ca, etcdCACert, memberCert, memberDNSNames, now); err != nil {
+		m.Files = append(m.Files, File{Path: p(etcdMemberCert), Content: memberCert}, File{Path: p(etcdMemberKey), Content: memberKey, Private: true})
+	} else if err := checkLeaf(ca.Cert, etcdCACert, memberCert, memberDNSNames, now); err != nil {
 		return nil, fmt.Errorf("%s/%s: %v; %s", dir, etcdMemberCert, err, fix)
 	}
 	if clientCert == nil || clientKey == nil {
-		if clientCert, clientKey, err = newLeaf(ca, signer, clientName, nil, nil, []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}, now); err != nil {
+		if clientCert, clientKey, err = newLeaf(ca, clientName, nil, nil, []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}, now); err != nil {
 			return nil, err
 		}
-		m.Files = append(m.Files, File{p(etcdClientCert), clientCert}, File{p(etcdClientKey), clientKey})
-	} else if err := checkLeaf(ca, etcdCACert, clientCert, nil, now); err != nil {
+		m.Files = append(m.Files, File{Path: p(etcdClientCert), Content: clientCert}, File{Path: p(etcdClientKey), Content: clientKey, Private: true})
+	} else if err := checkLeaf(ca.Cert, etcdCACert, clientCert, nil, now); err != nil {
 		return nil, fmt.Errorf("%s/%s: %v; %s", dir, etcdClientCert, err, fix)
 	}
 	var out []byte
@@ -103,7 +105,7 @@ func EnsureEtcd(moduleDir, dir string, secrets EtcdSecrets, namespace, clientNam
 		}
 		out = append(out, doc...)
 	}
-	m.Files = append(m.Files, File{p(EtcdSecretsFile), append([]byte("# The etcd members' and the server's etcd client certificates; private: keep them out of version control.\n"), out...)})
+	m.Files = append(m.Files, File{Path: p(EtcdSecretsFile), Content: append([]byte("# The etcd members' and the server's etcd client certificates; private: keep them out of version control.\n"), out...), Private: true})
 	m.CACert = caCert
 	return m, nil
 }

@@ -103,3 +103,24 @@ func TestEtcdMemberCoversLoopback(t *testing.T) {
 		}
 	}
 }
+
+// TestKeysArePrivate checks that the keys and the Secrets holding them are marked private
+// (written with mode 0600) and the certificates are not.
+func TestKeysArePrivate(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	m, err := Ensure(dir, "certs", "s", "ns", []string{"s.ns.svc"}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := EnsureEtcd(dir, "certs", EtcdSecrets{Member: "m", Client: "c"}, "ns", "srv", []string{"e-0.e.ns.svc"}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range append(m.Files, e.Files...) {
+		private := strings.HasSuffix(f.Path, ".key") || strings.HasSuffix(f.Path, ".yaml")
+		if f.Private != private {
+			t.Errorf("%s: Private = %v, want %v", f.Path, f.Private, private)
+		}
+	}
+}

@@ -268,11 +268,11 @@ func Deploy(m *model.Model, o Options, d DeployOptions, certs DeployCerts) ([]Fi
 		}
 		data.CABundle = base64.StdEncoding.EncodeToString(certs.Serving.CACert)
 		for _, f := range certs.Serving.Files {
-			files = append(files, File{Path: f.Path, Content: f.Content, Owner: UserOwned})
+			files = append(files, File{Path: f.Path, Content: f.Content, Owner: UserOwned, Private: f.Private})
 		}
 		if certs.Etcd != nil {
 			for _, f := range certs.Etcd.Files {
-				files = append(files, File{Path: f.Path, Content: f.Content, Owner: UserOwned})
+				files = append(files, File{Path: f.Path, Content: f.Content, Owner: UserOwned, Private: f.Private})
 			}
 		}
 	}

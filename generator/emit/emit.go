@@ -37,6 +37,8 @@ type File struct {
 	Path    string
 	Content []byte
 	Owner   Ownership
+	// Private files (private keys, Secrets) are written with mode 0600, others 0644.
+	Private bool
 }
 
 // Options are the choices of one generate run that are not in the types.

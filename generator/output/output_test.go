@@ -312,3 +312,25 @@ func TestDiffKeepsForeignIDL(t *testing.T) {
 		t.Errorf("--verify lists %v, want %v", stale, written)
 	}
 }
+
+// TestApplyPrivateFilesMode checks that private files (keys, Secrets) are written for the
+// owner only and the others readable by all.
+func TestApplyPrivateFilesMode(t *testing.T) {
+	dir := t.TempDir()
+	plan := &Plan{Write: []emit.File{
+		{Path: "certs/tls.key", Content: []byte("key\n"), Owner: emit.UserOwned, Private: true},
+		{Path: "certs/tls.crt", Content: []byte("cert\n"), Owner: emit.UserOwned},
+	}}
+	if err := Apply(dir, plan); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]os.FileMode{"certs/tls.key": 0o600, "certs/tls.crt": 0o644} {
+		fi, err := os.Stat(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != want {
+			t.Errorf("%s has mode %v, want %v", name, fi.Mode().Perm(), want)
+		}
+	}
+}

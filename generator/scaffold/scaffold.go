@@ -15,13 +15,14 @@ import (
 	"go/format"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"text/template"
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/aagen-dev/aagen/internal/gocmd"
+	"github.com/aagen-dev/aagen/runtime/atomicfile"
 	"github.com/aagen-dev/aagen/templates"
 )
 
@@ -175,27 +176,14 @@ func writeProject(root string, p *Project) error {
 		return err
 	}
 	path := filepath.Join(root, ProjectFile)
-	tmp := path + ".aagen-tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return atomicfile.WriteFile(path, data, 0o644)
 }
 
 // goCmd runs the go command in dir.
 func goCmd(ctx context.Context, dir string, log io.Writer, args ...string) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	logf(log, "go %s", strings.Join(args, " "))
-	cmd := exec.CommandContext(ctx, "go", args...)
-	cmd.Dir = dir
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("go %s in %s: %v\n%s", strings.Join(args, " "), dir, err, out.String())
-	}
-	return nil
+	_, err := gocmd.Cmd{Args: args, Dir: dir}.Run(ctx)
+	return err
 }
 
 func logf(w io.Writer, format string, args ...any) {

@@ -15,6 +15,7 @@ import (
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/aagen-dev/aagen/runtime/filelock"
 	"github.com/aagen-dev/aagen/runtime/socketdir"
 )
 
@@ -92,7 +93,7 @@ type Server struct {
 	socketDir *socketdir.Dir
 	clientURL string
 	log       *logState
-	lock      *dirLock
+	lock      *filelock.Lock
 
 	errc        chan error
 	forwardDone chan struct{}
@@ -123,7 +124,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	keepLock := false
 	defer func() {
 		if !keepLock {
-			lock.release()
+			lock.Release()
 		}
 	}()
 	if err := ctx.Err(); err != nil {
@@ -183,7 +184,7 @@ func (s *Server) Close() error {
 		s.etcd.Close()
 		<-s.forwardDone
 		s.socketDir.Remove()
-		s.lock.release()
+		s.lock.Release()
 	})
 	return nil
 }
@@ -247,6 +248,26 @@ func (cfg Config) complete() (completed, error) {
 	return c, nil
 }
 
+// lockFile is the name of the lock file Start keeps in the data directory.
+const lockFile = ".lock"
+
+// lockDataDir locks dir without waiting, for as long as an etcd may have it open. The lock
+// belongs to the open file, so a second Server in the same process is refused just like
+// one in another process. Where flock is missing (filelock.Supported), two etcds on one
+// data directory are not detected up front: etcd's own database lock makes the second one
+// wait until ReadyTimeout.
+func lockDataDir(dir string) (*filelock.Lock, error) {
+	path := filepath.Join(dir, lockFile)
+	lock, err := filelock.TryAcquire(path)
+	if errors.Is(err, filelock.ErrLocked) {
+		return nil, fmt.Errorf("etcd: data directory %q is in use by another etcd, in this process or another one (or an earlier start in this process crashed on it): stop that etcd or set Config.Dir to another directory", dir)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("etcd: cannot lock %q: %w", path, err)
+	}
+	return lock, nil
+}
+
 // prepareDir creates the data directory if needed and checks that it is a
 // writable directory, so that etcd does not fail later in harder-to-read
 // ways.
@@ -277,7 +298,7 @@ func prepareDir(dir string) error {
 // reports that the caller must not release lock: on success the Server owns
 // it; after a crash or an abandoned start, etcd may still hold the data
 // directory open.
-func start(ctx context.Context, c completed, lock *dirLock) (s *Server, keepLock bool, err error) {
+func start(ctx context.Context, c completed, lock *filelock.Lock) (s *Server, keepLock bool, err error) {
 	socketDir, err := socketdir.Make(c.socketParent, socketDirPattern)
 	if err != nil {
 		return nil, false, fmt.Errorf("etcd: %w; set Config.SocketParent to a writable directory", err)
@@ -346,7 +367,7 @@ func start(ctx context.Context, c completed, lock *dirLock) (s *Server, keepLock
 			}
 			if !isCrash(r.err) {
 				socketDir.Remove()
-				lock.release()
+				lock.Release()
 			}
 		}()
 		return nil, true, why

@@ -19,10 +19,11 @@
 // day, signed by another CA, or no longer matching the options. Replacing the CA
 // replaces everything signed by it.
 //
-// Keys are ECDSA P-256. Files are written atomically (temporary file, then
-// rename); keys and the kubeconfig get mode 0600 and the directory 0700.
+// Keys are ECDSA P-256 (runtime/certs). Files are written atomically and durably
+// (runtime/atomicfile: temporary file, fsync, rename, fsync of the directory); keys and the kubeconfig get mode 0600 and the directory 0700.
 // Concurrent calls to Ensure on the same directory, from one process or
-// several, are serialised with a lock file on platforms that support flock.
+// several, are serialised with a lock file on platforms that support flock
+// (runtime/filelock).
 //
 // The package holds no package-level state.
 package localauth

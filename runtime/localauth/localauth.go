@@ -2,17 +2,10 @@ package localauth
 
 import (
 	"bytes"
-	"crypto"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io/fs"
-	"math/big"
 	"net"
 	"net/url"
 	"os"
@@ -23,8 +16,10 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	"k8s.io/client-go/util/cert"
-	"k8s.io/client-go/util/keyutil"
+
+	"github.com/aagen-dev/aagen/runtime/atomicfile"
+	"github.com/aagen-dev/aagen/runtime/certs"
+	"github.com/aagen-dev/aagen/runtime/filelock"
 )
 
 const (
@@ -43,8 +38,6 @@ const (
 	// RenewBefore is the remaining validity below which Ensure replaces a
 	// certificate.
 	RenewBefore = 24 * time.Hour
-	// backdate is subtracted from NotBefore to tolerate small clock skew.
-	backdate = time.Hour
 
 	caCertFile      = "ca.crt"
 	caKeyFile       = "ca.key"
@@ -142,11 +135,13 @@ func Ensure(opts Options) (*Files, error) {
 	if err := prepareDir(files.Dir); err != nil {
 		return nil, err
 	}
-	unlock, err := lockDir(filepath.Join(files.Dir, lockFile))
+	// Where flock is missing (filelock.Supported) concurrent calls are not serialised;
+	// each file is still replaced atomically.
+	lock, err := filelock.Acquire(filepath.Join(files.Dir, lockFile))
 	if err != nil {
 		return nil, fmt.Errorf("localauth: cannot lock %q: %w", files.Dir, err)
 	}
-	defer unlock()
+	defer lock.Release()
 
 	now := o.now()
 	ca, err := ensureCA(files, o.clusterName, now)
@@ -162,8 +157,8 @@ func Ensure(opts Options) (*Files, error) {
 	}
 
 	kc := clientcmdapi.NewConfig()
-	kc.Clusters[o.clusterName] = &clientcmdapi.Cluster{Server: o.serverURL, CertificateAuthorityData: ca.certPEM}
-	kc.AuthInfos[o.client.commonName] = &clientcmdapi.AuthInfo{ClientCertificateData: client.certPEM, ClientKeyData: client.keyPEM}
+	kc.Clusters[o.clusterName] = &clientcmdapi.Cluster{Server: o.serverURL, CertificateAuthorityData: ca.CertPEM}
+	kc.AuthInfos[o.client.commonName] = &clientcmdapi.AuthInfo{ClientCertificateData: client.CertPEM, ClientKeyData: client.KeyPEM}
 	kc.Contexts[o.clusterName] = &clientcmdapi.Context{Cluster: o.clusterName, AuthInfo: o.client.commonName}
 	kc.CurrentContext = o.clusterName
 	data, err := clientcmd.Write(*kc)
@@ -206,7 +201,7 @@ func NewClientCert(files *Files, user string, groups []string) (certPEM, keyPEM 
 	if err != nil {
 		return nil, nil, err
 	}
-	return p.certPEM, p.keyPEM, nil
+	return p.CertPEM, p.KeyPEM, nil
 }
 
 // completedOptions is a validated Options with defaults applied.
@@ -320,17 +315,9 @@ type leafSpec struct {
 	usage      x509.ExtKeyUsage
 }
 
-// pair is a parsed certificate with its key and their PEM encodings.
-type pair struct {
-	cert    *x509.Certificate
-	key     crypto.Signer
-	certPEM []byte
-	keyPEM  []byte
-}
-
 // ensureCA loads the CA from files, or creates a new one if it is missing or
 // unusable.
-func ensureCA(files *Files, clusterName string, now time.Time) (*pair, error) {
+func ensureCA(files *Files, clusterName string, now time.Time) (*certs.Pair, error) {
 	ca, why, err := loadPair(files.CACert, files.CAKey)
 	if err != nil {
 		return nil, err
@@ -341,25 +328,7 @@ func ensureCA(files *Files, clusterName string, now time.Time) (*pair, error) {
 	if why == "" {
 		return ca, nil
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, fmt.Errorf("localauth: cannot generate CA key: %w", err)
-	}
-	serial, err := newSerial()
-	if err != nil {
-		return nil, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial,
-		Subject:               pkix.Name{CommonName: fmt.Sprintf("%s-ca@%d", clusterName, now.Unix())},
-		NotBefore:             now.Add(-backdate).UTC(),
-		NotAfter:              now.Add(CAValidity).UTC(),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-		MaxPathLenZero:        true,
-	}
-	p, err := newPair(tmpl, tmpl, key, key)
+	p, err := certs.NewCA(certs.Spec{CommonName: fmt.Sprintf("%s-ca@%d", clusterName, now.Unix()), Validity: CAValidity, Now: now})
 	if err != nil {
 		return nil, fmt.Errorf("localauth: cannot create CA certificate: %w", err)
 	}
@@ -370,8 +339,8 @@ func ensureCA(files *Files, clusterName string, now time.Time) (*pair, error) {
 }
 
 // caProblem says why ca cannot be used at now, or returns "".
-func caProblem(ca *pair, now time.Time) string {
-	c := ca.cert
+func caProblem(ca *certs.Pair, now time.Time) string {
+	c := ca.Cert
 	switch {
 	case !c.IsCA || !c.BasicConstraintsValid || c.KeyUsage&x509.KeyUsageCertSign == 0:
 		return "certificate is not a CA"
@@ -393,13 +362,13 @@ func validityProblem(c *x509.Certificate, now time.Time) string {
 
 // ensureLeaf loads the certificate in certPath/keyPath, or issues a new one
 // from ca if it is missing or does not fit spec.
-func ensureLeaf(certPath, keyPath string, ca *pair, spec leafSpec, now time.Time) (*pair, error) {
+func ensureLeaf(certPath, keyPath string, ca *certs.Pair, spec leafSpec, now time.Time) (*certs.Pair, error) {
 	p, why, err := loadPair(certPath, keyPath)
 	if err != nil {
 		return nil, err
 	}
 	if why == "" {
-		why = leafProblem(p.cert, ca.cert, spec, now)
+		why = leafProblem(p.Cert, ca.Cert, spec, now)
 	}
 	if why == "" {
 		return p, nil
@@ -451,67 +420,27 @@ func sameSet(a, b []string) bool {
 }
 
 // issue creates a new key and a certificate for spec signed by ca.
-func issue(ca *pair, spec leafSpec, now time.Time) (*pair, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, fmt.Errorf("localauth: cannot generate key: %w", err)
-	}
-	serial, err := newSerial()
-	if err != nil {
-		return nil, err
-	}
-	notAfter := now.Add(LeafValidity)
-	if notAfter.After(ca.cert.NotAfter) {
-		notAfter = ca.cert.NotAfter
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: spec.commonName, Organization: spec.orgs},
-		NotBefore:    now.Add(-backdate).UTC(),
-		NotAfter:     notAfter.UTC(),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{spec.usage},
-		DNSNames:     spec.dnsNames,
-		IPAddresses:  spec.ips,
-	}
-	p, err := newPair(tmpl, ca.cert, key, ca.key)
+func issue(ca *certs.Pair, spec leafSpec, now time.Time) (*certs.Pair, error) {
+	p, err := ca.Issue(certs.Spec{
+		CommonName:    spec.commonName,
+		Organizations: spec.orgs,
+		DNSNames:      spec.dnsNames,
+		IPs:           spec.ips,
+		Usages:        []x509.ExtKeyUsage{spec.usage},
+		Validity:      LeafValidity,
+		Now:           now,
+	})
 	if err != nil {
 		return nil, fmt.Errorf("localauth: cannot create certificate for %q: %w", spec.commonName, err)
 	}
 	return p, nil
 }
 
-func newSerial() (*big.Int, error) {
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	if err != nil {
-		return nil, fmt.Errorf("localauth: cannot generate serial number: %w", err)
-	}
-	return serial.Add(serial, big.NewInt(1)), nil
-}
-
-// newPair signs tmpl with signer (parent's key) for key's public key.
-func newPair(tmpl, parent *x509.Certificate, key *ecdsa.PrivateKey, signer crypto.Signer) (*pair, error) {
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, key.Public(), signer)
-	if err != nil {
-		return nil, err
-	}
-	c, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, err
-	}
-	keyPEM, err := keyutil.MarshalPrivateKeyToPEM(key)
-	if err != nil {
-		return nil, err
-	}
-	certPEM := pem.EncodeToMemory(&pem.Block{Type: cert.CertificateBlockType, Bytes: der})
-	return &pair{cert: c, key: key, certPEM: certPEM, keyPEM: keyPEM}, nil
-}
-
 // loadPair reads and parses a certificate and its key. Missing or damaged
 // files are not an error: it returns why the pair cannot be used. Files that
 // exist but cannot be read are an error, so that Ensure never replaces what
 // it could not look at.
-func loadPair(certPath, keyPath string) (p *pair, why string, err error) {
+func loadPair(certPath, keyPath string) (p *certs.Pair, why string, err error) {
 	certPEM, err := os.ReadFile(certPath)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, "missing " + filepath.Base(certPath), nil
@@ -526,38 +455,23 @@ func loadPair(certPath, keyPath string) (p *pair, why string, err error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("localauth: cannot read %q: %w; fix its permissions or remove it to have it recreated", keyPath, err)
 	}
-	certs, err := cert.ParseCertsPEM(certPEM)
+	p, err = certs.Parse(certPEM, keyPEM)
 	if err != nil {
-		return nil, fmt.Sprintf("%s: %v", filepath.Base(certPath), err), nil
-	}
-	if len(certs) != 1 {
-		return nil, fmt.Sprintf("%s holds %d certificates, want 1", filepath.Base(certPath), len(certs)), nil
-	}
-	k, err := keyutil.ParsePrivateKeyPEM(keyPEM)
-	if err != nil {
-		return nil, fmt.Sprintf("%s: %v", filepath.Base(keyPath), err), nil
-	}
-	signer, ok := k.(crypto.Signer)
-	if !ok {
-		return nil, fmt.Sprintf("%s: unsupported key type %T", filepath.Base(keyPath), k), nil
-	}
-	pub, ok := certs[0].PublicKey.(interface{ Equal(crypto.PublicKey) bool })
-	if !ok || !pub.Equal(signer.Public()) {
-		return nil, fmt.Sprintf("%s does not match %s", filepath.Base(keyPath), filepath.Base(certPath)), nil
+		return nil, fmt.Sprintf("%s, %s: %v", filepath.Base(certPath), filepath.Base(keyPath), err), nil
 	}
 	if err := tightenMode(keyPath, keyMode); err != nil {
 		return nil, "", err
 	}
-	return &pair{cert: certs[0], key: signer, certPEM: certPEM, keyPEM: keyPEM}, "", nil
+	return p, "", nil
 }
 
 // writePair writes the key first, then the certificate, so that a crash in
 // between leaves a mismatching pair, which the next Ensure replaces.
-func writePair(certPath, keyPath string, p *pair) error {
-	if err := writeAtomic(keyPath, p.keyPEM, keyMode); err != nil {
+func writePair(certPath, keyPath string, p *certs.Pair) error {
+	if err := writeAtomic(keyPath, p.KeyPEM, keyMode); err != nil {
 		return err
 	}
-	return writeAtomic(certPath, p.certPEM, certMode)
+	return writeAtomic(certPath, p.CertPEM, certMode)
 }
 
 // prepareDir creates dir with mode 0700, or restricts an existing one to it.
@@ -599,47 +513,10 @@ func writeIfChanged(path string, data []byte, mode fs.FileMode) error {
 	return writeAtomic(path, data, mode)
 }
 
-// writeAtomic writes data to a temporary file next to path and renames it
-// into place, so readers see either the old or the new content.
-func writeAtomic(path string, data []byte, mode fs.FileMode) (err error) {
-	dir, base := filepath.Split(path)
-	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
-	if err != nil {
+// writeAtomic replaces path with data atomically and durably.
+func writeAtomic(path string, data []byte, mode fs.FileMode) error {
+	if err := atomicfile.WriteFile(path, data, mode); err != nil {
 		return fmt.Errorf("localauth: cannot write %q: %w", path, err)
 	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
-			err = fmt.Errorf("localauth: cannot write %q: %w", path, err)
-		}
-	}()
-	if err = f.Chmod(mode); err != nil {
-		return err
-	}
-	if _, err = f.Write(data); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(tmp, path); err != nil {
-		return err
-	}
-	syncDir(dir)
 	return nil
-}
-
-// syncDir makes a rename in dir durable where the platform allows it.
-func syncDir(dir string) {
-	d, err := os.Open(dir)
-	if err != nil {
-		return
-	}
-	d.Sync() // not supported everywhere (e.g. Windows); best effort
-	d.Close()
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -20,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
+	"github.com/aagen-dev/aagen/runtime/atomicfile"
 	"github.com/aagen-dev/aagen/runtime/etcd"
 )
 
@@ -134,26 +134,21 @@ func backup(ctx context.Context, kubeconfig, to string, stdout io.Writer) error 
 		}
 		return fmt.Errorf("GET %s%s: %s: %s%s", cfg.Host, EtcdSnapshotPath, resp.Status, msg, hint)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(to), filepath.Base(to)+".partial-*")
-	if err != nil {
-		return fmt.Errorf("creating the snapshot file: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	n, err := io.Copy(tmp, resp.Body)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
+	// The snapshot is checked before it takes the place of an older one at to.
+	var n int64
+	tmp, err := atomicfile.Stage(to, 0o600, func(w io.Writer) (err error) {
+		n, err = io.Copy(w, resp.Body)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("receiving the snapshot after %d bytes: %w", n, err)
 	}
-	st, err := etcd.VerifySnapshot(tmp.Name())
+	defer os.Remove(tmp)
+	st, err := etcd.VerifySnapshot(tmp)
 	if err != nil {
 		return err
 	}
-	if err := os.Rename(tmp.Name(), to); err != nil {
+	if err := atomicfile.Commit(tmp, to); err != nil {
 		return fmt.Errorf("saving the snapshot: %w", err)
 	}
 	fmt.Fprintf(stdout, "saved snapshot %s: revision %d, %d keys, %d bytes\n", to, st.Revision, st.Keys, n)

@@ -17,6 +17,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/aagen-dev/aagen/runtime/filelock"
 )
 
 // ownerFile is the lock file each directory holds.
@@ -33,7 +35,7 @@ type Dir struct {
 	// Path is the directory's absolute path.
 	Path string
 
-	owner *os.File
+	owner *filelock.Lock
 	once  sync.Once
 }
 
@@ -54,10 +56,10 @@ func Make(parent, pattern string) (*Dir, error) {
 		os.RemoveAll(path)
 		return nil, fmt.Errorf("restricting the socket directory %q: %w", path, err)
 	}
-	owner, err := lockOwner(path)
+	owner, err := filelock.Create(filepath.Join(path, ownerFile))
 	if err != nil {
 		os.RemoveAll(path)
-		return nil, err
+		return nil, fmt.Errorf("creating and locking the socket directory's lock file: %w", err)
 	}
 	return &Dir{Path: path, owner: owner}, nil
 }
@@ -69,7 +71,7 @@ func (d *Dir) Remove() {
 	}
 	d.once.Do(func() {
 		os.RemoveAll(d.Path)
-		unlock(d.owner)
+		d.owner.Release()
 	})
 }
 
@@ -97,14 +99,12 @@ func Sweep(parent, pattern string) []string {
 // ownerAlive reports whether a live process holds the lock on the owner file at path. A
 // missing owner file means no owner (a directory from before the lock, or from a process
 // killed between creating the directory and locking it).
+// Where flock is missing (filelock.Supported) a live owner cannot be told from a dead one:
+// the error makes Sweep remove nothing.
 func ownerAlive(path string) (bool, error) {
-	f, err := os.Open(path)
+	alive, err := filelock.Held(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return false, nil
 	}
-	if err != nil {
-		return false, err
-	}
-	defer f.Close()
-	return locked(f)
+	return alive, err
 }

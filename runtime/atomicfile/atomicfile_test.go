@@ -1,0 +1,136 @@
+package atomicfile
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+)
+
+// entries lists dir's names.
+func entries(t *testing.T, dir string) []string {
+	t.Helper()
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range es {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+func TestWriteFileCreatesAndReplaces(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "f.key")
+	if err := WriteFile(path, []byte("one"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteFile(path, []byte("two"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(path)
+	if err != nil || string(got) != "two" {
+		t.Fatalf("content %q, %v; want \"two\"", got, err)
+	}
+	if runtime.GOOS != "windows" {
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != 0o600 {
+			t.Errorf("mode %v, want 0600 (the mode asked for, not the old file's)", fi.Mode().Perm())
+		}
+	}
+	if names := entries(t, dir); len(names) != 1 || names[0] != "f.key" {
+		t.Errorf("directory holds %q, want only f.key", names)
+	}
+}
+
+func TestWriteFailureKeepsOldContentAndNoTemporaryFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "f")
+	if err := os.WriteFile(path, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	boom := errors.New("boom")
+	err := Write(path, 0o644, func(w io.Writer) error {
+		if _, err := io.WriteString(w, "half of the new"); err != nil {
+			return err
+		}
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("Write returned %v, want the fill function's error", err)
+	}
+	if got, _ := os.ReadFile(path); string(got) != "old" {
+		t.Errorf("content %q after a failed write, want \"old\"", got)
+	}
+	if names := entries(t, dir); len(names) != 1 {
+		t.Errorf("directory holds %q after a failed write, want only f", names)
+	}
+}
+
+func TestCommitFailureLeavesNoTemporaryFile(t *testing.T) {
+	dir := t.TempDir()
+	// A directory in the way: the rename fails.
+	path := filepath.Join(dir, "d")
+	if err := os.Mkdir(path, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(path, "x"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteFile(path, []byte("new"), 0o644); err == nil {
+		t.Fatal("WriteFile over a non-empty directory succeeded")
+	}
+	if names := entries(t, dir); len(names) != 1 || names[0] != "d" {
+		t.Errorf("directory holds %q, want only d", names)
+	}
+}
+
+func TestStageThenCommit(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "f")
+	tmp, err := Stage(path, 0o644, func(w io.Writer) error { _, err := io.WriteString(w, "staged"); return err })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Dir(tmp) != dir {
+		t.Errorf("staged in %s, want beside the destination in %s", filepath.Dir(tmp), dir)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("destination exists before Commit: %v", err)
+	}
+	if err := Commit(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(path); string(got) != "staged" {
+		t.Errorf("content %q, want \"staged\"", got)
+	}
+	if names := entries(t, dir); len(names) != 1 {
+		t.Errorf("directory holds %q, want only f", names)
+	}
+}
+
+func TestStageInMissingDirectoryFails(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "missing", "f")
+	if _, err := Stage(path, 0o644, func(io.Writer) error { return nil }); err == nil {
+		t.Fatal("Stage in a missing directory succeeded")
+	}
+}
+
+func TestSyncDir(t *testing.T) {
+	if err := SyncDir(t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
+	if err := SyncDir(filepath.Join(t.TempDir(), "missing")); err == nil {
+		t.Fatal("SyncDir of a missing directory succeeded")
+	}
+}
