@@ -33,7 +33,7 @@ var versionRE = regexp.MustCompile(`^v[1-9][0-9]*((alpha|beta)[1-9][0-9]*)?$`)
 // *Error holding every problem found (not just the first).
 func Build(res *load.Result, reg *markers.Registry) (*Model, []Diagnostic, error) {
 	b := &builder{reg: reg, groups: map[string]*Group{}, storageMarkers: map[*Kind]token.Position{}, conversionTargets: conversionTargets(res.Packages),
-		decls: map[GoType]*typeDecl{}, internalPkgs: map[string]bool{}}
+		decls: map[GoType]*typeDecl{}, internalPkgs: map[string]bool{}, depFiles: map[string]string{}}
 	m := &Model{ModuleDir: res.ModuleDir, ModulePath: res.ModulePath}
 	for _, p := range res.Packages {
 		b.pkg(p)
@@ -52,6 +52,7 @@ func Build(res *load.Result, reg *markers.Registry) (*Model, []Diagnostic, error
 	}
 	b.checkServer(m)
 	b.protobuf(m)
+	b.dependencyDiags()
 	var errs, warns []Diagnostic
 	for _, d := range b.diags {
 		if d.Warning {
@@ -88,6 +89,24 @@ type builder struct {
 	internalPkgs map[string]bool
 	// types is the type graph (Model.Types), once built.
 	types *Types
+	// depFiles are the files of other modules whose markers were read, with their module's
+	// path: a problem there is the dependency's, reported as a warning (see dependencyDiags).
+	depFiles map[string]string
+}
+
+// dependencyDiags turns the errors found in other modules' sources into warnings: the user
+// cannot fix them in this module, and the marker at fault is not applied (the field is
+// served without that constraint), which the warning says at the marker's file:line.
+func (b *builder) dependencyDiags() {
+	for i, d := range b.diags {
+		mod, ok := b.depFiles[d.Pos.Filename]
+		if !ok || d.Warning {
+			continue
+		}
+		b.diags[i] = Diagnostic{Pos: d.Pos, Warning: true,
+			Msg: d.Msg + " (in module " + mod + ", a dependency: not applied)",
+			Fix: "fix it in " + mod + " (or ask its maintainers); until then the field is served without it"}
+	}
 }
 
 // servedPackage is a types package and the version it became.

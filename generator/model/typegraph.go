@@ -295,6 +295,16 @@ func (g *Types) Referenced() []GoType {
 	return out
 }
 
+// byPkg returns a type of the graph declared in package path, or nil.
+func (g *Types) byPkg(path string) *Type {
+	for _, t := range g.all {
+		if t.Name.Pkg == path {
+			return t
+		}
+	}
+	return nil
+}
+
 // finish sorts the graph.
 func (gb *graphBuilder) finish() *Types {
 	sort.Slice(gb.g.all, func(i, j int) bool {
@@ -494,6 +504,15 @@ func (b *builder) typeGraph(res *load.Result) *Types {
 		b.errorf(token.Position{}, "make the packages the types use loadable (go build ./... in the module)", "%v", err)
 	}
 	for _, d := range deps {
+		if t := g.byPkg(d.PkgPath); t != nil && t.Origin == InDependency {
+			mod := d.PkgPath
+			if d.Module != nil {
+				mod = d.Module.Path
+			}
+			for _, f := range d.Syntax {
+				b.depFiles[res.Fset.Position(f.Package).Filename] = mod
+			}
+		}
 		want := func(name string) bool {
 			t := g.Lookup(GoType{Pkg: d.PkgPath, Name: name})
 			return t != nil

@@ -213,3 +213,38 @@ type Label struct {
 		}
 	}
 }
+
+// TestMarkerProblemsInDependencies: a marker that does not fit its field in another module
+// is a warning at its file:line saying it is not applied (the user cannot fix it here), while
+// the same problem in the user's own module stays an error (TestMarkerErrorsWhereDeclared).
+func TestMarkerProblemsInDependencies(t *testing.T) {
+	m, warns, err := build(t, crossPackageModule(t, map[string]string{
+		"extlib/limits/limits.go": `package limits
+
+type Limits struct {
+	// +kubebuilder:validation:MaxLength=5
+	Min int64 ` + "`json:\"min,omitempty\"`" + `
+	// +kubebuilder:validation:Maximum=100
+	Max int64 ` + "`json:\"max,omitempty\"`" + `
+}
+`,
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []string
+	for _, w := range warns {
+		all = append(all, w.String())
+	}
+	want := "limits.go:4:2: warning: +kubebuilder:validation:MaxLength on limits.Limits.Min"
+	if !strings.Contains(strings.Join(all, "\n"), want) || !strings.Contains(strings.Join(all, "\n"), "(in module example.com/extlib, a dependency: not applied)") {
+		t.Errorf("warnings lack %q naming the module:\n%s", want, strings.Join(all, "\n"))
+	}
+	limits := m.Types.Lookup(model.GoType{Pkg: "example.com/extlib/limits", Name: "Limits"})
+	if v := limits.Field("Min").Validation; v.MaxLength != nil {
+		t.Errorf("the refused MaxLength was applied: %+v", v)
+	}
+	if v := limits.Field("Max").Validation; v.Maximum == nil || *v.Maximum != 100 {
+		t.Errorf("the good Maximum next to it was not applied: %+v", v)
+	}
+}
