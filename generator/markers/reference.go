@@ -35,6 +35,8 @@ func Reference(r *Registry) []byte {
 	b.WriteString("struct of another package of your module (`pkg/common`) or of another module (a dependency, or one\n")
 	b.WriteString("`go.mod` replaces with a directory), for every kind whose fields reach it; types of Kubernetes' own API\n")
 	b.WriteString("modules (k8s.io/api, apimachinery) keep the schema their own tags give, as kube-apiserver publishes it.\n")
+	b.WriteString("A marker that does not fit in another module's source is a warning at its file:line (not applied), since\n")
+	b.WriteString("it cannot be fixed from your module; in your module it is an error.\n")
 	b.WriteString("CEL syntax is checked by `aagen generate`; a rule that does not type-check\n")
 	b.WriteString("against the schema stops the server at start with the rule and the error.\n\n")
 	b.WriteString("| Marker | On | Syntax | Meaning | Status |\n| --- | --- | --- | --- | --- |\n")
