@@ -154,6 +154,11 @@ func TestExample(t *testing.T) {
 	if !m.HasScale() {
 		t.Error("HasScale is false")
 	}
+	// The type graph carries list semantics (+listType, +listMapKey) from the field's markers.
+	status := m.Types.Lookup(model.GoType{Pkg: v.ImportPath, Name: "BoatStatus"})
+	if c := status.Field("Conditions"); c == nil || c.ListType != "map" || len(c.ListMapKeys) != 1 || c.ListMapKeys[0] != "type" || c.Doc != "Conditions are the latest observations of the boat's state." {
+		t.Errorf("BoatStatus.Conditions in the type graph: %+v", c)
+	}
 }
 
 const docGo = "// +groupName=shop.example.com\npackage v1\n"

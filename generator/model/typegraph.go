@@ -251,7 +251,28 @@ type Field struct {
 	Markers markers.Set
 	// MarkerPos is the first marker's position, where errors about the field's schema point.
 	MarkerPos token.Position
+	// ListType (atomic, set, map), ListMapKeys and MapType (atomic, granular) are the list
+	// and map semantics of +listType, +listMapKey and +mapType (k8s: spellings too), which
+	// server-side apply merges by and kube-openapi publishes.
+	ListType    string
+	ListMapKeys []string
+	MapType     string
 	FieldValidation
+}
+
+// listSemantics reads the field's +listType, +listMapKey and +mapType markers (markers of
+// kube-openapi's, which aagen passes through as they are written, so they are found by name).
+func (f *Field) listSemantics() {
+	for _, m := range f.Markers {
+		switch m.Def.Name {
+		case "listType", "k8s:listType":
+			f.ListType = m.Value
+		case "listMapKey", "k8s:listMapKey":
+			f.ListMapKeys = append(f.ListMapKeys, m.Value)
+		case "mapType":
+			f.MapType = m.Value
+		}
+	}
 }
 
 // HasJSON reports whether the field is serialised under a name of its own.
@@ -535,6 +556,7 @@ func (b *builder) typeGraph(res *load.Result) *Types {
 			if len(f.Markers) > 0 {
 				f.MarkerPos = f.Markers[0].Pos
 			}
+			f.listSemantics()
 		}
 	}
 	b.validations(g)
