@@ -5,7 +5,6 @@ import (
 	"go/token"
 	"go/types"
 	"path/filepath"
-	"reflect"
 	"regexp"
 	"slices"
 	"sort"
@@ -35,10 +34,12 @@ func Build(res *load.Result, reg *markers.Registry) (*Model, []Diagnostic, error
 	b := &builder{reg: reg, groups: map[string]*Group{}, storageMarkers: map[*Kind]token.Position{}, conversionTargets: conversionTargets(res.Packages),
 		decls: map[GoType]*typeDecl{}, internalPkgs: map[string]bool{}, depFiles: map[string]string{}}
 	m := &Model{ModuleDir: res.ModuleDir, ModulePath: res.ModulePath}
+	b.types = loadedTypes(res)
 	for _, p := range res.Packages {
 		b.pkg(p)
 	}
-	m.Types = b.typeGraph(res)
+	b.readTypes(res)
+	m.Types = b.types
 	for _, g := range b.groups {
 		sort.Slice(g.Versions, func(i, j int) bool {
 			return version.CompareKubeAwareVersionStrings(g.Versions[i].Name, g.Versions[j].Name) > 0
@@ -217,11 +218,11 @@ func (b *builder) pkg(p *packages.Package) {
 			continue // controller-gen: this kind is left out of this version
 		}
 		root := markers.Is[markers.GenClient](d.markers) || markers.Is[markers.ObjectRoot](d.markers)
-		if root && !isListDecl(p, d.spec.Name.Name) {
+		if root && !b.isListDecl(p.PkgPath, d.spec.Name.Name) {
 			kindDecls = append(kindDecls, d)
 		} else if !root {
 			for _, m := range firstOfEach(d.markers) {
-				if isKindMarker(m) && !isListDecl(p, d.spec.Name.Name) {
+				if isKindMarker(m) && !b.isListDecl(p.PkgPath, d.spec.Name.Name) {
 					b.errorf(m.Pos, "add `// +genclient` (or `// +kubebuilder:object:root=true`) to serve the type as a kind, or remove the marker",
 						"+%s on %s, which is not marked as a kind", m.Def.Canonical(), d.spec.Name.Name)
 				}
@@ -327,8 +328,8 @@ func (b *builder) pkg(p *packages.Package) {
 func (b *builder) kind(p *packages.Package, v *Version, d typeDecl) *Kind {
 	name := d.spec.Name.Name
 	k := &Kind{Version: v, Name: name, ListName: name + "List", Pos: d.pos, NamespaceScoped: true}
-	st, ok := structOf(p, name)
-	if !ok {
+	t := b.structType(p.PkgPath, name)
+	if t == nil {
 		b.errorf(d.pos, "kinds are structs with metav1.TypeMeta, metav1.ObjectMeta, Spec and Status", "%s is marked as a kind but is not a struct", name)
 		return nil
 	}
@@ -337,12 +338,12 @@ func (b *builder) kind(p *packages.Package, v *Version, d typeDecl) *Kind {
 		return nil
 	}
 	good := true
-	if !embedsTypeMeta(st) {
+	if !embedsTypeMeta(t) {
 		b.errorf(d.pos, "add the field `metav1.TypeMeta `json:\",inline\"`` to "+name,
 			"kind %s does not embed metav1.TypeMeta with json:\",inline\" (or json:\"\")", name)
 		good = false
 	}
-	if !hasField(st, "ObjectMeta", metav1Path, "ObjectMeta", "metadata") && !v.Internal {
+	if !hasField(t, "ObjectMeta", metav1Path, "ObjectMeta", "metadata") && !v.Internal {
 		b.errorf(d.pos, "add the field `metav1.ObjectMeta `json:\"metadata,omitempty\"`` to "+name,
 			"kind %s has no metav1.ObjectMeta field with json:\"metadata\"", name)
 		good = false
@@ -350,16 +351,14 @@ func (b *builder) kind(p *packages.Package, v *Version, d typeDecl) *Kind {
 	b.list(p, k, d.pos)
 
 	var hasStatusField bool
-	for i := 0; i < st.NumFields(); i++ {
-		f := st.Field(i)
-		jsonName := jsonTagName(st.Tag(i))
+	for _, f := range t.Fields() {
 		switch {
-		case f.Embedded() && IsNamed(f.Type(), metav1Path, "TypeMeta"), f.Name() == "ObjectMeta":
-		case f.Name() == "Status":
+		case f.Embedded && f.Type.IsNamed(metav1Path, "TypeMeta"), f.GoName == "ObjectMeta":
+		case f.GoName == "Status":
 			hasStatusField = true
-		case !f.Exported() || jsonName == "-":
+		case !f.Exported || f.JSONName == "-":
 		default:
-			k.SpecFields = append(k.SpecFields, f.Name())
+			k.SpecFields = append(k.SpecFields, f.GoName)
 		}
 	}
 
@@ -439,33 +438,28 @@ func (b *builder) kind(p *packages.Package, v *Version, d typeDecl) *Kind {
 
 // list checks that <Kind>List exists with ListMeta and Items []<Kind>.
 func (b *builder) list(p *packages.Package, k *Kind, pos token.Position) {
-	st, ok := structOf(p, k.ListName)
+	t := b.structType(p.PkgPath, k.ListName)
 	fix := "declare `type " + k.ListName + " struct { metav1.TypeMeta `json:\",inline\"`; metav1.ListMeta `json:\"metadata,omitempty\"`; Items []" + k.Name + " `json:\"items\"` }`"
-	if !ok {
+	if t == nil {
 		b.errorf(pos, fix, "kind %s has no list type %s", k.Name, k.ListName)
 		return
 	}
-	if !embedsTypeMeta(st) || !hasField(st, "ListMeta", metav1Path, "ListMeta", "metadata") && !k.Version.Internal {
-		b.errorf(p.Fset.Position(p.Types.Scope().Lookup(k.ListName).Pos()), fix, "%s needs metav1.TypeMeta (inline) and metav1.ListMeta (json:\"metadata\")", k.ListName)
+	if !embedsTypeMeta(t) || !hasField(t, "ListMeta", metav1Path, "ListMeta", "metadata") && !k.Version.Internal {
+		b.errorf(t.Pos, fix, "%s needs metav1.TypeMeta (inline) and metav1.ListMeta (json:\"metadata\")", k.ListName)
 		return
 	}
-	for i := 0; i < st.NumFields(); i++ {
-		f := st.Field(i)
-		if f.Name() != "Items" {
-			continue
-		}
-		if sl, ok := f.Type().(*types.Slice); ok {
-			if n, ok := sl.Elem().(*types.Named); ok && n.Obj().Name() == k.Name && n.Obj().Pkg() == p.Types {
-				if jsonTagName(st.Tag(i)) != "items" && !k.Version.Internal {
-					b.errorf(p.Fset.Position(f.Pos()), "tag it `json:\"items\"`", "%s.Items must have json name \"items\"", k.ListName)
-				}
-				return
-			}
-		}
-		b.errorf(p.Fset.Position(f.Pos()), fix, "%s.Items must be []%s", k.ListName, k.Name)
+	items := t.Field("Items")
+	if items == nil {
+		b.errorf(t.Pos, fix, "%s has no Items field", k.ListName)
 		return
 	}
-	b.errorf(p.Fset.Position(p.Types.Scope().Lookup(k.ListName).Pos()), fix, "%s has no Items field", k.ListName)
+	if items.Type.Kind != ExprSlice || !items.Type.Elem.IsNamed(p.PkgPath, k.Name) {
+		b.errorf(items.Pos, fix, "%s.Items must be []%s", k.ListName, k.Name)
+		return
+	}
+	if items.JSONName != "items" && !k.Version.Internal {
+		b.errorf(items.Pos, "tag it `json:\"items\"`", "%s.Items must have json name \"items\"", k.ListName)
+	}
 }
 
 // checkServer checks what must be unique across the whole server.
@@ -663,29 +657,21 @@ func secondClosest(fset *token.FileSet, f *ast.File, pos token.Pos) *ast.Comment
 	return nil
 }
 
-func isListDecl(p *packages.Package, name string) bool {
+func (b *builder) isListDecl(pkg, name string) bool {
 	if !strings.HasSuffix(name, "List") {
 		return false
 	}
-	st, ok := structOf(p, name)
-	if !ok {
-		return false
-	}
-	for i := 0; i < st.NumFields(); i++ {
-		if st.Field(i).Name() == "Items" {
-			return true
-		}
-	}
-	return false
+	t := b.structType(pkg, name)
+	return t != nil && t.Field("Items") != nil
 }
 
-func structOf(p *packages.Package, name string) (*types.Struct, bool) {
-	obj, ok := p.Types.Scope().Lookup(name).(*types.TypeName)
-	if !ok {
-		return nil, false
+// structType returns the struct type pkg.name of the type graph, nil when there is none.
+func (b *builder) structType(pkg, name string) *Type {
+	t := b.types.Lookup(GoType{Pkg: pkg, Name: name})
+	if t == nil || !t.IsStruct() {
+		return nil
 	}
-	st, ok := obj.Type().Underlying().(*types.Struct)
-	return st, ok
+	return t
 }
 
 // isKindMarker reports whether m is a marker that only a kind may carry.
@@ -718,15 +704,14 @@ func IsNamed(t types.Type, pkg, name string) bool {
 	return ok && n.Obj().Pkg() != nil && n.Obj().Pkg().Path() == pkg && n.Obj().Name() == name
 }
 
-// embedsTypeMeta reports whether st embeds metav1.TypeMeta inline: tagged json:",inline"
+// embedsTypeMeta reports whether t embeds metav1.TypeMeta inline: tagged json:",inline"
 // (kubebuilder's form), json:"" (the form k8s.io/api v0.37 and sample-apiserver use) or
 // without a json tag (an internal version's types, which are never serialized). encoding/json
 // inlines an embedded struct in all three.
-func embedsTypeMeta(st *types.Struct) bool {
-	for i := 0; i < st.NumFields(); i++ {
-		f := st.Field(i)
-		if f.Embedded() && IsNamed(f.Type(), metav1Path, "TypeMeta") {
-			switch reflect.StructTag(st.Tag(i)).Get("json") {
+func embedsTypeMeta(t *Type) bool {
+	for _, f := range t.Fields() {
+		if f.Embedded && f.Type.IsNamed(metav1Path, "TypeMeta") {
+			switch f.Tag.Get("json") {
 			case ",inline", "":
 				return true
 			}
@@ -736,17 +721,8 @@ func embedsTypeMeta(st *types.Struct) bool {
 	return false
 }
 
-func hasField(st *types.Struct, field, pkg, name, json string) bool {
-	for i := 0; i < st.NumFields(); i++ {
-		f := st.Field(i)
-		if f.Name() == field && IsNamed(f.Type(), pkg, name) {
-			return jsonTagName(st.Tag(i)) == json
-		}
-	}
-	return false
-}
-
-func jsonTagName(tag string) string {
-	name, _, _ := strings.Cut(reflect.StructTag(tag).Get("json"), ",")
-	return name
+// hasField reports whether t has the field of Go type pkg.name, and whether its JSON name is json.
+func hasField(t *Type, field, pkg, name, json string) bool {
+	f := t.Field(field)
+	return f != nil && f.Type.IsNamed(pkg, name) && f.JSONName == json
 }

@@ -164,8 +164,8 @@ func (b *builder) subresources(p *packages.Package, k *Kind, d typeDecl) bool {
 
 // subresourceType reports whether name is a struct of p embedding metav1.TypeMeta (either tag form).
 func (b *builder) subresourceType(p *packages.Package, name string) bool {
-	st, ok := structOf(p, name)
-	return ok && embedsTypeMeta(st)
+	t := b.structType(p.PkgPath, name)
+	return t != nil && embedsTypeMeta(t)
 }
 
 func isKindName(v *Version, name string) bool {

@@ -316,6 +316,23 @@ func (g *Types) Referenced() []GoType {
 	return out
 }
 
+// keep makes the graph hold only the types given.
+func (g *Types) keep(types []*Type) {
+	g.byName = make(map[GoType]*Type, len(types))
+	g.all = nil
+	for _, t := range types {
+		g.byName[t.Name] = t
+		g.all = append(g.all, t)
+	}
+	sort.Slice(g.all, func(i, j int) bool {
+		a, b := g.all[i].Name, g.all[j].Name
+		if a.Pkg != b.Pkg {
+			return a.Pkg < b.Pkg
+		}
+		return a.Name < b.Name
+	})
+}
+
 // byPkg returns a type of the graph declared in package path, or nil.
 func (g *Types) byPkg(path string) *Type {
 	for _, t := range g.all {
@@ -496,22 +513,37 @@ func (gb *graphBuilder) field(v *types.Var, tag string, follow bool) *Field {
 	return f
 }
 
-// typeGraph builds the type graph from every type the types packages that became versions
-// declare, attaches the declarations' doc text and markers (types packages, other packages
-// of the module, other modules; not Kubernetes' own), reads their schema markers, checks
-// the fields of every kind and resolves the JSON paths its markers name (printer columns,
-// selectable fields, /scale).
-func (b *builder) typeGraph(res *load.Result) *Types {
+// loadedTypes builds the type graph of every type the loaded packages declare and reach,
+// before the model knows which of them become versions: the checks of kinds and lists read
+// it. readTypes prunes it to what the served packages reach.
+func loadedTypes(res *load.Result) *Types {
 	typesPkgs := map[string]bool{}
-	for _, sp := range b.served {
-		typesPkgs[sp.p.PkgPath] = true
+	for _, p := range res.Packages {
+		typesPkgs[p.PkgPath] = true
 	}
 	gb := newGraphBuilder(res.ModulePath, typesPkgs, res.Fset)
-	for _, sp := range b.served {
-		gb.declared(sp.p.Types)
+	for _, p := range res.Packages {
+		if p.Types != nil {
+			gb.declared(p.Types)
+		}
 	}
-	g := gb.finish()
-	b.types = g
+	return gb.finish()
+}
+
+// readTypes keeps, of the type graph, the types the types packages that became versions
+// declare and reach; attaches the declarations' doc text and markers (types packages, other
+// packages of the module, other modules; not Kubernetes' own); reads their schema markers;
+// checks the fields of every kind and resolves the JSON paths its markers name (printer
+// columns, selectable fields, /scale).
+func (b *builder) readTypes(res *load.Result) {
+	g := b.types
+	var roots []GoType
+	for _, sp := range b.served {
+		for _, name := range sp.p.Types.Scope().Names() {
+			roots = append(roots, GoType{Pkg: sp.p.PkgPath, Name: name})
+		}
+	}
+	g.keep(g.Reachable(roots...))
 	// The declarations of the reached types of other packages, parsed only for those types:
 	// markers on types no kind reaches are none of the server's business.
 	var paths []string
@@ -581,7 +613,6 @@ func (b *builder) typeGraph(res *load.Result) *Types {
 			b.jsonPathMarkers(k, b.decls[GoType{Pkg: v.ImportPath, Name: k.Name}])
 		}
 	}
-	return g
 }
 
 // docText is a doc comment's text without marker lines (+...), trimmed.
