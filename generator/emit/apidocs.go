@@ -78,10 +78,16 @@ func (d *docWriter) page(serverName string) error {
 	return nil
 }
 
+// stored reports whether objects of k's resource are written to etcd in k's version: the
+// hub's, or with an internal hub the group's storage version (a backend kind is not stored).
+func stored(k *model.Kind) bool {
+	return k.Resource != nil && !k.Resource.Backend && k.Resource.Hub != nil && k.Resource.StorageVersion() == k.Version
+}
+
 // versionLabel is a version's name with what sets it apart (storage, not served, deprecated).
 func versionLabel(k *model.Kind) string {
 	var notes []string
-	if k.Hub {
+	if stored(k) {
 		notes = append(notes, "storage")
 	}
 	if k.Unserved {
@@ -148,7 +154,7 @@ func (d *docWriter) version(k *model.Kind) error {
 		}
 		d.printf(" Deprecated: every request gets the warning %q.", msg)
 	}
-	if k.Hub && !k.Resource.Backend {
+	if stored(k) {
 		d.printf(" Objects are stored in this version.")
 	}
 	d.printf("\n\n")
