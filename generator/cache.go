@@ -123,14 +123,21 @@ func runFiles(src *load.Sources, outDirs, extra []string) ([]string, error) {
 	return out, nil
 }
 
-// digest is the SHA-256 of the module-relative file f, or "missing".
+// digest is the SHA-256 of the module-relative file f and its permission bits, or
+// "missing": a file whose mode changed (a private key made readable by others, which a
+// run makes 0600 again) makes a full run.
 func digest(moduleDir, f string) string {
-	data, err := os.ReadFile(filepath.Join(moduleDir, filepath.FromSlash(f)))
+	abs := filepath.Join(moduleDir, filepath.FromSlash(f))
+	data, err := os.ReadFile(abs)
+	if err != nil {
+		return "missing"
+	}
+	fi, err := os.Stat(abs)
 	if err != nil {
 		return "missing"
 	}
 	sum := sha256.Sum256(data)
-	return hex.EncodeToString(sum[:])
+	return fmt.Sprintf("%s %o", hex.EncodeToString(sum[:]), fi.Mode().Perm())
 }
 
 // upToDate returns the last successful run's record when it recorded exactly what is

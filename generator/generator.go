@@ -434,6 +434,9 @@ func (r *run) reportWritten() {
 	for _, rp := range plan.Replaced {
 		r.report(fmt.Sprintf("note: replaced %s, written by %s, with aagen's own (aagen runs %s itself; it never touches files without a generator's header)", rp.Path, rp.Tool, rp.Tool))
 	}
+	for _, p := range plan.Chmod {
+		r.report(fmt.Sprintf("note: made %s readable by its owner only (mode 0600): it holds a private key", p))
+	}
 	if r.o.Verbose {
 		for _, f := range plan.Write {
 			r.logf("  wrote %s", f.Path)

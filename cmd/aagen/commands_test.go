@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -153,4 +154,57 @@ func TestCompletion(t *testing.T) {
 	if err != nil || !strings.Contains(stdout, "__start_aagen") {
 		t.Fatalf("completion bash: %v\n%.200s", err, stdout)
 	}
+}
+
+// TestExistingKeysMadePrivate checks issue #29's first hole: the keys and Secret manifests
+// an earlier run (or a copy) left readable by every local user (0644) are made 0600 by the
+// next generate and certs, which --verify reports without changing them; certificates stay
+// 0644.
+func TestExistingKeysMadePrivate(t *testing.T) {
+	testskip.Short(t, "runs the generators")
+	dir := example(t) // every file 0644, the keys and Secrets included
+	certs := filepath.Join(dir, "config/deploy/certs")
+	private := []string{"ca.key", "tls.key", "serving-cert.yaml", "etcd-ca.key", "etcd-member.key", "etcd-client.key", "etcd-certs.yaml"}
+	public := []string{"ca.crt", "tls.crt", "etcd-ca.crt", "etcd-member.crt", "etcd-client.crt"}
+	loosen := func() {
+		for _, name := range private {
+			if err := os.Chmod(filepath.Join(certs, name), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	check := func(after string) {
+		t.Helper()
+		for _, name := range append(slices.Clone(private), public...) {
+			fi, err := os.Stat(filepath.Join(certs, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := os.FileMode(0o600)
+			if slices.Contains(public, name) {
+				want = 0o644
+			}
+			if fi.Mode().Perm() != want {
+				t.Errorf("after %s: %s has mode %v, want %v", after, name, fi.Mode().Perm(), want)
+			}
+		}
+	}
+	loosen()
+	_, stderr, err := aagen(t, "generate", "--verify", "--no-go-mod", "-C", dir, "./pkg/apis/...")
+	if err == nil || !strings.Contains(stderr+err.Error(), "config/deploy/certs/etcd-ca.key") {
+		t.Errorf("generate --verify with keys readable by all: %v\n%s; want them listed", err, stderr)
+	}
+	if fi, err := os.Stat(filepath.Join(certs, "etcd-ca.key")); err != nil || fi.Mode().Perm() != 0o644 {
+		t.Errorf("generate --verify changed etcd-ca.key: %v, %v", fi.Mode().Perm(), err)
+	}
+	if _, stderr, err := aagen(t, "generate", "--no-go-mod", "-C", dir, "./pkg/apis/..."); err != nil {
+		t.Fatalf("generate: %v\n%s", err, stderr)
+	}
+	check("generate")
+	// Again after the run was recorded (the run cache must not skip the change), by certs.
+	loosen()
+	if _, stderr, err := aagen(t, "certs", "--no-go-mod", "-C", dir, "./pkg/apis/..."); err != nil {
+		t.Fatalf("certs: %v\n%s", err, stderr)
+	}
+	check("certs")
 }

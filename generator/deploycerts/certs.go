@@ -34,7 +34,9 @@ type File struct {
 // Material is the CA (for caBundle) and the files to create.
 type Material struct {
 	CACert []byte
-	// Files are created when missing; existing ones are kept.
+	// Files are created when missing; existing ones are kept. The private files that
+	// already exist (keys reused from an earlier run) are listed too, with their content,
+	// so that the writer can take group and other permissions off them (output.Plan.Chmod).
 	Files []File
 }
 
@@ -74,6 +76,8 @@ func Ensure(moduleDir, dir, secretName, namespace string, dnsNames []string, now
 			return nil, err
 		}
 		m.Files = append(m.Files, File{Path: p(servingCACert), Content: caCert}, File{Path: p(servingCAKey), Content: caKey, Private: true})
+	} else {
+		m.Files = append(m.Files, File{Path: p(servingCAKey), Content: caKey, Private: true})
 	}
 	ca, err := certs.Parse(caCert, caKey)
 	if err != nil {
@@ -86,6 +90,8 @@ func Ensure(moduleDir, dir, secretName, namespace string, dnsNames []string, now
 		m.Files = append(m.Files, File{Path: p(servingCert), Content: tlsCert}, File{Path: p(servingKey), Content: tlsKey, Private: true})
 	} else if err := checkLeaf(ca.Cert, servingCACert, tlsCert, dnsNames, now); err != nil {
 		return nil, fmt.Errorf("%s/tls.crt: %v; %s", dir, err, fix)
+	} else {
+		m.Files = append(m.Files, File{Path: p(servingKey), Content: tlsKey, Private: true})
 	}
 	secret, err := yaml.Marshal(map[string]any{
 		"apiVersion": "v1",

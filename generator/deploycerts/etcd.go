@@ -60,6 +60,8 @@ func EnsureEtcd(moduleDir, dir string, secrets EtcdSecrets, namespace, clientNam
 			return nil, err
 		}
 		m.Files = append(m.Files, File{Path: p(etcdCACert), Content: caCert}, File{Path: p(etcdCAKey), Content: caKey, Private: true})
+	} else {
+		m.Files = append(m.Files, File{Path: p(etcdCAKey), Content: caKey, Private: true})
 	}
 	ca, err := certs.Parse(caCert, caKey)
 	if err != nil {
@@ -76,6 +78,8 @@ func EnsureEtcd(moduleDir, dir string, secrets EtcdSecrets, namespace, clientNam
 		m.Files = append(m.Files, File{Path: p(etcdMemberCert), Content: memberCert}, File{Path: p(etcdMemberKey), Content: memberKey, Private: true})
 	} else if err := checkLeaf(ca.Cert, etcdCACert, memberCert, memberDNSNames, now); err != nil {
 		return nil, fmt.Errorf("%s/%s: %v; %s", dir, etcdMemberCert, err, fix)
+	} else {
+		m.Files = append(m.Files, File{Path: p(etcdMemberKey), Content: memberKey, Private: true})
 	}
 	if clientCert == nil || clientKey == nil {
 		if clientCert, clientKey, err = newLeaf(ca, clientName, nil, nil, []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}, now); err != nil {
@@ -84,6 +88,8 @@ func EnsureEtcd(moduleDir, dir string, secrets EtcdSecrets, namespace, clientNam
 		m.Files = append(m.Files, File{Path: p(etcdClientCert), Content: clientCert}, File{Path: p(etcdClientKey), Content: clientKey, Private: true})
 	} else if err := checkLeaf(ca.Cert, etcdCACert, clientCert, nil, now); err != nil {
 		return nil, fmt.Errorf("%s/%s: %v; %s", dir, etcdClientCert, err, fix)
+	} else {
+		m.Files = append(m.Files, File{Path: p(etcdClientKey), Content: clientKey, Private: true})
 	}
 	var out []byte
 	for i, s := range []struct {

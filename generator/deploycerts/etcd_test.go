@@ -69,8 +69,17 @@ func TestEnsureEtcd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(again.Files) != 1 || filepath.Base(again.Files[0].Path) != EtcdSecretsFile {
-		t.Errorf("second run recreated files: %d files", len(again.Files))
+	// The second run issues nothing: it lists the Secrets and the existing keys (private,
+	// with the content they have, so that the writer tightens their mode).
+	var names2 []string
+	for _, f := range again.Files {
+		names2 = append(names2, filepath.Base(f.Path))
+		if base := filepath.Base(f.Path); base != EtcdSecretsFile && (!f.Private || string(f.Content) != string(byName[base])) {
+			t.Errorf("second run: %s private %v, content unchanged %v", base, f.Private, string(f.Content) == string(byName[base]))
+		}
+	}
+	if got := strings.Join(names2, " "); got != strings.Join([]string{etcdCAKey, etcdMemberKey, etcdClientKey, EtcdSecretsFile}, " ") {
+		t.Errorf("second run listed %s; want the keys and the Secrets only", got)
 	}
 	if _, err := EnsureEtcd(dir, "certs", secrets, "ns", "srv", []string{"other.svc"}, now); err == nil || !strings.Contains(err.Error(), "does not cover other.svc") {
 		t.Errorf("renamed members: err = %v, want a 'does not cover' error", err)

@@ -334,3 +334,73 @@ func TestApplyPrivateFilesMode(t *testing.T) {
 		}
 	}
 }
+
+// TestKeptPrivateFilesTightened checks that a private file kept from an earlier run (a
+// key, a Secret) whose mode lets group or others read it is made 0600 (issue #29): listed
+// by Diff (Plan.Chmod, which --verify reports through Stale) and changed by Apply only,
+// and put back by Undo.
+func TestKeptPrivateFilesTightened(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "certs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, mode := range map[string]os.FileMode{"certs/ca.key": 0o644, "certs/tls.key": 0o600, "certs/ca.crt": 0o644} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(name), mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(filepath.Join(dir, name), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files := []emit.File{
+		{Path: "certs/ca.key", Content: []byte("certs/ca.key"), Owner: emit.UserOwned, Private: true},
+		{Path: "certs/tls.key", Content: []byte("certs/tls.key"), Owner: emit.UserOwned, Private: true},
+		{Path: "certs/ca.crt", Content: []byte("certs/ca.crt"), Owner: emit.UserOwned},
+	}
+	mode := func(name string) os.FileMode {
+		t.Helper()
+		fi, err := os.Stat(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Mode().Perm()
+	}
+	plan, err := Diff(dir, files, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(plan.Chmod, []string{"certs/ca.key"}) || !slices.Equal(plan.Stale(), []string{"certs/ca.key"}) {
+		t.Fatalf("plan.Chmod %v, Stale %v; want certs/ca.key", plan.Chmod, plan.Stale())
+	}
+	if m := mode("certs/ca.key"); m != 0o644 {
+		t.Fatalf("Diff changed the mode to %v", m)
+	}
+	// A failure later in Apply puts the mode back.
+	plan.Delete = []string{"certs/gone.yaml"}
+	if err := os.WriteFile(filepath.Join(dir, "certs/gone.yaml"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	failing := Writer{Remove: func(string) error { return errors.New("disk on fire") }}
+	if _, err := failing.Apply(dir, plan); err == nil {
+		t.Fatal("Apply with a failing delete succeeded")
+	}
+	if m := mode("certs/ca.key"); m != 0o644 {
+		t.Errorf("after a failed Apply ca.key has mode %v, want 0644 back", m)
+	}
+	plan.Delete = nil
+	c, err := Writer{}.Apply(dir, plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]os.FileMode{"certs/ca.key": 0o600, "certs/tls.key": 0o600, "certs/ca.crt": 0o644} {
+		if m := mode(name); m != want {
+			t.Errorf("after Apply %s has mode %v, want %v", name, m, want)
+		}
+	}
+	if err := c.Undo(); err != nil {
+		t.Fatal(err)
+	}
+	if m := mode("certs/ca.key"); m != 0o644 {
+		t.Errorf("after Undo ca.key has mode %v, want 0644", m)
+	}
+}

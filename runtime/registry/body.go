@@ -55,6 +55,11 @@ type BodyReport struct {
 	// default of every field without omitempty ("" or 0) does not count as a default:
 	// it says what decoding leaves there, not what the API chose.
 	Absent [][]string
+	// AbsentObjects are the JSON paths of the optional objects with required properties
+	// that the body leaves out or sets to null, inside parents it sends (the top-level
+	// status excepted): validation demands nothing of them unless something after decoding
+	// (a hook) gave them a required value.
+	AbsentObjects [][]string
 }
 
 var _ BodyInspector = &REST{}
@@ -72,7 +77,7 @@ func (r *REST) InspectBody(version string, body []byte, yamlBody bool, opts Insp
 	if v == nil {
 		return out
 	}
-	if !opts.Limits && !v.hiddenRequired {
+	if !opts.Limits && !v.presence() {
 		return out // nothing to look for: no parse on the hot path
 	}
 	if yamlBody {
@@ -99,8 +104,8 @@ func (r *REST) InspectBody(version string, body []byte, yamlBody bool, opts Insp
 			}
 		}
 	}
-	if opts.Absent && v.hiddenRequired {
-		out.Absent = absentRequired(obj, v.structural, nil, true)
+	if opts.Absent && v.presence() {
+		out.Absent, out.AbsentObjects = absences(obj, v.structural, nil, true)
 	}
 	return out
 }
@@ -109,10 +114,18 @@ func (r *REST) InspectBody(version string, body []byte, yamlBody bool, opts Insp
 // value, an object of schema s, leaves out or sets to null, and those inside the
 // properties, items and map values it has.
 func absentRequired(value any, s *structuralschema.Structural, path []string, top bool) [][]string {
+	fields, _ := absences(value, s, path, top)
+	return fields
+}
+
+// absences returns absentRequired's paths (fields) and the paths of the optional objects
+// (structs) with required properties that value leaves out or sets to null (objects): a
+// CRD demands nothing of an object that is absent, while decoding into Go fills it with
+// zero values (and its defaults).
+func absences(value any, s *structuralschema.Structural, path []string, top bool) (fields, objects [][]string) {
 	if s == nil {
-		return nil
+		return nil, nil
 	}
-	var out [][]string
 	switch v := value.(type) {
 	case map[string]any:
 		if s.ValueValidation != nil {
@@ -123,25 +136,69 @@ func absentRequired(value any, s *structuralschema.Structural, path []string, to
 				if p, ok := s.Properties[name]; ok && p.Default.Object != nil && !zeroJSON(p.Default.Object) {
 					continue // a CRD would default it
 				}
-				out = append(out, append(slices.Clone(path), name))
+				fields = append(fields, append(slices.Clone(path), name))
+			}
+		}
+		for name, p := range s.Properties {
+			if top && (name == "metadata" || name == "status") || v[name] != nil {
+				continue
+			}
+			if optionalObject(s, name, &p) {
+				objects = append(objects, append(slices.Clone(path), name))
 			}
 		}
 		for name, child := range v {
 			if top && (name == "metadata" || name == "status") {
 				continue
 			}
+			var f, o [][]string
 			if p, ok := s.Properties[name]; ok {
-				out = append(out, absentRequired(child, &p, append(slices.Clone(path), name), false)...)
+				f, o = absences(child, &p, append(slices.Clone(path), name), false)
 			} else if s.AdditionalProperties != nil && s.AdditionalProperties.Structural != nil {
-				out = append(out, absentRequired(child, s.AdditionalProperties.Structural, append(slices.Clone(path), name), false)...)
+				f, o = absences(child, s.AdditionalProperties.Structural, append(slices.Clone(path), name), false)
 			}
+			fields, objects = append(fields, f...), append(objects, o...)
 		}
 	case []any:
 		for i, item := range v {
-			out = append(out, absentRequired(item, s.Items, append(slices.Clone(path), strconv.Itoa(i)), false)...)
+			f, o := absences(item, s.Items, append(slices.Clone(path), strconv.Itoa(i)), false)
+			fields, objects = append(fields, f...), append(objects, o...)
 		}
 	}
-	return out
+	return fields, objects
+}
+
+// optionalObject reports whether p, the property name of s, is an optional object (a
+// struct) with required properties of its own and no default other than {} (what
+// openapi-gen publishes for a struct: decoding's zero value, not the API's choice).
+func optionalObject(s *structuralschema.Structural, name string, p *structuralschema.Structural) bool {
+	return !required(s, name) && p.Type == "object" && len(p.Properties) > 0 &&
+		(p.Default.Object == nil || zeroJSON(p.Default.Object)) && hasRequired(p)
+}
+
+// hasRequired reports whether s, an object, lists required properties of its own.
+func hasRequired(s *structuralschema.Structural) bool {
+	return s.ValueValidation != nil && len(s.ValueValidation.Required) > 0
+}
+
+// hasOptionalRequired reports whether s has, anywhere, an optional object property
+// without a default that has required properties (absences' objects).
+func hasOptionalRequired(s *structuralschema.Structural) bool {
+	if s == nil {
+		return false
+	}
+	for name, p := range s.Properties {
+		if optionalObject(s, name, &p) {
+			return true
+		}
+		if hasOptionalRequired(&p) {
+			return true
+		}
+	}
+	if s.AdditionalProperties != nil && hasOptionalRequired(s.AdditionalProperties.Structural) {
+		return true
+	}
+	return hasOptionalRequired(s.Items)
 }
 
 // overLimits returns the size limits of s that value breaks, with the messages the

@@ -10,8 +10,11 @@ import (
 	"strconv"
 	"strings"
 
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"sigs.k8s.io/yaml"
 )
 
 // dropUnset removes from u, the unstructured form of the typed object obj, what the object
@@ -208,20 +211,88 @@ func WithAbsentFields(ctx context.Context, paths [][]string) context.Context {
 	return context.WithValue(ctx, absentFieldsKey{}, paths)
 }
 
-// dropAbsent removes from u the fields at the paths ctx carries (WithAbsentFields) that
-// hold a zero value.
-func dropAbsent(ctx context.Context, u map[string]any) {
-	paths, _ := ctx.Value(absentFieldsKey{}).([][]string)
-	for _, p := range paths {
+// absentObjectsKey is the context key of the optional objects a request's body left out.
+type absentObjectsKey struct{}
+
+// WithAbsentObjects returns ctx carrying the JSON paths of the optional objects with
+// required properties that the body of a create or update left out
+// (BodyReport.AbsentObjects). Validation treats each of them as absent, as a CRD does (it
+// demands nothing of an object that is not there), when its required properties hold
+// only the zero values (and defaults) decoding gave it; one a hook gave a required value
+// stands.
+func WithAbsentObjects(ctx context.Context, paths [][]string) context.Context {
+	if len(paths) == 0 {
+		return ctx
+	}
+	return context.WithValue(ctx, absentObjectsKey{}, paths)
+}
+
+// dropAbsent removes from u the fields at the paths fields (required fields a request
+// left out) that hold a zero value, creating their parents where u has none (an optional
+// struct decoded to its zero value, which dropUnset removed, though the request sent it),
+// and the objects at the paths objects (optional objects a request left out) whose
+// required properties are all missing or zero.
+func dropAbsent(u map[string]any, fields, objects [][]string, s *structuralschema.Structural) {
+	for _, p := range fields {
 		var parent any = u
 		for _, step := range p[:len(p)-1] {
-			parent = child(parent, step)
+			next := child(parent, step)
+			if m, ok := parent.(map[string]any); ok && next == nil {
+				next = map[string]any{}
+				m[step] = next
+			}
+			parent = next
 		}
 		last := p[len(p)-1]
 		if m, ok := parent.(map[string]any); ok && zeroJSON(m[last]) {
 			delete(m, last)
 		}
 	}
+	for _, p := range objects {
+		var parent any = u
+		for _, step := range p[:len(p)-1] {
+			parent = child(parent, step)
+		}
+		last := p[len(p)-1]
+		m, ok := parent.(map[string]any)
+		if !ok {
+			continue
+		}
+		obj, ok := m[last].(map[string]any)
+		ps := schemaAt(s, p)
+		if !ok || ps == nil || ps.ValueValidation == nil {
+			continue
+		}
+		if !slices.ContainsFunc(ps.ValueValidation.Required, func(name string) bool { return !zeroJSON(obj[name]) }) {
+			delete(m, last)
+		}
+	}
+}
+
+// contextAbsences returns the paths WithAbsentFields and WithAbsentObjects put in ctx.
+func contextAbsences(ctx context.Context) (fields, objects [][]string) {
+	fields, _ = ctx.Value(absentFieldsKey{}).([][]string)
+	objects, _ = ctx.Value(absentObjectsKey{}).([][]string)
+	return fields, objects
+}
+
+// schemaAt returns the schema of the value at path in an object of schema s.
+func schemaAt(s *structuralschema.Structural, path []string) *structuralschema.Structural {
+	for _, step := range path {
+		if s == nil {
+			return nil
+		}
+		if p, ok := s.Properties[step]; ok {
+			s = &p
+		} else if s.Items != nil {
+			s = s.Items
+		} else if s.AdditionalProperties != nil {
+			s = s.AdditionalProperties.Structural
+		} else {
+			return nil
+		}
+	}
+	return s
 }
 
 // child returns the member name of an object, or the element at index name of a list.
@@ -261,4 +332,148 @@ func zeroJSON(v any) bool {
 		return len(x) == 0
 	}
 	return false
+}
+
+// patchKey is the context key of a patch request's body.
+type patchKey struct{}
+
+// patchBody is the body of a patch request and its media type.
+type patchBody struct {
+	mediaType string
+	body      []byte
+}
+
+// Media types of patches.
+const (
+	mediaApplyPatch     = "application/apply-patch+yaml"
+	mediaMergePatch     = "application/merge-patch+json"
+	mediaJSONPatch      = "application/json-patch+json"
+	mediaStrategicPatch = "application/strategic-merge-patch+json"
+)
+
+// WithPatch returns ctx carrying the body of a patch (mediaType one of the patch media
+// types: JSON, merge, strategic merge or apply patch). Validation of the patched object
+// then finds which required fields and optional objects are absent from the result of the
+// patch, as a CRD's validation sees it (the patch applied to the old object's JSON, where
+// what a patch removes or never set is absent), although the typed result holds zero
+// values there.
+func WithPatch(ctx context.Context, mediaType string, body []byte) context.Context {
+	switch mediaType {
+	case mediaApplyPatch, mediaMergePatch, mediaJSONPatch, mediaStrategicPatch:
+		return context.WithValue(ctx, patchKey{}, patchBody{mediaType, body})
+	}
+	return ctx
+}
+
+// patchAbsences returns absences of the result of the patch ctx carries (WithPatch),
+// computed on JSON as a CRD's patch is: the patch applied to old, the old object's
+// unstructured form (dropUnset applied; nil for an apply that creates), where the optional
+// objects missing a required property were absent (a present one could not have been
+// stored without it). obj is the typed result and u its unstructured form. ok is false
+// when ctx carries no patch.
+func patchAbsences(ctx context.Context, s *structuralschema.Structural, obj runtime.Object, u, old map[string]any) (fields, objects [][]string, ok bool) {
+	p, ok := ctx.Value(patchKey{}).(patchBody)
+	if !ok {
+		return nil, nil, false
+	}
+	body := p.body
+	if p.mediaType == mediaApplyPatch {
+		var err error
+		if body, err = yaml.YAMLToJSON(body); err != nil {
+			return nil, nil, true
+		}
+	}
+	var result []byte
+	if old == nil {
+		if p.mediaType != mediaApplyPatch {
+			return nil, nil, true // only an apply creates
+		}
+		result = body
+	} else {
+		base := runtime.DeepCopyJSON(old)
+		dropIncomplete(base, s, true)
+		baseJSON, err := json.Marshal(base)
+		if err != nil {
+			return nil, nil, true
+		}
+		switch p.mediaType {
+		case mediaMergePatch, mediaApplyPatch:
+			result, err = jsonpatch.MergePatch(baseJSON, body)
+		case mediaJSONPatch:
+			var patch jsonpatch.Patch
+			if patch, err = jsonpatch.DecodePatch(body); err == nil {
+				result, err = patch.Apply(baseJSON)
+			}
+		case mediaStrategicPatch:
+			result, err = strategicpatch.StrategicMergePatch(baseJSON, body, obj)
+		}
+		if err != nil {
+			return nil, nil, true
+		}
+	}
+	var r map[string]any
+	if err := json.Unmarshal(result, &r); err != nil {
+		return nil, nil, true
+	}
+	if p.mediaType == mediaApplyPatch && old != nil {
+		// Server-side apply removes what the applier set before and leaves out now: what the
+		// merge above kept but the typed result has only as a zero value was removed.
+		dropRemoved(r, u, true)
+	}
+	fields, objects = absences(r, s, nil, true)
+	return fields, objects, true
+}
+
+// dropIncomplete removes from u, an object of schema s, the optional objects that lack
+// one of their required properties.
+func dropIncomplete(u map[string]any, s *structuralschema.Structural, top bool) {
+	if s == nil {
+		return
+	}
+	for name, v := range u {
+		if top && (name == "metadata" || name == "status") {
+			continue
+		}
+		p, ok := s.Properties[name]
+		if !ok {
+			continue
+		}
+		m, isMap := v.(map[string]any)
+		if !isMap {
+			continue
+		}
+		if optionalObject(s, name, &p) && slices.ContainsFunc(p.ValueValidation.Required, func(r string) bool { return m[r] == nil }) {
+			delete(u, name)
+			continue
+		}
+		dropIncomplete(m, &p, false)
+	}
+}
+
+// dropRemoved removes from r the members that are not zero in r but are zero or missing
+// in u (recursing into objects both have), and gives r u's lists: server-side apply
+// merges the elements of keyed lists, which the merge patch that made r does not, so
+// r's lists are not the result's.
+func dropRemoved(r, u map[string]any, top bool) {
+	for name, rv := range r {
+		if top && (name == "metadata" || name == "status" || name == "apiVersion" || name == "kind") {
+			continue
+		}
+		uv := u[name]
+		if zeroJSON(uv) && !zeroJSON(rv) {
+			delete(r, name)
+			continue
+		}
+		if _, ok := rv.([]any); ok {
+			if ul, ok := uv.([]any); ok {
+				r[name] = ul
+			}
+			continue
+		}
+		rm, ok1 := rv.(map[string]any)
+		um, ok2 := uv.(map[string]any)
+		if ok1 && ok2 {
+			dropRemoved(rm, um, false)
+		}
+	}
 }

@@ -153,3 +153,85 @@ func TestAbsentFieldsOfTheBody(t *testing.T) {
 	check("set by a hook", &presenceWidget{Spec: presenceSpec{Dock: "north", Code: "n", Size: 3, Items: []presenceSub{{Name: "a"}}}},
 		"spec.enabled: Required value")
 }
+
+// TestAbsencesOfPatches checks that validation finds what a patch leaves absent (issue
+// #29) on the result of the patch computed on JSON, as a CRD's validation sees it, though
+// the typed result holds zero values there: an apply that creates without a required
+// number, a merge or JSON patch that removes one, an apply that drops what its manager
+// set, and an optional struct (the spec) that is absent has no required fields.
+func TestAbsencesOfPatches(t *testing.T) {
+	v, err := newSchemaValidator(&Schema{Definitions: presenceDefs, Name: "com.example.v1.Widget"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !v.optionalRequired {
+		t.Error("spec is an optional struct with required fields, yet the schema is not marked so")
+	}
+	full := presenceSpec{Dock: "north", Code: "n", Size: 3, Enabled: true}
+	zeroes := presenceSpec{Dock: "north", Code: "n"}
+	for _, c := range []struct {
+		name, mediaType, patch string
+		obj, old               *presenceWidget // the typed result and the old object (nil: a create)
+		want                   []string
+	}{
+		{name: "apply creating without size and enabled", mediaType: mediaApplyPatch, patch: "spec:\n  dock: north\n  code: n\n",
+			obj: &presenceWidget{Spec: zeroes}, want: []string{"spec.size: Required value", "spec.enabled: Required value"}},
+		{name: "apply creating with 0 and false", mediaType: mediaApplyPatch, patch: `{"spec":{"dock":"north","code":"n","size":0,"enabled":false}}`,
+			obj: &presenceWidget{Spec: zeroes}},
+		{name: "apply creating without spec", mediaType: mediaApplyPatch, patch: `{"metadata":{"name":"w"}}`,
+			obj: &presenceWidget{}},
+		{name: "merge patch removing size", mediaType: mediaMergePatch, patch: `{"spec":{"size":null}}`,
+			obj: &presenceWidget{Spec: presenceSpec{Dock: "north", Code: "n", Enabled: true}}, old: &presenceWidget{Spec: full},
+			want: []string{"spec.size: Required value"}},
+		{name: "JSON patch removing enabled", mediaType: mediaJSONPatch, patch: `[{"op":"remove","path":"/spec/enabled"}]`,
+			obj: &presenceWidget{Spec: presenceSpec{Dock: "north", Code: "n", Size: 3}}, old: &presenceWidget{Spec: full},
+			want: []string{"spec.enabled: Required value"}},
+		{name: "merge patch of another field keeps 0 and false", mediaType: mediaMergePatch, patch: `{"spec":{"color":"red"}}`,
+			obj: &presenceWidget{Spec: presenceSpec{Dock: "north", Code: "n", Color: "red"}}, old: &presenceWidget{Spec: zeroes}},
+		{name: "strategic merge patch removing size", mediaType: mediaStrategicPatch, patch: `{"spec":{"size":null}}`,
+			obj: &presenceWidget{Spec: presenceSpec{Dock: "north", Code: "n", Enabled: true}}, old: &presenceWidget{Spec: full},
+			want: []string{"spec.size: Required value"}},
+		{name: "apply leaving out what its manager set", mediaType: mediaApplyPatch, patch: `{"spec":{"dock":"north","code":"n","enabled":true}}`,
+			obj: &presenceWidget{Spec: presenceSpec{Dock: "north", Code: "n", Enabled: true}}, old: &presenceWidget{Spec: full},
+			want: []string{"spec.size: Required value"}},
+		{name: "merge patch sending an optional struct without its required field", mediaType: mediaMergePatch, patch: `{"spec":{"sub":{}}}`,
+			obj: &presenceWidget{Spec: full}, old: &presenceWidget{Spec: full},
+			want: []string{"spec.sub.name: Required value"}},
+		{name: "merge patch giving an absent spec one field", mediaType: mediaMergePatch, patch: `{"spec":{"color":"red"}}`,
+			obj: &presenceWidget{Spec: presenceSpec{Color: "red"}}, old: &presenceWidget{},
+			want: []string{"spec.dock: Required value", "spec.code: Required value", "spec.size: Required value", "spec.enabled: Required value"}},
+	} {
+		ctx := WithPatch(context.Background(), c.mediaType, []byte(c.patch))
+		var got []string
+		var old runtime.Object
+		if c.old != nil {
+			old = c.old
+		}
+		for _, e := range v.validate(ctx, c.obj, old) {
+			got = append(got, e.Error())
+		}
+		if messages(got) != messages(c.want) {
+			t.Errorf("%s:\n%s\nwant:\n%s", c.name, messages(got), messages(c.want))
+		}
+	}
+
+	// A create without spec: the body inspector reports it (AbsentObjects), and nothing of
+	// it is required; one whose spec is sent empty gets every required field reported.
+	var body map[string]any
+	if err := json.Unmarshal([]byte(`{"metadata":{"name":"w"}}`), &body); err != nil {
+		t.Fatal(err)
+	}
+	fields, objects := absences(body, v.structural, nil, true)
+	ctx := WithAbsentObjects(WithAbsentFields(context.Background(), fields), objects)
+	if errs := v.validate(ctx, &presenceWidget{}, nil); len(errs) != 0 {
+		t.Errorf("a create without spec: %v", errs)
+	}
+	if err := json.Unmarshal([]byte(`{"metadata":{"name":"w"},"spec":{}}`), &body); err != nil {
+		t.Fatal(err)
+	}
+	fields, objects = absences(body, v.structural, nil, true)
+	ctx = WithAbsentObjects(WithAbsentFields(context.Background(), fields), objects)
+	if errs := v.validate(ctx, &presenceWidget{}, nil); len(errs) != 4 {
+		t.Errorf("a create with an empty spec: %v; want 4 errors", errs)
+	}
+}

@@ -57,6 +57,10 @@ type schemaValidator struct {
 	// and has no default: one decoding cannot tell apart from its zero value, so a body
 	// that leaves it out must be read (BodyInspector).
 	hiddenRequired bool
+	// optionalRequired is set when the schema has an optional object (a struct) with
+	// required properties: decoding cannot tell it absent, where a CRD demands nothing of
+	// it, from sent without them (BodyInspector).
+	optionalRequired bool
 	// embedded is set when the schema has x-kubernetes-embedded-resource nodes: free-form
 	// values that are Kubernetes objects, whose apiVersion, kind and metadata are
 	// checked and whose metadata is pruned as a CRD's are.
@@ -85,8 +89,12 @@ func newSchemaValidator(s *Schema) (*schemaValidator, error) {
 		return nil, fmt.Errorf("schema of %s: %w", s.Name, err)
 	}
 	return &schemaValidator{structural: structural, validator: validator, cel: cel.NewValidator(structural, true, celconfig.PerCallLimit),
-		hiddenRequired: hasHiddenRequired(structural), embedded: hasEmbeddedResource(structural)}, nil
+		hiddenRequired: hasHiddenRequired(structural), optionalRequired: hasOptionalRequired(structural), embedded: hasEmbeddedResource(structural)}, nil
 }
+
+// presence reports whether decoding into Go can hide what a CRD would see absent: a
+// required property that is not a string, or an optional object with required properties.
+func (v *schemaValidator) presence() bool { return v.hiddenRequired || v.optionalRequired }
 
 // hasEmbeddedResource reports whether a node of s is an embedded resource.
 func hasEmbeddedResource(s *structuralschema.Structural) bool {
@@ -184,11 +192,25 @@ func (v *schemaValidator) validate(ctx context.Context, obj, old runtime.Object)
 	// zero values where a request left fields out; drop them, so that the schema sees
 	// what a CRD would (see dropUnset).
 	dropUnset(obj, u, v.structural)
-	dropAbsent(ctx, u)
+	var ou map[string]any
+	if old != nil {
+		if ou, err = schemaInput(old); err != nil {
+			return field.ErrorList{field.InternalError(nil, err)}
+		}
+		dropUnset(old, ou, v.structural)
+	}
+	if v.presence() {
+		// What the request left out (a create's or update's body) or what is absent from the
+		// result of a patch, computed on JSON as a CRD computes the patch.
+		fields, objects, ok := patchAbsences(ctx, v.structural, obj, u, ou)
+		if !ok {
+			fields, objects = contextAbsences(ctx)
+		}
+		dropAbsent(u, fields, objects, v.structural)
+	}
 	structuraldefaulting.PruneNonNullableNullsWithoutDefaults(u, v.structural)
 	var errs field.ErrorList
 	var celOpts []cel.Option
-	var ou map[string]any
 	if v.embedded {
 		// apiVersion, kind and metadata of embedded resources, as a CRD's strategy checks them.
 		errs = append(errs, structuralobjectmeta.Validate(ctx, nil, u, v.structural, false)...)
@@ -197,10 +219,6 @@ func (v *schemaValidator) validate(ctx context.Context, obj, old runtime.Object)
 		errs = append(errs, apiextensionsvalidation.ValidateCustomResource(nil, u, v.validator)...)
 		errs = append(errs, structurallisttype.ValidateListSetsAndMaps(nil, v.structural, u)...)
 	} else {
-		if ou, err = schemaInput(old); err != nil {
-			return field.ErrorList{field.InternalError(nil, err)}
-		}
-		dropUnset(old, ou, v.structural)
 		structuraldefaulting.PruneNonNullableNullsWithoutDefaults(ou, v.structural)
 		// Ratcheting, as for CRDs: an invalid value that the update does not change is
 		// not an error, so tightening a constraint does not block unrelated updates.

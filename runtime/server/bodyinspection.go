@@ -32,9 +32,12 @@ type bodyInspectors map[schema.GroupResource]registry.BodyInspector
 //     managed fields are computed: those steps cost time in proportion to the size the
 //     limit exists to refuse (a map of 150,000 keys cost seconds before its 422), and
 //     parsing the body costs milliseconds;
-//   - the required fields a whole object (create or update) leaves out go into the
-//     request's context (registry.WithAbsentFields), so that validation reports them as
-//     a CRD does although the decoded Go object holds zero values there.
+//   - the required fields and optional objects a whole object (create or update) leaves
+//     out go into the request's context (registry.WithAbsentFields,
+//     registry.WithAbsentObjects), and so does the body of a patch (registry.WithPatch),
+//     so that validation reports missing required fields as a CRD does although the
+//     decoded Go object holds zero values there, and demands nothing of an absent
+//     optional struct.
 //
 // It runs after authentication and authorization.
 func withBodyInspection(h http.Handler, inspectors bodyInspectors, codecs runtime.NegotiatedSerializer, maxBody int64) http.Handler {
@@ -50,7 +53,7 @@ func withBodyInspection(h http.Handler, inspectors bodyInspectors, codecs runtim
 			h.ServeHTTP(w, req)
 			return
 		}
-		yamlBody, wholeObject := false, info.Verb == "create" || info.Verb == "update"
+		yamlBody, wholeObject, limits := false, info.Verb == "create" || info.Verb == "update", true
 		mediaType, _, _ := mime.ParseMediaType(req.Header.Get("Content-Type"))
 		switch mediaType {
 		case "application/json":
@@ -60,7 +63,10 @@ func withBodyInspection(h http.Handler, inspectors bodyInspectors, codecs runtim
 			wholeObject = false
 		case "application/apply-patch+yaml":
 			yamlBody, wholeObject = true, false
-		default: // JSON patches, strategic merge patches, other encodings: left to validation
+		case "application/json-patch+json", "application/strategic-merge-patch+json":
+			// Not an object: no limits to read in it, but validation reads the patch.
+			wholeObject, limits = false, false
+		default: // other encodings: left to validation
 			h.ServeHTTP(w, req)
 			return
 		}
@@ -70,9 +76,18 @@ func withBodyInspection(h http.Handler, inspectors bodyInspectors, codecs runtim
 		body, err := io.ReadAll(io.LimitReader(req.Body, maxBody+1))
 		_ = req.Body.Close()
 		req.Body = io.NopCloser(bytes.NewReader(body))
-		opts := registry.InspectOptions{Limits: len(body) >= limitCheckThreshold, Absent: wholeObject}
-		if err != nil || int64(len(body)) > maxBody || !opts.Limits && !opts.Absent {
-			h.ServeHTTP(w, req) // unreadable, too large or nothing to look for: the handler answers as usual
+		if err != nil || int64(len(body)) > maxBody {
+			h.ServeHTTP(w, req) // unreadable or too large: the handler answers as usual
+			return
+		}
+		ctx := req.Context()
+		if info.Verb == "patch" {
+			// Validation finds what is absent from the patched object on the patch itself.
+			ctx = registry.WithPatch(ctx, mediaType, body)
+		}
+		opts := registry.InspectOptions{Limits: limits && len(body) >= limitCheckThreshold, Absent: wholeObject}
+		if !opts.Limits && !opts.Absent {
+			h.ServeHTTP(w, req.WithContext(ctx))
 			return
 		}
 		report := inspector.InspectBody(info.APIVersion, body, yamlBody, opts)
@@ -85,6 +100,7 @@ func withBodyInspection(h http.Handler, inspectors bodyInspectors, codecs runtim
 			responsewriters.ErrorNegotiated(apierrors.NewInvalid(inspector.GroupKind(), name, report.OverLimits), codecs, gv, w, req)
 			return
 		}
-		h.ServeHTTP(w, req.WithContext(registry.WithAbsentFields(req.Context(), report.Absent)))
+		ctx = registry.WithAbsentObjects(registry.WithAbsentFields(ctx, report.Absent), report.AbsentObjects)
+		h.ServeHTTP(w, req.WithContext(ctx))
 	})
 }
