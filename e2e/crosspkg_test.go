@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -104,7 +106,8 @@ func specField(root *apiextensionsv1.JSONSchemaProps, path string) (apiextension
 // types, which is installed on a real kube-apiserver (cluster.KubeVersion). The generated
 // server (aagen up) and the CRD then get the same writes:
 //
-//   - each constraint violated alone: the same status, reason, message and causes
+//   - each constraint violated alone, on create, on an update (PUT) and a merge patch of a
+//     valid object, and on a server-side apply: the same status, reason, message and causes
 //     (field path and message of each);
 //   - a valid create leaving the defaulted fields out: the same defaults in the answer and
 //     when read back;
@@ -264,6 +267,48 @@ func TestCrossPackageMarkersLikeControllerGenCRD(t *testing.T) {
 				}
 				if answers["aagen"] != crdAnswer {
 					t.Errorf("create:\naagen: %s\nCRD:   %s", answers["aagen"], crdAnswer)
+				}
+				if c.wantSpec != "" {
+					return
+				}
+				// The same violation through the other write paths: an update (PUT) and a
+				// merge patch of a valid object, and a server-side apply creating one.
+				for _, path := range []string{"update", "merge patch", "apply"} {
+					answers := map[string]string{}
+					for _, s := range servers {
+						client := dynamic.NewForConfigOrDie(s.cfg).Resource(crates).Namespace(ns)
+						var got *unstructured.Unstructured
+						var err error
+						switch path {
+						case "update", "merge patch":
+							base := fmt.Sprintf("crate-%d-%s", i, strings.ReplaceAll(path, " ", "-"))
+							if _, err := client.Create(ctx, crate(base, valid(nil, nil)), metav1.CreateOptions{}); err != nil {
+								t.Fatalf("%s: creating the valid %s: %v", s.name, base, err)
+							}
+							if path == "update" {
+								cur, err := client.Get(ctx, base, metav1.GetOptions{})
+								if err != nil {
+									t.Fatal(err)
+								}
+								cur.Object["spec"] = runtime.DeepCopyJSONValue(c.spec)
+								got, err = client.Update(ctx, cur, metav1.UpdateOptions{})
+								answers[s.name] = describeAnswer(got, err)
+								continue
+							}
+							body, _ := json.Marshal(map[string]any{"spec": c.spec})
+							got, err = client.Patch(ctx, base, types.MergePatchType, body, metav1.PatchOptions{})
+						case "apply":
+							body, _ := json.Marshal(crate(fmt.Sprintf("crate-%d-apply", i), c.spec).Object)
+							got, err = client.Patch(ctx, fmt.Sprintf("crate-%d-apply", i), types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: "e2e"})
+						}
+						answers[s.name] = describeAnswer(got, err)
+					}
+					if !strings.HasPrefix(answers["crd"], "422 ") || !strings.Contains(answers["crd"], strings.Trim(strconv.Quote(c.message), `"`)) {
+						t.Errorf("the oracle: the CRD answered the %s\n  %s\nwant a 422 saying %q", path, answers["crd"], c.message)
+					}
+					if answers["aagen"] != answers["crd"] {
+						t.Errorf("%s:\naagen: %s\nCRD:   %s", path, answers["aagen"], answers["crd"])
+					}
 				}
 			})
 		}
