@@ -485,3 +485,19 @@ func preserveUnknown() *spec.Schema {
 		VendorExtensible: spec.VendorExtensible{Extensions: spec.Extensions{"x-kubernetes-preserve-unknown-fields": true}},
 	}
 }
+
+// NewBodyValidator returns a validator of objects of the OpenAPI definition name (the body
+// of an action, the type of a view) against the schema it publishes, with the code
+// a kind's objects are validated with (apiextensions-apiserver's validators, CEL rules
+// included; old, when not nil, is the previous value, for ratcheting and oldSelf). Field
+// paths are relative to the body. Like a kind's, the body's metadata is not validated by
+// the schema.
+func NewBodyValidator(defs openapicommon.GetOpenAPIDefinitions, name string) (func(ctx context.Context, obj, old runtime.Object) field.ErrorList, error) {
+	v, err := newSchemaValidator(&Schema{Definitions: defs, Name: name})
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, obj, old runtime.Object) field.ErrorList {
+		return v.validate(ctx, obj, old)
+	}, nil
+}

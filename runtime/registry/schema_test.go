@@ -101,3 +101,22 @@ func TestJSONSchemaPropsUnknownDefinition(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// A body (an action's input, a view) is validated against its own definition, with paths
+// relative to the body.
+func TestNewBodyValidator(t *testing.T) {
+	v, err := NewBodyValidator(defs("true"), "com.example.v1.WidgetSpec")
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := v(context.Background(), &unstructured.Unstructured{Object: map[string]any{"size": int64(0), "color": "red"}}, nil)
+	if len(errs) != 1 || errs[0].Field != "size" {
+		t.Errorf("errors %v; want one at size", errs)
+	}
+	if errs := v(context.Background(), &unstructured.Unstructured{Object: map[string]any{"size": int64(2)}}, nil); len(errs) != 0 {
+		t.Errorf("a valid body: %v", errs)
+	}
+	if _, err := NewBodyValidator(defs("true"), "com.example.v1.Missing"); err == nil {
+		t.Error("no error for a missing definition")
+	}
+}

@@ -106,10 +106,12 @@ func New(spec Spec, o *Options) (*genericapiserver.GenericAPIServer, genericapis
 	cfg.OpenAPIV3Config.Info.Version = spec.Version
 	cfg.EffectiveVersion = newEffectiveVersion(buildinfo.Read())
 	inspectors := bodyInspectors{}
+	patchTypes := subresourcePatchTypes{}
 	deprecated := spec.deprecations()
 	chain := cfg.BuildHandlerChainFunc
 	cfg.BuildHandlerChainFunc = func(h http.Handler, c *genericapiserver.Config) http.Handler {
 		h = withBodyInspection(h, inspectors, codecs, c.MaxRequestBodyBytes)
+		h = withSubresourcePatchTypes(h, patchTypes, codecs)
 		if len(deprecated) > 0 {
 			h = withDeprecationWarnings(h, deprecated)
 		}
@@ -146,7 +148,7 @@ func New(spec Spec, o *Options) (*genericapiserver.GenericAPIServer, genericapis
 	}
 	var migrated []migratedResource
 	for _, g := range spec.Groups {
-		m, err := installGroup(srv, spec, g, codecs, cfg.RESTOptionsGetter, inspectors, open)
+		m, err := installGroup(srv, spec, g, codecs, cfg.RESTOptionsGetter, inspectors, patchTypes, open)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -168,7 +170,7 @@ func New(spec Spec, o *Options) (*genericapiserver.GenericAPIServer, genericapis
 // installGroup builds the storage of each resource of g once and installs it under every
 // version the resource is served in.
 // It returns the resources whose stored objects the storage-version migration looks at.
-func installGroup(srv *genericapiserver.GenericAPIServer, spec Spec, g Group, codecs serializer.CodecFactory, getter generic.RESTOptionsGetter, inspectors bodyInspectors, open *openSubresources) ([]migratedResource, error) {
+func installGroup(srv *genericapiserver.GenericAPIServer, spec Spec, g Group, codecs serializer.CodecFactory, getter generic.RESTOptionsGetter, inspectors bodyInspectors, patchTypes subresourcePatchTypes, open *openSubresources) ([]migratedResource, error) {
 	info := newGroupInfo(spec, g, codecs)
 	var migrated []migratedResource
 	for _, r := range g.Resources {
@@ -179,6 +181,12 @@ func installGroup(srv *genericapiserver.GenericAPIServer, spec Spec, g Group, co
 		migrated = append(migrated, migratedResources(spec.Scheme, spec.StorageVersions, g.Name, storage)...)
 		if err := addStorageHooks(srv, storage); err != nil {
 			return nil, fmt.Errorf("%s.%s: %w", r.Plural, g.Name, err)
+		}
+		for path, s := range storage {
+			if err := validateSubresource(spec.OpenAPIDefinitions, s); err != nil {
+				return nil, fmt.Errorf("%s.%s: %w", path, g.Name, err)
+			}
+			patchTypes.add(g.Name, path, s)
 		}
 		for _, v := range r.Versions {
 			gv := schema.GroupVersion{Group: g.Name, Version: v.Name}

@@ -1,13 +1,22 @@
 package server
 
 import (
+	"fmt"
+	"mime"
 	"net/http"
+	"slices"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/endpoints/handlers/negotiation"
+	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
 	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
+	openapicommon "k8s.io/kube-openapi/pkg/common"
+	openapiutil "k8s.io/kube-openapi/pkg/util"
 
+	"github.com/aagen-dev/aagen/runtime/registry"
 	"github.com/aagen-dev/aagen/runtime/subresource"
 )
 
@@ -58,5 +67,64 @@ func (o *openSubresources) installDrain(srv *genericapiserver.GenericAPIServer) 
 			d.Drain()
 		}
 		return nil
+	})
+}
+
+// validateSubresource gives s, when its bodies are validated (actions, writable views), the
+// validator of its body type's OpenAPI definition: the schema /openapi/v3 publishes for it.
+func validateSubresource(defs openapicommon.GetOpenAPIDefinitions, s rest.Storage) error {
+	vs, ok := s.(subresource.Validated)
+	if !ok {
+		return nil
+	}
+	name := openapiutil.GetCanonicalTypeName(vs.New())
+	v, err := registry.NewBodyValidator(defs, name)
+	if err != nil {
+		return fmt.Errorf("the schema of the body: %w", err)
+	}
+	vs.SetValidator(v)
+	return nil
+}
+
+// subresourcePatchTypes are the patch types of the subresources that accept fewer than
+// k8s.io/apiserver offers (subresource.PatchTypes), by group and "<plural>/<sub>";
+// installGroup fills them before the server serves.
+type subresourcePatchTypes map[schema.GroupResource][]string
+
+func (p subresourcePatchTypes) add(group, path string, s rest.Storage) {
+	pt, ok := s.(subresource.PatchTypes)
+	if !ok {
+		return
+	}
+	var types []string
+	for _, t := range pt.PatchTypes() {
+		types = append(types, string(t))
+	}
+	p[schema.GroupResource{Group: group, Resource: path}] = types
+}
+
+// withSubresourcePatchTypes answers a PATCH of such a subresource in another patch type
+// with 415 Unsupported Media Type, listing the accepted ones, as k8s.io/apiserver's patch
+// handler answers a strategic merge patch of a custom resource. It runs after
+// authentication and authorization.
+func withSubresourcePatchTypes(h http.Handler, accepted subresourcePatchTypes, codecs runtime.NegotiatedSerializer) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		info, ok := request.RequestInfoFrom(req.Context())
+		if !ok || !info.IsResourceRequest || info.Subresource == "" || info.Verb != "patch" {
+			h.ServeHTTP(w, req)
+			return
+		}
+		types, ok := accepted[schema.GroupResource{Group: info.APIGroup, Resource: info.Resource + "/" + info.Subresource}]
+		if !ok {
+			h.ServeHTTP(w, req)
+			return
+		}
+		mediaType, _, _ := mime.ParseMediaType(req.Header.Get("Content-Type"))
+		if slices.Contains(types, mediaType) {
+			h.ServeHTTP(w, req)
+			return
+		}
+		gv := schema.GroupVersion{Group: info.APIGroup, Version: info.APIVersion}
+		responsewriters.ErrorNegotiated(negotiation.NewUnsupportedMediaTypeError(types), codecs, gv, w, req)
 	})
 }

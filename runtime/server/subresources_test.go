@@ -4,10 +4,14 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apiserver/pkg/endpoints/request"
 
 	"github.com/aagen-dev/aagen/runtime/subresource"
@@ -53,3 +57,41 @@ type plainStorage struct{}
 
 func (*plainStorage) New() runtime.Object { return &metav1.Status{} }
 func (*plainStorage) Destroy()            {}
+
+// A writable view takes JSON and merge patches; the other patch types get 415, as a
+// custom resource's strategic merge patches do; other subresources are left alone.
+func TestViewPatchTypes(t *testing.T) {
+	type obj = metav1.PartialObjectMetadata
+	view := subresource.NewView[*obj, *obj](nil, subresource.ViewFuncs[*obj, *obj]{
+		New: func() *obj { return &obj{} },
+		Get: func(_ context.Context, o *obj) (*obj, error) { return o, nil },
+		Set: func(context.Context, *obj, *obj) error { return nil },
+	})
+	accepted := subresourcePatchTypes{}
+	accepted.add("marina.example.com", "boats/berth", view)
+	accepted.add("marina.example.com", "boats/status", &plainStorage{})
+	scheme := runtime.NewScheme()
+	metav1.AddToGroupVersion(scheme, schema.GroupVersion{Version: "v1"})
+	codecs := serializer.NewCodecFactory(scheme)
+	h := withSubresourcePatchTypes(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }), accepted, codecs)
+	for _, c := range []struct {
+		sub, contentType string
+		want             int
+	}{
+		{"berth", "application/merge-patch+json", http.StatusOK},
+		{"berth", "application/json-patch+json", http.StatusOK},
+		{"berth", "application/strategic-merge-patch+json", http.StatusUnsupportedMediaType},
+		{"berth", "application/apply-patch+yaml", http.StatusUnsupportedMediaType},
+		{"status", "application/strategic-merge-patch+json", http.StatusOK},
+	} {
+		req := httptest.NewRequest(http.MethodPatch, "/apis/marina.example.com/v1alpha1/namespaces/ns/boats/a/"+c.sub, strings.NewReader("{}"))
+		req.Header.Set("Content-Type", c.contentType)
+		req = req.WithContext(request.WithRequestInfo(req.Context(), &request.RequestInfo{IsResourceRequest: true, Verb: "patch",
+			APIGroup: "marina.example.com", APIVersion: "v1alpha1", Resource: "boats", Subresource: c.sub, Name: "a"}))
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != c.want || c.want != http.StatusOK && !strings.Contains(rec.Body.String(), `"reason":"UnsupportedMediaType"`) {
+			t.Errorf("%s of boats/%s: %d %s, want %d", c.contentType, c.sub, rec.Code, rec.Body, c.want)
+		}
+	}
+}

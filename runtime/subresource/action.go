@@ -31,12 +31,19 @@ type ActionFunc[T runtime.Object, In runtime.Object] func(ctx context.Context, o
 // type In, like pods/eviction. Authorization sees verb create on "<plural>/<sub>"; admission
 // sees a create of the body (operation CREATE, the subresource's name, object In).
 type Action[T runtime.Object, In runtime.Object] struct {
-	parent Parent
-	newIn  func() In
-	do     ActionFunc[T, In]
+	parent   Parent
+	newIn    func() In
+	do       ActionFunc[T, In]
+	validate Validator
 }
 
-var _ rest.NamedCreater = &Action[*metav1.Status, *metav1.Status]{}
+var (
+	_ rest.NamedCreater = &Action[*metav1.Status, *metav1.Status]{}
+	_ Validated         = &Action[*metav1.Status, *metav1.Status]{}
+)
+
+// SetValidator sets the validator of the bodies.
+func (a *Action[T, In]) SetValidator(f Validator) { a.validate = f }
 
 // NewAction returns the storage of an action on parent's objects; newIn returns an empty body.
 func NewAction[T runtime.Object, In runtime.Object](parent Parent, newIn func() In, do ActionFunc[T, In]) *Action[T, In] {
@@ -49,17 +56,23 @@ func (a *Action[T, In]) New() runtime.Object { return a.newIn() }
 // Destroy does nothing: the main resource owns the storage.
 func (a *Action[T, In]) Destroy() {}
 
-// Create runs the action on the named object.
+// Create runs the action on the named object. The body is validated against its schema
+// before anything else; a body with object metadata makes its resourceVersion and uid
+// preconditions on the object, as a view's are (409 Conflict when they do not hold).
 func (a *Action[T, In]) Create(ctx context.Context, name string, obj runtime.Object, createValidation rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {
 	in, ok := obj.(In)
 	if !ok {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the body of this action must be a %T, not %T", a.newIn(), obj))
+	}
+	if err := validate(ctx, a.validate, obj, nil, name); err != nil {
+		return nil, err
 	}
 	if createValidation != nil {
 		if err := createValidation(ctx, obj); err != nil {
 			return nil, err
 		}
 	}
+	pre := preconditionsOf(in)
 	var (
 		out     runtime.Object
 		changed T
@@ -70,6 +83,9 @@ func (a *Action[T, In]) Create(ctx context.Context, name string, obj runtime.Obj
 			return nil, fmt.Errorf("unexpected stored object %T", old)
 		}
 		cur = cur.DeepCopyObject().(T)
+		if err := pre.apply(ctx, cur, name); err != nil {
+			return nil, err
+		}
 		res, err := a.do(ctx, cur, in)
 		if err != nil {
 			return nil, err

@@ -7,6 +7,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/registry/rest"
 )
 
@@ -25,8 +26,9 @@ type ViewFuncs[T runtime.Object, V runtime.Object] struct {
 // View is the storage of a read-only view subresource: GET <plural>/<name>/<sub> answers
 // another representation of the object (verb get).
 type View[T runtime.Object, V runtime.Object] struct {
-	parent Parent
-	funcs  ViewFuncs[T, V]
+	parent   Parent
+	funcs    ViewFuncs[T, V]
+	validate Validator
 }
 
 // WritableView is the storage of a view that also takes PUT and PATCH (verbs update and
@@ -39,7 +41,19 @@ var (
 	_ rest.Getter  = &View[*metav1.Status, *metav1.Status]{}
 	_ rest.Updater = &WritableView[*metav1.Status, *metav1.Status]{}
 	_ rest.Patcher = &WritableView[*metav1.Status, *metav1.Status]{}
+	_ Validated    = &WritableView[*metav1.Status, *metav1.Status]{}
+	_ PatchTypes   = &WritableView[*metav1.Status, *metav1.Status]{}
 )
+
+// SetValidator sets the validator of the views written (PUT, PATCH).
+func (v *WritableView[T, V]) SetValidator(f Validator) { v.validate = f }
+
+// PatchTypes are JSON patch and merge patch. A strategic merge patch is refused (415), as
+// kube-apiserver refuses it for custom resources, and so is server-side apply: a view has
+// no managed fields of its own, what it would own lies in the object.
+func (v *WritableView[T, V]) PatchTypes() []types.PatchType {
+	return []types.PatchType{types.JSONPatchType, types.MergePatchType}
+}
 
 // NewView returns the storage of a view of parent's objects: a *View, or a *WritableView
 // when funcs.Set is set.
@@ -71,7 +85,9 @@ func (v *View[T, V]) Get(ctx context.Context, name string, options *metav1.GetOp
 }
 
 // Update applies the view of the request (a PUT, or a patch applied to the current view) to
-// the named object. Admission sees views, old and new.
+// the named object. Admission sees views, old and new. The new view is validated against its
+// schema before Set runs, and its metadata is a precondition, as for /scale: a
+// resourceVersion other than the stored object's, or another uid, is a 409 Conflict.
 func (v *WritableView[T, V]) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc,
 	updateValidation rest.ValidateObjectUpdateFunc, forceAllowCreate bool, options *metav1.UpdateOptions) (runtime.Object, bool, error) {
 	info := updateFunc(func(ctx context.Context, old runtime.Object) (runtime.Object, error) {
@@ -91,12 +107,18 @@ func (v *WritableView[T, V]) Update(ctx context.Context, name string, objInfo re
 		if !ok {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("the body must be a %T, not %T", v.funcs.New(), updated))
 		}
+		if err := validate(ctx, v.validate, newView, oldView, name); err != nil {
+			return nil, err
+		}
 		if updateValidation != nil {
 			if err := updateValidation(ctx, newView, oldView); err != nil {
 				return nil, err
 			}
 		}
 		next := cur.DeepCopyObject().(T)
+		if err := preconditionsOf(newView).apply(ctx, next, name); err != nil {
+			return nil, err
+		}
 		if err := v.funcs.Set(ctx, next, newView); err != nil {
 			return nil, err
 		}

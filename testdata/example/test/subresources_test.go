@@ -69,7 +69,15 @@ func TestSubresources(t *testing.T) {
 	if b, err := boats.Get(ctx, name, metav1.GetOptions{}); err != nil || b.Spec.Dock != "east" || b.Status.Berth != 3 {
 		t.Errorf("after the patch the boat is %+v %+v (%v)", b.Spec, b.Status, err)
 	}
+	// The view read before the patch carries a stale resourceVersion: writing it back is a
+	// conflict, as for /scale, not a lost update.
+	if _, err := boats.UpdateBerth(ctx, name, berth, metav1.UpdateOptions{}); !apierrors.IsConflict(err) {
+		t.Errorf("UpdateBerth with a stale resourceVersion: want 409, got %v", err)
+	}
 	// A view that breaks the kind's schema is refused like any update of the boat.
+	if berth, err = boats.GetBerth(ctx, name, metav1.GetOptions{}); err != nil {
+		t.Fatalf("GetBerth: %v", err)
+	}
 	berth.Dock = "Not A Dock"
 	if _, err := boats.UpdateBerth(ctx, name, berth, metav1.UpdateOptions{}); !apierrors.IsInvalid(err) {
 		t.Errorf("UpdateBerth with an invalid dock: want 422, got %v", err)
