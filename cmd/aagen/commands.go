@@ -20,7 +20,8 @@ import (
 	"github.com/aagen-dev/aagen/generator/deploycerts"
 	"github.com/aagen-dev/aagen/generator/emit"
 	"github.com/aagen-dev/aagen/generator/layout"
-	"github.com/aagen-dev/aagen/internal/gocmd"
+	"github.com/aagen-dev/aagen/internal/conformance"
+	"github.com/aagen-dev/aagen/internal/serverbuild"
 	"github.com/aagen-dev/aagen/runtime/buildinfo"
 )
 
@@ -36,7 +37,7 @@ the server command.`,
 		SilenceErrors: true,
 	}
 	root.PersistentFlags().BoolP("verbose", "v", false, "print detail: each generator's time and each file written or deleted")
-	root.AddCommand(newInitCommand(), newCreateCommand(), newGenerateCommand(), newUpCommand(), newCertsCommand(), newVersionCommand())
+	root.AddCommand(newInitCommand(), newCreateCommand(), newGenerateCommand(), newUpCommand(), newCertsCommand(), newConformanceCommand(), newVersionCommand())
 	return root
 }
 
@@ -178,15 +179,8 @@ func up(ctx context.Context, o generator.Options, stateDir, datastore string, se
 	}
 	fmt.Fprintf(log, "aagen: building %s (the first build compiles k8s.io/apiserver and etcd: a few minutes)\n", res.ServerName)
 	start := time.Now()
-	// The server reports the aagen that built it (see buildinfo.AagenVersionLinkFlag).
-	// The go command's messages (downloads, compiler errors) reach the user as they come,
-	// so the error need not repeat them.
-	build := gocmd.Cmd{Args: []string{"build", "-ldflags=" + buildinfo.AagenVersionLinkFlag(buildinfo.Read().Aagen), "-o", bin, "./cmd/" + res.ServerName}, Dir: root, Stderr: stderr}
-	if _, err := build.Run(ctx); err != nil {
-		if ge, ok := errors.AsType[*gocmd.Error](err); ok {
-			err = ge.Err
-		}
-		return fmt.Errorf("building %s: %w", res.ServerName, err)
+	if err := serverbuild.Build(ctx, root, res.ServerName, bin, stderr); err != nil {
+		return err
 	}
 	fmt.Fprintf(log, "aagen: built %s in %.0fs; starting it (Ctrl-C stops it)\n", bin, time.Since(start).Seconds())
 	storageArgs, err := upStorageArgs(datastore, state)
@@ -296,4 +290,39 @@ func newVersionCommand() *cobra.Command {
 			}
 		},
 	}
+}
+
+func newConformanceCommand() *cobra.Command {
+	var f generateFlags
+	var binDir string
+	cmd := &cobra.Command{
+		Use:   "conformance [packages]",
+		Short: "Send the same requests to the generated server and to controller-gen's CRD and show every difference",
+		Long: `conformance generates the server (as up does) and builds it; builds kube-apiserver ` + conformance.KubeVersion + ` and
+controller-gen ` + conformance.ControllerGenVersion + ` from Go modules into a cache (--bin-dir); writes the CRDs of the same
+types with controller-gen and installs them on kube-apiserver; then sends both servers the
+same requests, derived from the types (a valid object, each constraint at its boundary and
+past it, on create, update, merge patch, JSON patch and server-side apply; CEL rules violated;
+defaults; required fields; unknown fields; status writes; lists, dry run, finalizers), and
+compares status code, reason, message, causes and the returned object. It prints one table
+and exits non-zero when a difference is not listed as intended (docs/conformance.md).`,
+		Example: `  aagen conformance ./pkg/apis/...`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				args = []string{"./..."}
+			}
+			o := f.options(cmd, args)
+			res, err := conformance.Run(cmd.Context(), conformance.Options{Generate: o, BinDir: binDir, Out: cmd.OutOrStdout(), Log: cmd.ErrOrStderr()})
+			if err != nil {
+				return err
+			}
+			if n := len(res.Unlisted); n > 0 {
+				return fmt.Errorf("%d difference(s) between the generated server and the CRD not listed as intended", n)
+			}
+			return nil
+		},
+	}
+	f.add(cmd, false)
+	cmd.Flags().StringVar(&binDir, "bin-dir", "", "where kube-apiserver and controller-gen are built and kept (default <user cache dir>/aagen/bin)")
+	return cmd
 }

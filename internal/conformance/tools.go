@@ -1,0 +1,113 @@
+package conformance
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"time"
+
+	"github.com/aagen-dev/aagen/internal/gocmd"
+	"github.com/aagen-dev/aagen/runtime/atomicfile"
+	"github.com/aagen-dev/aagen/runtime/filelock"
+)
+
+// The versions of the oracle's tools. They equal e2e/cluster's (KubeVersion,
+// ControllerGenVersion): TestToolModulesMatchE2E checks that toolmods/ is a copy of
+// e2e/tools, whose go.mod pins them.
+const (
+	KubeVersion          = "v1.37.2"
+	ControllerGenVersion = "v0.23.0"
+)
+
+// toolModules are the pinned tool modules (go.mod, go.sum and tools.go of e2e/tools/<name>,
+// stored with a .txt suffix: a directory holding a go.mod is another module, which go:embed
+// cannot reach). They are written out at run time and built with the go command, whose
+// module cache downloads what go.sum pins.
+//
+//go:embed toolmods
+var toolModules embed.FS
+
+// tool is one binary the comparison needs.
+type tool struct {
+	module, pkg, name, version string
+}
+
+var (
+	kubeAPIServerTool = tool{"kube-apiserver", "k8s.io/kubernetes/cmd/kube-apiserver", "kube-apiserver", KubeVersion}
+	controllerGenTool = tool{"controller-gen", "sigs.k8s.io/controller-tools/cmd/controller-gen", "controller-gen", ControllerGenVersion}
+)
+
+// DefaultBinDir is where the tools are built for a user: <user cache dir>/aagen/bin.
+func DefaultBinDir() (string, error) {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "aagen", "bin"), nil
+}
+
+// binary returns the path of t in binDir as <name>-<version> (the names e2e/cluster uses in
+// .cache/bin), building it from its pinned module first when it is not there.
+func (t tool) binary(ctx context.Context, binDir string, log io.Writer) (string, error) {
+	bin := filepath.Join(binDir, t.name+"-"+t.version)
+	if _, err := os.Stat(bin); err == nil {
+		return bin, nil
+	}
+	if err := os.MkdirAll(binDir, 0o755); err != nil {
+		return "", err
+	}
+	lock, err := filelock.Acquire(bin + ".lock")
+	if err != nil {
+		return "", err
+	}
+	defer lock.Release()
+	if _, err := os.Stat(bin); err == nil { // another process built it meanwhile
+		return bin, nil
+	}
+	modDir := filepath.Join(binDir, "modules", t.module)
+	if err := writeToolModule(t.module, modDir); err != nil {
+		return "", err
+	}
+	fmt.Fprintf(log, "aagen conformance: building %s %s from Go modules into %s (minutes on a cold cache)\n", t.name, t.version, bin)
+	start := time.Now()
+	tmp := fmt.Sprintf("%s.build%d", bin, os.Getpid())
+	defer os.Remove(tmp)
+	if _, err := (gocmd.Cmd{Args: []string{"build", "-o", tmp, t.pkg}, Dir: modDir}).Run(ctx); err != nil {
+		return "", fmt.Errorf("building %s: %w", t.name, err)
+	}
+	err = atomicfile.Write(bin, 0o755, func(w io.Writer) error {
+		f, err := os.Open(tmp)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		_, err = io.Copy(w, f)
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	fmt.Fprintf(log, "aagen conformance: built %s in %s\n", t.name, time.Since(start).Round(time.Second))
+	return bin, nil
+}
+
+// writeToolModule writes the pinned module of a tool (go.mod, go.sum, tools.go) into dir.
+func writeToolModule(module, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, name := range []string{"go.mod", "go.sum", "tools.go"} {
+		data, err := toolModules.ReadFile(path.Join("toolmods", module, name+".txt"))
+		if err != nil {
+			return err
+		}
+		if err := atomicfile.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
