@@ -27,13 +27,6 @@ var exampleKnownDifferences = []string{
 	`Boat | spec.dock Pattern=^[a-z0-9-]*$: "" | merge-patch`,
 	`Boat | spec.dock Pattern=^[a-z0-9-]*$: "" | json-patch`,
 	`Boat | spec.dock Pattern=^[a-z0-9-]*$: "" | apply`,
-	// A required field removed by a patch: the typed server does not see it absent (the
-	// decoded object has the zero value), so it reports other errors (Boat: the CEL rule on
-	// sails) or accepts the patch (Dock), where the CRD answers Required value.
-	`Boat | spec.lengthMeters required: absent | merge-patch`,
-	`Boat | spec.lengthMeters required: absent | json-patch`,
-	`Dock | spec.berths required: absent | merge-patch`,
-	`Dock | spec.berths required: absent | json-patch`,
 	// A zero int32 without omitempty set on create: the generated server's managedFields
 	// leave f:berths out.
 	`Dock | spec.berths Minimum=0: 0 | create`,
