@@ -139,10 +139,15 @@ func (r *REST) InspectBody(version string, body []byte, format BodyFormat, opts 
 		out.OverLimits = overLimits(obj, v.structural, nil)
 		if meta != nil {
 			path := field.NewPath("metadata")
-			if labels, ok := stringMap(meta["labels"]); ok {
+			labelMap, _ := meta["labels"].(map[string]any)
+			annotationMap, _ := meta["annotations"].(map[string]any)
+			finalizers, _ := meta["finalizers"].([]any)
+			counts := metadataCounts(nonNull(labelMap), nonNull(annotationMap), len(finalizers), nil)
+			out.OverLimits = append(out.OverLimits, counts...)
+			if labels, ok := stringMap(meta["labels"]); ok && len(labelMap) <= MaxLabels {
 				out.OverLimits = append(out.OverLimits, metav1validation.ValidateLabels(labels, path.Child("labels"))...)
 			}
-			if annotations, ok := stringMap(meta["annotations"]); ok {
+			if annotations, ok := stringMap(meta["annotations"]); ok && len(annotationMap) <= MaxAnnotations {
 				out.OverLimits = append(out.OverLimits, apimachineryvalidation.ValidateAnnotations(annotations, path.Child("annotations"))...)
 			}
 		}
