@@ -57,7 +57,14 @@ func probeProtoFields(t reflect.Type) map[protowire.Number]protoField {
 	if t.Kind() != reflect.Struct || !reflect.PointerTo(t).Implements(protoMarshalerType) || customJSON(t) {
 		return nil
 	}
-	zero, ok := protoFieldBytes(reflect.New(t))
+	zero, ok := func() (m map[protowire.Number][]byte, ok bool) {
+		defer func() {
+			if recover() != nil {
+				m, ok = nil, false
+			}
+		}()
+		return protoFieldBytes(reflect.New(t))
+	}()
 	if !ok {
 		return nil
 	}
@@ -75,11 +82,7 @@ func probeProtoFields(t reflect.Type) map[protowire.Number]protoField {
 		if name == "" && !inline {
 			name = sf.Name
 		}
-		v := reflect.New(t)
-		if !setProbe(v.Elem().Field(i)) {
-			continue
-		}
-		probed, ok := protoFieldBytes(v)
+		probed, ok := probeField(t, i)
 		if !ok {
 			continue
 		}
@@ -94,6 +97,22 @@ func probeProtoFields(t reflect.Type) map[protowire.Number]protoField {
 		}
 	}
 	return out
+}
+
+// probeField marshals a value of t with field i set, by field number. A field that
+// cannot be probed (its Marshal fails or panics) is left out: the body is read as if it
+// did not hold it, and validation after decoding answers for it.
+func probeField(t reflect.Type, i int) (fields map[protowire.Number][]byte, ok bool) {
+	defer func() {
+		if recover() != nil {
+			fields, ok = nil, false
+		}
+	}()
+	v := reflect.New(t)
+	if !setProbe(v.Elem().Field(i)) {
+		return nil, false
+	}
+	return protoFieldBytes(v)
 }
 
 // protoFieldBytes marshals v (a pointer) and returns the bytes of each field number.

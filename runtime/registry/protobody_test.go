@@ -3,11 +3,15 @@ package registry
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/encoding/protowire"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -228,4 +232,51 @@ func sortedErrors(errs field.ErrorList) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// TestProtoFieldsMatchDeclaredNumbers checks the probing of field numbers against the
+// numbers k8s.io/api declares in its protobuf tags, over every struct reachable from a
+// Pod and a Deployment (go-to-protobuf's wire format, which aagen's generated code
+// writes too).
+func TestProtoFieldsMatchDeclaredNumbers(t *testing.T) {
+	seen := map[reflect.Type]bool{}
+	checked := 0
+	var walk func(rt reflect.Type)
+	walk = func(rt reflect.Type) {
+		for rt.Kind() == reflect.Pointer || rt.Kind() == reflect.Slice || rt.Kind() == reflect.Map {
+			rt = rt.Elem()
+		}
+		if rt.Kind() != reflect.Struct || seen[rt] {
+			return
+		}
+		seen[rt] = true
+		fields := protoFieldsOf(rt)
+		if fields == nil {
+			return
+		}
+		for i := range rt.NumField() {
+			sf := rt.Field(i)
+			tag := sf.Tag.Get("protobuf")
+			if tag == "" || !sf.IsExported() {
+				continue
+			}
+			parts := strings.Split(tag, ",")
+			num, err := strconv.Atoi(parts[1])
+			if err != nil {
+				t.Fatalf("%s.%s: tag %q", rt, sf.Name, tag)
+			}
+			f, ok := fields[protowire.Number(num)]
+			if !ok || f.typ != sf.Type {
+				t.Errorf("%s.%s: declared number %d, probed %+v", rt, sf.Name, num, f)
+			}
+			checked++
+			walk(sf.Type)
+		}
+	}
+	walk(reflect.TypeFor[corev1.Pod]())
+	walk(reflect.TypeFor[appsv1.Deployment]())
+	if checked < 300 {
+		t.Errorf("checked %d fields; want the hundreds of a pod and a deployment", checked)
+	}
+	t.Logf("%d fields of %d types", checked, len(seen))
 }
