@@ -227,6 +227,36 @@ func TestValidation(t *testing.T) {
 		if perProto > 250*max(perCreate, 0.5) {
 			t.Errorf("a refused protobuf request over a limit cost %.0fx an ordinary create (%.1f vs %.1f clock ticks); want under 250x", perProto/max(perCreate, 0.5), perProto, perCreate)
 		}
+
+		// 150,000 labels and 250,000 finalizers, over the bounds of 1,000 and 100: each
+		// cost 10 to 70 s of CPU in managed fields before the bounds.
+		labels := map[string]any{}
+		for i := range 150000 {
+			labels[fmt.Sprintf("l%d", i)] = ""
+		}
+		finalizers := make([]any, 250000)
+		for i := range finalizers {
+			finalizers[i] = "x/f" // 6 bytes each in JSON: 1.5 MB, under the 3 MiB body limit
+		}
+		for _, c := range []struct {
+			field string
+			value any
+			want  string
+		}{
+			{"labels", labels, "metadata.labels: Too many: 150000: must have at most 1000 items"},
+			{"finalizers", finalizers, "metadata.finalizers: Too many: 250000: must have at most 100 items"},
+		} {
+			b := obj("Boat", "many-"+c.field, map[string]any{"dock": "north", "lengthMeters": int64(4)})
+			_ = unstructured.SetNestedField(b.Object, c.value, "metadata", c.field)
+			before = cpuTicks(t, pid)
+			_, err := bc.Create(ctx, b, metav1.CreateOptions{})
+			ticks := float64(cpuTicks(t, pid) - before)
+			checkInvalid(t, err, "Boat", "many-"+c.field, []string{c.want})
+			t.Logf("server CPU: %.1f ticks for the refused create with %s", ticks, c.field)
+			if ticks > 250*max(perCreate, 0.5) {
+				t.Errorf("a refused create with too many %s cost %.0fx an ordinary create (%.1f vs %.1f clock ticks); want under 250x", c.field, ticks/max(perCreate, 0.5), ticks, perCreate)
+			}
+		}
 	})
 
 	t.Run("transition rule with oldSelf", func(t *testing.T) {
