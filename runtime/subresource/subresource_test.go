@@ -473,3 +473,51 @@ func TestConnectionWebSocketStalledReaderTimesOut(t *testing.T) {
 		}
 	}
 }
+
+// blockingWriter blocks every write until release is closed.
+type blockingWriter struct{ release chan struct{} }
+
+func (b blockingWriter) Write(p []byte) (int, error) {
+	<-b.release
+	return 0, io.ErrClosedPipe
+}
+
+// TestConnectionSPDYStalledReaderTimesOut is the SPDY counterpart of
+// TestConnectionWebSocketStalledReaderTimesOut: client-go's SPDY executor whose stdout
+// stops taking data stops reading the connection, and the server's writer must end after
+// the write timeout with the timeout as its error.
+func TestConnectionSPDYStalledReaderTimesOut(t *testing.T) {
+	done := make(chan error, 1)
+	var written atomic.Int64
+	chunk := bytes.Repeat([]byte("x"), 64<<10)
+	c := NewConnection(newParent(), func() *object { return &object{} }, func(ctx context.Context, obj *object, s Session) error {
+		for {
+			n, err := s.Stdout.Write(chunk)
+			written.Add(int64(n))
+			if err != nil {
+				done <- err
+				return err
+			}
+		}
+	})
+	c.WriteTimeout = time.Second
+	srv := serveConnecter(t, c, true)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	release := make(chan struct{})
+	defer close(release)
+	cfg := &restclient.Config{Host: srv.URL, TLSClientConfig: restclient.TLSClientConfig{Insecure: true}}
+	ex, err := remotecommand.NewSPDYExecutor(cfg, "POST", mustParse(t, srv.URL+"?stdout=true"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: blockingWriter{release}}) }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, os.ErrDeadlineExceeded) || !strings.Contains(err.Error(), "writing to the client") {
+			t.Errorf("the stalled SPDY connection's writer ended with %v; want the write timeout", err)
+		}
+	case <-time.After(20 * time.Second): // generous: the write timeout is 1 s
+		t.Fatalf("the writer of a stalled SPDY connection never gave up (%d bytes accepted)", written.Load())
+	}
+}
