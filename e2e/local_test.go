@@ -364,19 +364,26 @@ func TestLocalServer(t *testing.T) {
 			t.Errorf("no credentials: got %d, want 401", code)
 		}
 		insecure := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+		// The TLS handshake without a client certificate succeeds (the server asks for
+		// one, it does not require it); the request then gets 401.
 		resp, err := insecure.Get(cfg.Host + "/apis/marina.example.com/v1alpha1/boats")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusUnauthorized {
-				t.Errorf("no client certificate: got %d, want 401", resp.StatusCode)
-			}
+		if err != nil {
+			t.Fatalf("no client certificate: %v; want a 401 answer", err)
 		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("no client certificate: got %d, want 401", resp.StatusCode)
+		}
+		// Plain HTTP to the TLS port: Go's TLS server answers 400 and nothing else.
 		plain := strings.Replace(cfg.Host, "https://", "http://", 1)
-		if resp, err := http.Get(plain + "/apis"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode < 400 {
-				t.Errorf("plain HTTP answered %d", resp.StatusCode)
-			}
+		resp, err = http.Get(plain + "/apis")
+		if err != nil {
+			t.Fatalf("plain HTTP: %v; want a 400 answer", err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "Client sent an HTTP request to an HTTPS server") {
+			t.Errorf("plain HTTP answered %d %q, want 400 \"Client sent an HTTP request to an HTTPS server\"", resp.StatusCode, body)
 		}
 	})
 
@@ -628,6 +635,15 @@ func TestLocalServer(t *testing.T) {
 		}
 		if out, err := kubectl(t, up.kubeconfig, "", "scale", "fleet/armada", "-n", ns, "--replicas=-1"); err == nil {
 			t.Errorf("kubectl scale --replicas=-1 succeeded:\n%s", out)
+		}
+		// kubectl refuses a negative count itself; the server refuses it too (422).
+		neg, err := fc.Get(ctx, "armada", metav1.GetOptions{}, "scale")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = unstructured.SetNestedField(neg.Object, int64(-1), "spec", "replicas")
+		if _, err := fc.Update(ctx, neg, metav1.UpdateOptions{}, "scale"); !apierrors.IsInvalid(err) {
+			t.Errorf("PUT /scale with replicas -1: want 422 Invalid, got %v", err)
 		}
 		f, err = fc.Get(ctx, "armada", metav1.GetOptions{})
 		if err != nil {

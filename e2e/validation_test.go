@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +16,7 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/protobuf/encoding/protowire"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -208,6 +211,51 @@ func TestValidation(t *testing.T) {
 		// now parsing the 2.2 MB body dominates (tens of ordinary creates, more on a loaded machine).
 		if perOver > 250*max(perCreate, 0.5) {
 			t.Errorf("a refused request over a limit cost %.0fx an ordinary create (%.1f vs %.1f clock ticks); want under 250x", perOver/max(perCreate, 0.5), perOver, perCreate)
+		}
+
+		// The same check for a protobuf body: a Boat with 1.4 million empty crew entries
+		// where the schema allows 12 (2.8 MB; each entry is two bytes on the wire). Before
+		// the check covered protobuf, this cost about 6 s of CPU before its 422.
+		pb := protobufBoat(ns, "crowded", 1400000)
+		before = cpuTicks(t, pid)
+		status, body := postProtobuf(t, cfg, "/apis/marina.example.com/v1alpha1/namespaces/"+ns+"/boats", pb)
+		perProto := float64(cpuTicks(t, pid) - before)
+		if status != 422 || !strings.Contains(string(body), `spec.crew: Too many: 1400000: must have at most 12 items`) {
+			t.Fatalf("a protobuf Boat with 1.4 million crew entries: %d %s; want 422 naming spec.crew", status, body)
+		}
+		t.Logf("server CPU: %.1f ticks for the refused %.1f MB protobuf create", perProto, float64(len(pb))/1e6)
+		if perProto > 250*max(perCreate, 0.5) {
+			t.Errorf("a refused protobuf request over a limit cost %.0fx an ordinary create (%.1f vs %.1f clock ticks); want under 250x", perProto/max(perCreate, 0.5), perProto, perCreate)
+		}
+
+		// 150,000 labels and 250,000 finalizers, over the bounds of 1,000 and 100: each
+		// cost 10 to 70 s of CPU in managed fields before the bounds.
+		labels := map[string]any{}
+		for i := range 150000 {
+			labels[fmt.Sprintf("l%d", i)] = ""
+		}
+		finalizers := make([]any, 250000)
+		for i := range finalizers {
+			finalizers[i] = "x/f" // 6 bytes each in JSON: 1.5 MB, under the 3 MiB body limit
+		}
+		for _, c := range []struct {
+			field string
+			value any
+			want  string
+		}{
+			{"labels", labels, "metadata.labels: Too many: 150000: must have at most 1000 items"},
+			{"finalizers", finalizers, "metadata.finalizers: Too many: 250000: must have at most 100 items"},
+		} {
+			b := obj("Boat", "many-"+c.field, map[string]any{"dock": "north", "lengthMeters": int64(4)})
+			_ = unstructured.SetNestedField(b.Object, c.value, "metadata", c.field)
+			before = cpuTicks(t, pid)
+			_, err := bc.Create(ctx, b, metav1.CreateOptions{})
+			ticks := float64(cpuTicks(t, pid) - before)
+			checkInvalid(t, err, "Boat", "many-"+c.field, []string{c.want})
+			t.Logf("server CPU: %.1f ticks for the refused create with %s", ticks, c.field)
+			if ticks > 250*max(perCreate, 0.5) {
+				t.Errorf("a refused create with too many %s cost %.0fx an ordinary create (%.1f vs %.1f clock ticks); want under 250x", c.field, ticks/max(perCreate, 0.5), ticks, perCreate)
+			}
 		}
 	})
 
@@ -452,4 +500,50 @@ func cpuTicks(t *testing.T, pid int) int64 {
 		t.Fatalf("parsing /proc/%d/stat: %v %v", pid, err1, err2)
 	}
 	return utime + stime
+}
+
+// protobufBoat is the protobuf body of a Boat (field numbers from the example's
+// zz_generated.protobuf-numbers.txt: metadata 1, spec 2; spec.dock 1, lengthMeters 2,
+// crew 3) with crew empty crew entries.
+func protobufBoat(ns, name string, crew int) []byte {
+	meta := protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), name)
+	meta = protowire.AppendString(protowire.AppendTag(meta, 3, protowire.BytesType), ns)
+	spec := protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), "north")
+	spec = protowire.AppendVarint(protowire.AppendTag(spec, 2, protowire.VarintType), 4)
+	spec = slices.Grow(spec, 2*crew)
+	for range crew {
+		spec = protowire.AppendString(protowire.AppendTag(spec, 3, protowire.BytesType), "")
+	}
+	raw := protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), meta)
+	raw = protowire.AppendBytes(protowire.AppendTag(raw, 2, protowire.BytesType), spec)
+	typeMeta := protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), "marina.example.com/v1alpha1")
+	typeMeta = protowire.AppendString(protowire.AppendTag(typeMeta, 2, protowire.BytesType), "Boat")
+	out := append([]byte("k8s\x00"), protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), typeMeta)...)
+	return protowire.AppendBytes(protowire.AppendTag(out, 2, protowire.BytesType), raw)
+}
+
+// postProtobuf sends body as a protobuf create to path and returns the status and the
+// (JSON) answer.
+func postProtobuf(t *testing.T, cfg *rest.Config, path string, body []byte) (int, []byte) {
+	t.Helper()
+	rt, err := rest.TransportFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequest(http.MethodPost, strings.TrimSuffix(cfg.Host, "/")+path, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/vnd.kubernetes.protobuf")
+	req.Header.Set("Accept", "application/json")
+	resp, err := (&http.Client{Transport: rt, Timeout: 2 * time.Minute}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, out
 }

@@ -3,6 +3,7 @@ package registry
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
 	"unicode/utf8"
@@ -11,6 +12,7 @@ import (
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	cbordirect "k8s.io/apimachinery/pkg/runtime/serializer/cbor/direct"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
 )
@@ -26,12 +28,26 @@ import (
 //     Go, a missing number reads as 0, a missing struct as {}. The server passes them on
 //     with WithAbsentFields, and validation reports them as a CRD does ("Required value").
 type BodyInspector interface {
-	// InspectBody reads body, an object of version (YAML when yamlBody is set). A body
-	// that does not parse gives an empty report: the decoder answers for it.
-	InspectBody(version string, body []byte, yamlBody bool, opts InspectOptions) BodyReport
+	// InspectBody reads body, an object of version in format. A body that does not parse
+	// gives an empty report: the decoder answers for it.
+	InspectBody(version string, body []byte, format BodyFormat, opts InspectOptions) BodyReport
 	// GroupKind is the kind the errors are about.
 	GroupKind() schema.GroupKind
 }
+
+// BodyFormat is the encoding of a body.
+type BodyFormat int
+
+// The formats InspectBody reads. Every format is checked against the same limits, with the
+// same errors; the required fields a body leaves out are read from JSON and YAML only
+// (protobuf and CBOR bodies are written by Go clients from typed objects, which send
+// every field without omitempty).
+const (
+	FormatJSON BodyFormat = iota
+	FormatYAML
+	FormatProtobuf
+	FormatCBOR
+)
 
 // InspectOptions say what to look for in a body.
 type InspectOptions struct {
@@ -68,7 +84,7 @@ var _ BodyInspector = &REST{}
 func (r *REST) GroupKind() schema.GroupKind { return r.groupKind }
 
 // InspectBody implements BodyInspector.
-func (r *REST) InspectBody(version string, body []byte, yamlBody bool, opts InspectOptions) BodyReport {
+func (r *REST) InspectBody(version string, body []byte, format BodyFormat, opts InspectOptions) BodyReport {
 	var out BodyReport
 	if r.schemas == nil {
 		return out
@@ -80,14 +96,41 @@ func (r *REST) InspectBody(version string, body []byte, yamlBody bool, opts Insp
 	if !opts.Limits && !v.presence() {
 		return out // nothing to look for: no parse on the hot path
 	}
-	if yamlBody {
-		var err error
-		if body, err = yaml.YAMLToJSON(body); err != nil {
+	var obj map[string]any
+	switch format {
+	case FormatJSON, FormatYAML:
+		if format == FormatYAML {
+			var err error
+			if body, err = yaml.YAMLToJSON(body); err != nil {
+				return out
+			}
+		}
+		if err := json.Unmarshal(body, &obj); err != nil {
 			return out
 		}
-	}
-	var obj map[string]any
-	if err := json.Unmarshal(body, &obj); err != nil {
+	case FormatProtobuf:
+		opts.Absent = false
+		if !opts.Limits {
+			return out
+		}
+		gvk := r.groupKind.WithVersion(version)
+		typed, err := r.schemas.scheme.New(gvk)
+		if err != nil {
+			return out
+		}
+		var ok bool
+		if obj, ok = protoObject(body, reflect.TypeOf(typed).Elem()); !ok {
+			return out
+		}
+	case FormatCBOR:
+		opts.Absent = false
+		if !opts.Limits {
+			return out
+		}
+		if err := cbordirect.Unmarshal(body, &obj); err != nil {
+			return out
+		}
+	default:
 		return out
 	}
 	meta, _ := obj["metadata"].(map[string]any)
@@ -96,10 +139,15 @@ func (r *REST) InspectBody(version string, body []byte, yamlBody bool, opts Insp
 		out.OverLimits = overLimits(obj, v.structural, nil)
 		if meta != nil {
 			path := field.NewPath("metadata")
-			if labels, ok := stringMap(meta["labels"]); ok {
+			labelMap, _ := meta["labels"].(map[string]any)
+			annotationMap, _ := meta["annotations"].(map[string]any)
+			finalizers, _ := meta["finalizers"].([]any)
+			counts := metadataCounts(nonNull(labelMap), nonNull(annotationMap), len(finalizers), nil)
+			out.OverLimits = append(out.OverLimits, counts...)
+			if labels, ok := stringMap(meta["labels"]); ok && len(labelMap) <= MaxLabels {
 				out.OverLimits = append(out.OverLimits, metav1validation.ValidateLabels(labels, path.Child("labels"))...)
 			}
-			if annotations, ok := stringMap(meta["annotations"]); ok {
+			if annotations, ok := stringMap(meta["annotations"]); ok && len(annotationMap) <= MaxAnnotations {
 				out.OverLimits = append(out.OverLimits, apimachineryvalidation.ValidateAnnotations(annotations, path.Child("annotations"))...)
 			}
 		}

@@ -69,6 +69,7 @@ func (s *strategy[T]) Validate(ctx context.Context, obj runtime.Object) field.Er
 	o := obj.(T)
 	errs := apimachineryvalidation.ValidateObjectMetaAccessor(objectMeta(o), s.res.NamespaceScoped,
 		apimachineryvalidation.NameIsDNSSubdomain, field.NewPath("metadata"))
+	errs = append(errs, objectMetadataCounts(objectMeta(o), nil)...)
 	errs = append(errs, s.schema.validate(ctx, o, nil)...)
 	if s.hooks.validate != nil {
 		errs = append(errs, s.hooks.validate.Validate(ctx, o)...)
@@ -79,6 +80,7 @@ func (s *strategy[T]) Validate(ctx context.Context, obj runtime.Object) field.Er
 func (s *strategy[T]) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
 	o, prev := obj.(T), old.(T)
 	errs := apimachineryvalidation.ValidateObjectMetaAccessorUpdate(objectMeta(o), objectMeta(prev), field.NewPath("metadata"))
+	errs = append(errs, objectMetadataCounts(objectMeta(o), objectMeta(prev))...)
 	errs = append(errs, s.schema.validate(ctx, o, prev)...)
 	if s.hooks.validate != nil {
 		errs = append(errs, s.hooks.validate.Validate(ctx, o)...)

@@ -27,7 +27,8 @@ type bodyInspectors map[schema.GroupResource]registry.BodyInspector
 // withBodyInspection reads the body of a create, update, merge patch or apply of a kind
 // with a schema before the handler decodes it (registry.BodyInspector):
 //
-//   - a large body that breaks a size limit of the schema (maxProperties, maxItems,
+//   - a large body (JSON, YAML, protobuf or CBOR: each is read without decoding it into
+//     the Go type) that breaks a size limit of the schema (maxProperties, maxItems,
 //     maxLength) or of labels and annotations gets its 422 Invalid at once, before its
 //     managed fields are computed: those steps cost time in proportion to the size the
 //     limit exists to refuse (a map of 150,000 keys cost seconds before its 422), and
@@ -53,20 +54,24 @@ func withBodyInspection(h http.Handler, inspectors bodyInspectors, codecs runtim
 			h.ServeHTTP(w, req)
 			return
 		}
-		yamlBody, wholeObject, limits := false, info.Verb == "create" || info.Verb == "update", true
+		format, wholeObject, limits := registry.FormatJSON, info.Verb == "create" || info.Verb == "update", true
 		mediaType, _, _ := mime.ParseMediaType(req.Header.Get("Content-Type"))
 		switch mediaType {
 		case "application/json":
 		case "application/yaml":
-			yamlBody = true
+			format = registry.FormatYAML
+		case runtime.ContentTypeProtobuf:
+			format = registry.FormatProtobuf
+		case runtime.ContentTypeCBOR:
+			format = registry.FormatCBOR
 		case "application/merge-patch+json":
 			wholeObject = false
 		case "application/apply-patch+yaml":
-			yamlBody, wholeObject = true, false
+			format, wholeObject = registry.FormatYAML, false
 		case "application/json-patch+json", "application/strategic-merge-patch+json":
 			// Not an object: no limits to read in it, but validation reads the patch.
 			wholeObject, limits = false, false
-		default: // other encodings: left to validation
+		default: // other encodings: the handler refuses them (415)
 			h.ServeHTTP(w, req)
 			return
 		}
@@ -85,12 +90,13 @@ func withBodyInspection(h http.Handler, inspectors bodyInspectors, codecs runtim
 			// Validation finds what is absent from the patched object on the patch itself.
 			ctx = registry.WithPatch(ctx, mediaType, body)
 		}
-		opts := registry.InspectOptions{Limits: limits && len(body) >= limitCheckThreshold, Absent: wholeObject}
+		opts := registry.InspectOptions{Limits: limits && len(body) >= limitCheckThreshold,
+			Absent: wholeObject && (format == registry.FormatJSON || format == registry.FormatYAML)}
 		if !opts.Limits && !opts.Absent {
 			h.ServeHTTP(w, req.WithContext(ctx))
 			return
 		}
-		report := inspector.InspectBody(info.APIVersion, body, yamlBody, opts)
+		report := inspector.InspectBody(info.APIVersion, body, format, opts)
 		if len(report.OverLimits) > 0 {
 			name := report.Name
 			if info.Name != "" {

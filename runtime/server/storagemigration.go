@@ -10,9 +10,9 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"golang.org/x/time/rate"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	cbordirect "k8s.io/apimachinery/pkg/runtime/serializer/cbor/direct"
@@ -112,7 +112,9 @@ type storageMigrator struct {
 	resources []migratedResource
 	transport storagebackend.TransportConfig
 	prefix    string
-	qps       float64
+	// limiter paces the rewrites: one Wait before each (a token bucket of qps a second
+	// and a burst of 1, newStorageMigrator).
+	limiter interface{ Wait(context.Context) error }
 
 	mu     sync.Mutex
 	report StorageVersionReport
@@ -207,17 +209,27 @@ func (m *storageMigrator) run(ctx context.Context) {
 	if total == 0 {
 		return
 	}
-	interval := time.Duration(float64(time.Second) / m.qps)
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
+	done := m.rewrite(ctx, stale, total)
+	if ctx.Err() != nil {
+		return
+	}
+	if resources, _, err = m.scan(ctx, client); err != nil {
+		m.fail(err)
+		return
+	}
+	m.set(func(r *StorageVersionReport) { r.Resources = resources })
+	klog.InfoS("storage-version migration done", "migrated", done, "of", total)
+}
+
+// rewrite rewrites the stale keys (by resource index) in their storage version, each after
+// the limiter's Wait, until ctx is done; it returns how many it rewrote.
+func (m *storageMigrator) rewrite(ctx context.Context, stale map[int][]string, total int) int {
 	done := 0
 	for i, keys := range stale {
 		r := m.resources[i]
 		for _, key := range keys {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
+			if err := m.limiter.Wait(ctx); err != nil {
+				return done // ctx is done
 			}
 			err := r.store.Storage.GuaranteedUpdate(ctx, key, r.store.NewFunc(), true, nil,
 				func(existing runtime.Object, _ storage.ResponseMeta) (runtime.Object, *uint64, error) {
@@ -234,12 +246,7 @@ func (m *storageMigrator) run(ctx context.Context) {
 			}
 		}
 	}
-	if resources, _, err = m.scan(ctx, client); err != nil {
-		m.fail(err)
-		return
-	}
-	m.set(func(r *StorageVersionReport) { r.Resources = resources })
-	klog.InfoS("storage-version migration done", "migrated", done, "of", total)
+	return done
 }
 
 func (m *storageMigrator) set(f func(*StorageVersionReport)) {
@@ -269,13 +276,20 @@ func (m *storageMigrator) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 // installStorageMigration adds the migration of resources as a post-start hook and serves
 // its report.
 func installStorageMigration(srv *genericapiserver.GenericAPIServer, resources []migratedResource, cfg storagebackend.Config, qps float64) error {
-	if qps <= 0 {
-		qps = DefaultStorageMigrationQPS
-	}
-	m := &storageMigrator{resources: resources, transport: cfg.Transport, prefix: path.Join("/", cfg.Prefix), qps: qps}
+	m := newStorageMigrator(resources, cfg, qps)
 	srv.Handler.NonGoRestfulMux.Handle(StorageVersionsPath, m)
 	return srv.AddPostStartHook("aagen-storage-version-migration", func(hookCtx genericapiserver.PostStartHookContext) error {
 		go m.run(hookCtx)
 		return nil
 	})
+}
+
+// newStorageMigrator returns the migrator of resources, rewriting at most qps objects a
+// second (DefaultStorageMigrationQPS when qps is not positive).
+func newStorageMigrator(resources []migratedResource, cfg storagebackend.Config, qps float64) *storageMigrator {
+	if qps <= 0 {
+		qps = DefaultStorageMigrationQPS
+	}
+	return &storageMigrator{resources: resources, transport: cfg.Transport, prefix: path.Join("/", cfg.Prefix),
+		limiter: rate.NewLimiter(rate.Limit(qps), 1)}
 }

@@ -3,9 +3,11 @@ package subresource
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strconv"
 	"time"
 
@@ -20,7 +22,8 @@ import (
 )
 
 // idleTimeout closes a connection on which nothing has been read or written for this long,
-// as kubelet and kube-apiserver do for exec and attach.
+// as kubelet and kube-apiserver do for exec and attach (for a websocket: nothing read from
+// stdin nor written by the function).
 const idleTimeout = 4 * time.Hour
 
 // Session is the client's end of a connection: what it sends arrives on Stdin (EOF when it
@@ -130,16 +133,22 @@ func (c *Connection[T]) serve(w http.ResponseWriter, req *http.Request, obj T, o
 	conn := wsstream.NewConn(map[string]wsstream.ChannelProtocolConfig{
 		remotecommandconsts.StreamProtocolV5Name: {Binary: true, Channels: kinds},
 	})
-	conn.SetIdleTimeout(idleTimeout)
+	// No idle timeout of the library's: it sets the deadline of reads and writes alike to
+	// the idle timeout before each read and write, which would replace the write
+	// deadline. The idle timer below does its work.
+	conn.SetIdleTimeout(0)
 	_, streams, err := conn.Open(w, req)
 	if err != nil {
 		klog.FromContext(req.Context()).Error(err, "opening websocket connection", "path", req.URL.Path)
 		return
 	}
 	defer conn.Close()
+	idle := time.AfterFunc(idleTimeout, func() { conn.Close() })
+	defer idle.Stop()
+	active := func() { idle.Reset(idleTimeout) }
 	timeout := c.writeTimeout()
 	writer := func(i int) io.Writer {
-		return &deadlineWriter{w: streams[i], setDeadline: func() { conn.SetWriteDeadline(timeout) }}
+		return &deadlineWriter{w: streams[i], timeout: timeout, setDeadline: func() { active(); conn.SetWriteDeadline(timeout) }, done: active}
 	}
 	// An empty message on the lowest writable channel tells the client the connection is
 	// established (as kube-apiserver and kubelet do).
@@ -155,7 +164,7 @@ func (c *Connection[T]) serve(w http.ResponseWriter, req *http.Request, obj T, o
 	}
 	s := Session{Stdin: eofReader{}, Stdout: io.Discard, Stderr: io.Discard}
 	if open.stdin {
-		s.Stdin = streams[remotecommandconsts.StreamStdIn]
+		s.Stdin = activeReader{r: streams[remotecommandconsts.StreamStdIn], active: active}
 	}
 	if open.stdout {
 		s.Stdout = writer(remotecommandconsts.StreamStdOut)
@@ -207,15 +216,37 @@ func channelType(open bool, t wsstream.ChannelType) wsstream.ChannelType {
 	return wsstream.IgnoreChannel
 }
 
-// deadlineWriter sets the connection's write deadline before every write.
+// deadlineWriter sets the connection's write deadline before every write, and calls done
+// after it.
 type deadlineWriter struct {
 	w           io.Writer
+	timeout     time.Duration
 	setDeadline func()
+	done        func()
 }
 
 func (d *deadlineWriter) Write(p []byte) (int, error) {
 	d.setDeadline()
-	return d.w.Write(p)
+	n, err := d.w.Write(p)
+	if d.done != nil {
+		d.done()
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		err = fmt.Errorf("writing to the client: no progress for %s: %w", d.timeout, err)
+	}
+	return n, err
+}
+
+// activeReader calls active after every read.
+type activeReader struct {
+	r      io.Reader
+	active func()
+}
+
+func (a activeReader) Read(p []byte) (int, error) {
+	n, err := a.r.Read(p)
+	a.active()
+	return n, err
 }
 
 type eofReader struct{}

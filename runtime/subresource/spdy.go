@@ -1,8 +1,10 @@
 package subresource
 
 import (
+	"bufio"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"time"
 
@@ -36,6 +38,11 @@ func (c *Connection[T]) serveSPDY(w http.ResponseWriter, req *http.Request, obj 
 		return // Handshake answered the client
 	}
 	created := make(chan spdyStream, 8)
+	writeTimeout := c.writeTimeout()
+	// Every write to the hijacked connection gets the write timeout as its deadline: a
+	// client that stops reading fails the write (and so the connection) after it. SPDY
+	// frames of all streams go through that one connection, one write at a time.
+	w = deadlineHijacker{ResponseWriter: w, timeout: writeTimeout}
 	conn := spdy.NewResponseUpgrader().UpgradeResponse(w, req, func(s httpstream.Stream, replySent <-chan struct{}) error {
 		select {
 		case created <- spdyStream{s, replySent}:
@@ -87,14 +94,46 @@ func (c *Connection[T]) serveSPDY(w http.ResponseWriter, req *http.Request, obj 
 	if st := streams[corev1.StreamTypeStdin]; st != nil && open.stdin {
 		s.Stdin = st
 	}
+	writer := func(st io.Writer) io.Writer {
+		return &deadlineWriter{w: st, timeout: writeTimeout, setDeadline: func() {}}
+	}
 	if st := streams[corev1.StreamTypeStdout]; st != nil && open.stdout {
-		s.Stdout = st
+		s.Stdout = writer(st)
 	}
 	if st := streams[corev1.StreamTypeStderr]; st != nil && open.stderr {
-		s.Stderr = st
+		s.Stderr = writer(st)
 	}
 	c.run(ctx, req, obj, s, conn, errStream)
 	for _, st := range streams {
 		_ = st.Close()
 	}
+}
+
+// deadlineHijacker hands out the hijacked connection as a deadlineConn.
+type deadlineHijacker struct {
+	http.ResponseWriter
+	timeout time.Duration
+}
+
+func (h deadlineHijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	hj, ok := h.ResponseWriter.(http.Hijacker)
+	if !ok {
+		return nil, nil, fmt.Errorf("the response writer %T cannot be hijacked", h.ResponseWriter)
+	}
+	conn, rw, err := hj.Hijack()
+	if err != nil {
+		return nil, nil, err
+	}
+	return &deadlineConn{Conn: conn, timeout: h.timeout}, rw, nil
+}
+
+// deadlineConn sets a write deadline of timeout before every write.
+type deadlineConn struct {
+	net.Conn
+	timeout time.Duration
+}
+
+func (c *deadlineConn) Write(p []byte) (int, error) {
+	_ = c.SetWriteDeadline(time.Now().Add(c.timeout))
+	return c.Conn.Write(p)
 }

@@ -9,12 +9,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"golang.org/x/net/websocket"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -414,4 +416,108 @@ func mustParse(t *testing.T, raw string) *url.URL {
 		t.Fatal(err)
 	}
 	return u
+}
+
+// TestConnectionWebSocketStalledReaderTimesOut checks that a websocket connection whose
+// client stops reading ends after the write timeout, with the timeout as the writer's
+// error: the library's 4-hour idle timeout, which it sets as the deadline of reads and
+// writes alike before each of them, must not replace it.
+func TestConnectionWebSocketStalledReaderTimesOut(t *testing.T) {
+	done := make(chan error, 1)
+	var written atomic.Int64
+	chunk := bytes.Repeat([]byte("x"), 64<<10)
+	c := NewConnection(newParent(), func() *object { return &object{} }, func(ctx context.Context, obj *object, s Session) error {
+		for {
+			n, err := s.Stdout.Write(chunk)
+			written.Add(int64(n))
+			if err != nil {
+				done <- err
+				return err
+			}
+		}
+	})
+	c.WriteTimeout = time.Second
+	srv := serveConnecter(t, c, false)
+	cfg, err := websocket.NewConfig("ws"+strings.TrimPrefix(srv.URL, "http")+"?stdout=true", srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Protocol = []string{"v5.channel.k8s.io"}
+	ws, err := websocket.DialConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	// Read the message that says the connection is established, then stall.
+	var first []byte
+	if err := websocket.Message.Receive(ws, &first); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, os.ErrDeadlineExceeded) || !strings.Contains(err.Error(), "writing to the client") {
+			t.Errorf("the stalled connection's writer ended with %v; want the write timeout", err)
+		}
+	case <-time.After(20 * time.Second): // generous: the write timeout is 1 s
+		t.Fatalf("the writer of a stalled connection never gave up (%d bytes accepted)", written.Load())
+	}
+	// The connection is closed: the client reads what was buffered, then the end.
+	_ = ws.SetReadDeadline(time.Now().Add(20 * time.Second))
+	for {
+		var msg []byte
+		if err := websocket.Message.Receive(ws, &msg); err != nil {
+			if !errors.Is(err, io.EOF) {
+				t.Errorf("after the timeout the client read %v; want the end of the connection", err)
+			}
+			break
+		}
+	}
+}
+
+// blockingWriter blocks every write until release is closed.
+type blockingWriter struct{ release chan struct{} }
+
+func (b blockingWriter) Write(p []byte) (int, error) {
+	<-b.release
+	return 0, io.ErrClosedPipe
+}
+
+// TestConnectionSPDYStalledReaderTimesOut is the SPDY counterpart of
+// TestConnectionWebSocketStalledReaderTimesOut: client-go's SPDY executor whose stdout
+// stops taking data stops reading the connection, and the server's writer must end after
+// the write timeout with the timeout as its error.
+func TestConnectionSPDYStalledReaderTimesOut(t *testing.T) {
+	done := make(chan error, 1)
+	var written atomic.Int64
+	chunk := bytes.Repeat([]byte("x"), 64<<10)
+	c := NewConnection(newParent(), func() *object { return &object{} }, func(ctx context.Context, obj *object, s Session) error {
+		for {
+			n, err := s.Stdout.Write(chunk)
+			written.Add(int64(n))
+			if err != nil {
+				done <- err
+				return err
+			}
+		}
+	})
+	c.WriteTimeout = time.Second
+	srv := serveConnecter(t, c, true)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	release := make(chan struct{})
+	defer close(release)
+	cfg := &restclient.Config{Host: srv.URL, TLSClientConfig: restclient.TLSClientConfig{Insecure: true}}
+	ex, err := remotecommand.NewSPDYExecutor(cfg, "POST", mustParse(t, srv.URL+"?stdout=true"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: blockingWriter{release}}) }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, os.ErrDeadlineExceeded) || !strings.Contains(err.Error(), "writing to the client") {
+			t.Errorf("the stalled SPDY connection's writer ended with %v; want the write timeout", err)
+		}
+	case <-time.After(20 * time.Second): // generous: the write timeout is 1 s
+		t.Fatalf("the writer of a stalled SPDY connection never gave up (%d bytes accepted)", written.Load())
+	}
 }
