@@ -246,7 +246,7 @@ func (g *Types) resolveSimple(root *TypeExpr, kind, jp string) (FieldPath, *Type
 	}
 	if u := g.under(leaf); u != nil && u.Kind == ExprBasic && !g.isOpaque(leaf) {
 		fp.LeafBasic = u.Basic
-		fp.Leaf = jsonKind(u.Basic)
+		fp.Leaf = BasicKind(u.Basic)
 	}
 	return fp, leaf, nil
 }
@@ -265,7 +265,7 @@ type walked struct {
 
 // walkJSON follows JSON field names from the kind's type through its struct fields.
 func (g *Types) walkJSON(root *TypeExpr, kind string, names []string) (walked, error) {
-	w := walked{leaf: deref(root)}
+	w := walked{leaf: root.Deref()}
 	where := kind
 	for i, name := range names {
 		t := w.leaf
@@ -302,7 +302,7 @@ func (g *Types) walkJSON(root *TypeExpr, kind string, names []string) (walked, e
 		}
 		w.at += "." + name
 		where = w.at
-		w.leaf = deref(hops[len(hops)-1].Type)
+		w.leaf = hops[len(hops)-1].Type.Deref()
 	}
 	// The leaf's own pointer-to-struct Elem is not needed: nothing below it is set.
 	if n := len(w.steps); n > 0 {
@@ -335,7 +335,7 @@ func (g *Types) lookupJSON(fields []*Field, name string, depth int) ([]*Field, b
 		if !f.Embedded || f.JSONName != "" || !f.Exported {
 			continue
 		}
-		inner := g.under(deref(f.Type))
+		inner := g.under(f.Type.Deref())
 		if inner == nil || inner.Kind != ExprStruct {
 			continue
 		}
@@ -354,7 +354,7 @@ func (g *Types) jsonNames(fields []*Field, depth int) []string {
 		switch {
 		case jn == "-" || !f.Exported:
 		case f.Embedded && jn == "":
-			if inner := g.under(deref(f.Type)); inner != nil && inner.Kind == ExprStruct && depth < 8 {
+			if inner := g.under(f.Type.Deref()); inner != nil && inner.Kind == ExprStruct && depth < 8 {
 				out = append(out, g.jsonNames(inner.Fields, depth+1)...)
 			}
 		case jn == "":
@@ -366,13 +366,6 @@ func (g *Types) jsonNames(fields []*Field, depth int) []string {
 	return out
 }
 
-func deref(e *TypeExpr) *TypeExpr {
-	for e != nil && e.Kind == ExprPointer {
-		e = e.Elem
-	}
-	return e
-}
-
 // isOpaque reports whether e encodes itself to JSON (metav1.Time, resource.Quantity,
 // intstr.IntOrString, runtime.RawExtension, ...): its Go fields say nothing about its JSON.
 func (g *Types) isOpaque(e *TypeExpr) bool {
@@ -381,13 +374,6 @@ func (g *Types) isOpaque(e *TypeExpr) bool {
 	}
 	t := g.Lookup(e.Name)
 	return t != nil && t.MarshalsJSON
-}
-
-func jsonKind(basic string) string {
-	if k := basicKind(basic); k != "unknown" {
-		return k
-	}
-	return ""
 }
 
 // columnFits reports whether a column of type colType shows the leaf's values, and what the
@@ -405,7 +391,7 @@ func (g *Types) columnFits(colType string, leaf *TypeExpr) (string, bool) {
 	case u == nil:
 		return describeType(leaf), true
 	case u.Kind == ExprBasic:
-		got = jsonKind(u.Basic)
+		got = BasicKind(u.Basic)
 	case u.Kind == ExprStruct || u.Kind == ExprMap:
 		got = "object"
 	case u.Kind == ExprSlice || u.Kind == ExprArray:

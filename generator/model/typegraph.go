@@ -219,10 +219,10 @@ type TypeExpr struct {
 	String string
 }
 
-// Deref returns what e points to when e is a pointer, else e.
+// Deref returns what e points to, through every pointer (**T is T), else e.
 func (e *TypeExpr) Deref() *TypeExpr {
-	if e != nil && e.Kind == ExprPointer {
-		return e.Elem
+	for e != nil && e.Kind == ExprPointer {
+		e = e.Elem
 	}
 	return e
 }
@@ -345,13 +345,7 @@ func (g *Types) byPkg(path string) *Type {
 
 // finish sorts the graph.
 func (gb *graphBuilder) finish() *Types {
-	sort.Slice(gb.g.all, func(i, j int) bool {
-		a, b := gb.g.all[i].Name, gb.g.all[j].Name
-		if a.Pkg != b.Pkg {
-			return a.Pkg < b.Pkg
-		}
-		return a.Name < b.Name
-	})
+	gb.g.keep(gb.g.all)
 	return gb.g
 }
 

@@ -457,7 +457,9 @@ func (g *Types) schemaKind(e *TypeExpr) string {
 	}
 	switch u.Kind {
 	case ExprBasic:
-		return basicKind(u.Basic)
+		if k := BasicKind(u.Basic); k != "" {
+			return k
+		}
 	case ExprSlice:
 		if u.Elem.Kind == ExprBasic && u.Elem.Basic == "uint8" {
 			return "string"
@@ -471,8 +473,9 @@ func (g *Types) schemaKind(e *TypeExpr) string {
 	return "unknown"
 }
 
-// basicKind is the JSON kind of a predeclared type: boolean, integer, number, string or unknown.
-func basicKind(basic string) string {
+// BasicKind is the JSON kind of a predeclared type (TypeExpr.Basic): boolean, integer,
+// number or string; "" for one JSON has no kind for (complex numbers, unsafe.Pointer).
+func BasicKind(basic string) string {
 	switch basic {
 	case "bool":
 		return "boolean"
@@ -483,7 +486,7 @@ func basicKind(basic string) string {
 	case "string":
 		return "string"
 	}
-	return "unknown"
+	return ""
 }
 
 func ptrTo[T any](v T) *T { return &v }

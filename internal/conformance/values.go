@@ -30,15 +30,8 @@ func jsonKind(types *model.Types, e *model.TypeExpr) string {
 		}
 		return jsonKind(types, t.Underlying)
 	case model.ExprBasic:
-		switch {
-		case e.Basic == "string":
-			return "string"
-		case e.Basic == "bool":
-			return "boolean"
-		case strings.HasPrefix(e.Basic, "float"):
-			return "number"
-		case strings.HasPrefix(e.Basic, "int"), strings.HasPrefix(e.Basic, "uint"):
-			return "integer"
+		if k := model.BasicKind(e.Basic); k != "" {
+			return k
 		}
 	case model.ExprSlice, model.ExprArray:
 		if el := e.Elem.Deref(); el != nil && el.Kind == model.ExprBasic && el.Basic == "uint8" {
