@@ -333,16 +333,6 @@ func (g *Types) keep(types []*Type) {
 	})
 }
 
-// byPkg returns a type of the graph declared in package path, or nil.
-func (g *Types) byPkg(path string) *Type {
-	for _, t := range g.all {
-		if t.Name.Pkg == path {
-			return t
-		}
-	}
-	return nil
-}
-
 // finish sorts the graph.
 func (gb *graphBuilder) finish() *Types {
 	gb.g.keep(gb.g.all)
@@ -541,8 +531,10 @@ func (b *builder) readTypes(res *load.Result) {
 	// The declarations of the reached types of other packages, parsed only for those types:
 	// markers on types no kind reaches are none of the server's business.
 	var paths []string
+	origin := map[string]Origin{} // of the packages whose syntax is read
 	for _, t := range g.All() {
-		if (t.Origin == InModule || t.Origin == InDependency) && !slices.Contains(paths, t.Name.Pkg) {
+		if _, seen := origin[t.Name.Pkg]; !seen && (t.Origin == InModule || t.Origin == InDependency) {
+			origin[t.Name.Pkg] = t.Origin
 			paths = append(paths, t.Name.Pkg)
 		}
 	}
@@ -551,7 +543,7 @@ func (b *builder) readTypes(res *load.Result) {
 		b.errorf(token.Position{}, "make the packages the types use loadable (go build ./... in the module)", "%v", err)
 	}
 	for _, d := range deps {
-		if t := g.byPkg(d.PkgPath); t != nil && t.Origin == InDependency {
+		if origin[d.PkgPath] == InDependency {
 			mod := d.PkgPath
 			if d.Module != nil {
 				mod = d.Module.Path
