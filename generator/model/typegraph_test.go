@@ -2,6 +2,7 @@ package model_test
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -246,5 +247,74 @@ type Limits struct {
 	}
 	if v := limits.Field("Max").Validation; v.Maximum == nil || *v.Maximum != 100 {
 		t.Errorf("the good Maximum next to it was not applied: %+v", v)
+	}
+}
+
+// TestMarkersOfAPublishedModule: a kind's field of a type from a published module in the
+// module cache (Gateway API's ParentReference, required at v1.6.3, not replaced) gets the
+// markers its source declares, as controller-gen gives them to a CRD: the named string
+// types' MaxLength and Pattern on the fields of those types, and the fields' defaults.
+func TestMarkersOfAPublishedModule(t *testing.T) {
+	dir := module(t, map[string]string{
+		"pkg/apis/shop/v1/doc.go": "// +groupName=shop.example.com\npackage v1\n",
+		"pkg/apis/shop/v1/types.go": `package v1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// +genclient
+type Route struct {
+	metav1.TypeMeta   ` + "`json:\",inline\"`" + `
+	metav1.ObjectMeta ` + "`json:\"metadata,omitempty\"`" + `
+	Spec RouteSpec ` + "`json:\"spec\"`" + `
+}
+
+type RouteSpec struct {
+	Parent gwv1.ParentReference ` + "`json:\"parent\"`" + `
+}
+
+type RouteList struct {
+	metav1.TypeMeta ` + "`json:\",inline\"`" + `
+	metav1.ListMeta ` + "`json:\"metadata,omitempty\"`" + `
+	Items           []Route ` + "`json:\"items\"`" + `
+}
+`,
+	})
+	// The copied go.mod replaces aagen with ../..: from the temporary module, that is this
+	// checkout's absolute path.
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gomod, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte(strings.ReplaceAll(string(gomod), "=> ../..", "=> "+root)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	get := exec.Command("go", "get", "sigs.k8s.io/gateway-api@v1.6.3")
+	get.Dir = dir
+	if out, err := get.CombinedOutput(); err != nil {
+		t.Fatalf("go get sigs.k8s.io/gateway-api@v1.6.3: %v\n%s", err, out)
+	}
+	m, warns, err := build(t, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range warns {
+		t.Logf("warning: %s", w)
+	}
+	ref := m.Types.Lookup(model.GoType{Pkg: "sigs.k8s.io/gateway-api/apis/v1", Name: "ParentReference"})
+	if ref == nil || ref.Origin != model.InDependency {
+		t.Fatalf("gwv1.ParentReference: %+v", ref)
+	}
+	if g := ref.Field("Group"); g == nil || g.Default != `"gateway.networking.k8s.io"` || g.Validation.MaxLength == nil || *g.Validation.MaxLength != 253 || g.Validation.Pattern == "" {
+		t.Errorf("ParentReference.Group: %+v, want the default and Group's MaxLength and Pattern", g)
+	}
+	if n := ref.Field("Name"); n == nil || n.Validation.MinLength == nil || *n.Validation.MinLength != 1 || n.Validation.MaxLength == nil || *n.Validation.MaxLength != 253 {
+		t.Errorf("ParentReference.Name: %+v, want ObjectName's MinLength=1 and MaxLength=253", n)
 	}
 }
