@@ -158,15 +158,9 @@ func (r *REST) InspectBody(version string, body []byte, format BodyFormat, opts 
 	return out
 }
 
-// absentRequired returns the paths of the required properties without a default that
-// value, an object of schema s, leaves out or sets to null, and those inside the
-// properties, items and map values it has.
-func absentRequired(value any, s *structuralschema.Structural, path []string, top bool) [][]string {
-	fields, _ := absences(value, s, path, top)
-	return fields
-}
-
-// absences returns absentRequired's paths (fields) and the paths of the optional objects
+// absences returns the paths of the required properties without a default that value, an
+// object of schema s, leaves out or sets to null, and those inside the properties, items
+// and map values it has (fields), and the paths of the optional objects
 // (structs) with required properties that value leaves out or sets to null (objects): a
 // CRD demands nothing of an object that is absent, while decoding into Go fills it with
 // zero values (and its defaults).

@@ -13,6 +13,7 @@ import (
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"sigs.k8s.io/yaml"
 )
@@ -343,12 +344,12 @@ type patchBody struct {
 	body      []byte
 }
 
-// Media types of patches.
+// Media types of patches: apimachinery's patch types.
 const (
-	mediaApplyPatch     = "application/apply-patch+yaml"
-	mediaMergePatch     = "application/merge-patch+json"
-	mediaJSONPatch      = "application/json-patch+json"
-	mediaStrategicPatch = "application/strategic-merge-patch+json"
+	mediaApplyPatch     = string(types.ApplyYAMLPatchType)
+	mediaMergePatch     = string(types.MergePatchType)
+	mediaJSONPatch      = string(types.JSONPatchType)
+	mediaStrategicPatch = string(types.StrategicMergePatchType)
 )
 
 // WithPatch returns ctx carrying the body of a patch (mediaType one of the patch media

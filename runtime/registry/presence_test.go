@@ -128,7 +128,7 @@ func TestAbsentFieldsOfTheBody(t *testing.T) {
 	if err := json.Unmarshal([]byte(`{"spec":{"dock":"north","code":"n","items":[{}]},"status":{}}`), &body); err != nil {
 		t.Fatal(err)
 	}
-	absent := absentRequired(body, v.structural, nil, true)
+	absent, _ := absences(body, v.structural, nil, true)
 	got := make([]string, len(absent))
 	for i, p := range absent {
 		got[i] = strings.Join(p, ".")

@@ -2,7 +2,6 @@ package registry
 
 import (
 	"bytes"
-	"encoding"
 	"encoding/json"
 	"reflect"
 	"strings"
@@ -54,7 +53,7 @@ func protoFieldsOf(t reflect.Type) map[protowire.Number]protoField {
 }
 
 func probeProtoFields(t reflect.Type) map[protowire.Number]protoField {
-	if t.Kind() != reflect.Struct || !reflect.PointerTo(t).Implements(protoMarshalerType) || customJSON(t) {
+	if t.Kind() != reflect.Struct || !reflect.PointerTo(t).Implements(protoMarshalerType) || ownJSON(t) {
 		return nil
 	}
 	zero, ok := func() (m map[protowire.Number][]byte, ok bool) {
@@ -137,14 +136,6 @@ func protoFieldBytes(v reflect.Value) (map[protowire.Number][]byte, bool) {
 	return out, true
 }
 
-// customJSON reports whether t has a JSON form of its own (a time, a quantity, an
-// int-or-string): a leaf for the limits.
-func customJSON(t reflect.Type) bool {
-	p := reflect.PointerTo(t)
-	return t.Implements(reflect.TypeFor[json.Marshaler]()) || p.Implements(reflect.TypeFor[json.Marshaler]()) ||
-		t.Implements(reflect.TypeFor[encoding.TextMarshaler]()) || p.Implements(reflect.TypeFor[encoding.TextMarshaler]())
-}
-
 // setProbe sets v to a value that marshals differently from its zero value.
 func setProbe(v reflect.Value) bool {
 	switch v.Kind() {
@@ -171,7 +162,7 @@ func setProbe(v reflect.Value) bool {
 		setProbe(p.Elem())
 		v.Set(p)
 	case reflect.Struct:
-		if customJSON(v.Type()) {
+		if ownJSON(v.Type()) {
 			for _, lit := range []string{`"2001-02-03T04:05:06Z"`, `"1"`, `1`, `"1s"`} {
 				if json.Unmarshal([]byte(lit), v.Addr().Interface()) == nil {
 					return true

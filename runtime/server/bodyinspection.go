@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 
@@ -64,11 +65,11 @@ func withBodyInspection(h http.Handler, inspectors bodyInspectors, codecs runtim
 			format = registry.FormatProtobuf
 		case runtime.ContentTypeCBOR:
 			format = registry.FormatCBOR
-		case "application/merge-patch+json":
+		case string(types.MergePatchType):
 			wholeObject = false
-		case "application/apply-patch+yaml":
+		case string(types.ApplyYAMLPatchType):
 			format, wholeObject = registry.FormatYAML, false
-		case "application/json-patch+json", "application/strategic-merge-patch+json":
+		case string(types.JSONPatchType), string(types.StrategicMergePatchType):
 			// Not an object: no limits to read in it, but validation reads the patch.
 			wholeObject, limits = false, false
 		default: // other encodings: the handler refuses them (415)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -49,7 +50,9 @@ func validate(ctx context.Context, v Validator, obj, old runtime.Object, name st
 	}
 	gk := obj.GetObjectKind().GroupVersionKind().GroupKind()
 	if gk.Kind == "" {
-		gk.Kind = fmt.Sprintf("%T", obj)
+		// A decoded body without apiVersion and kind: its Go type's name is the kind the
+		// scheme registers it as (DepartureRequest), not "*v1alpha1.DepartureRequest".
+		gk.Kind = reflect.Indirect(reflect.ValueOf(obj)).Type().Name()
 	}
 	return apierrors.NewInvalid(gk, name, errs)
 }
