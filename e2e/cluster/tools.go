@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,7 +12,6 @@ import (
 	"golang.org/x/mod/modfile"
 
 	"github.com/aagen-dev/aagen/internal/gocmd"
-	"github.com/aagen-dev/aagen/runtime/atomicfile"
 )
 
 // KubeVersion is the Kubernetes release whose kube-apiserver and kube-controller-manager
@@ -136,17 +134,8 @@ func ToolBinary(t T, module, pkg, name, version string) string {
 	if _, err := (gocmd.Cmd{Args: []string{"build", "-o", tmp, pkg}, Dir: filepath.Join(root, "e2e", "tools", module)}).Run(context.Background()); err != nil {
 		t.Fatalf("building %s: %v", name, err)
 	}
-	// Another process sees the whole binary or none, also after a crash.
-	err := atomicfile.Write(bin, 0o755, func(w io.Writer) error {
-		f, err := os.Open(tmp)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		_, err = io.Copy(w, f)
-		return err
-	})
-	if err != nil {
+	// tmp is beside bin: another process sees the whole binary or none.
+	if err := os.Rename(tmp, bin); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("built %s in %s", name, time.Since(start).Round(time.Second))

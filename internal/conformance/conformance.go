@@ -60,6 +60,9 @@ type Result struct {
 	UnviolatedRules []string
 	// Skipped says what the corpus could not cover.
 	Skipped []string
+	// checks counts, by kind, the comparisons of the model's scope and /status with the
+	// CRD's, which are cases too (in Cases, and in the table's row of the kind).
+	checks map[string]int
 }
 
 // Run generates and builds the server, writes and installs the CRDs, sends the corpus to
@@ -74,6 +77,9 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 	}
 	if o.Intended == nil {
 		o.Intended = Intended
+	}
+	if err := checkListed(o.Intended); err != nil {
+		return nil, err // before minutes of building: a bad pattern is the caller's to fix
 	}
 	h := &harness{log: o.Log}
 	defer h.close()
@@ -143,7 +149,7 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 	}
 
 	const ns = "conformance"
-	res = &Result{ListedSeen: map[string]int{}}
+	res = &Result{ListedSeen: map[string]int{}, checks: map[string]int{}}
 	b := &builder{types: g.Model.Types, moduleDir: g.ModuleDir, ns: ns}
 	ts := targets(g.Model, g.ModuleDir, b)
 	res.alignScopes(b, ts, crds, o.Intended)
@@ -210,6 +216,16 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 	return res, nil
 }
 
+// checkListed reports a listed difference whose Case is not a regular expression.
+func checkListed(listed []IntendedDifference) error {
+	for _, in := range listed {
+		if _, err := regexp.Compile(in.Case); err != nil {
+			return fmt.Errorf("listed difference %q: its Case %q is not a regular expression (%v); fix it in the list", in.Name, in.Case, err)
+		}
+	}
+	return nil
+}
+
 // classify records a difference: listed when one listed difference names the case, or when
 // the rewrites of listed differences, together, make the answers equal.
 func (res *Result) classify(id string, a, cr answer, listed []IntendedDifference) {
@@ -256,6 +272,7 @@ func (res *Result) alignScopes(b *builder, ts []*target, crds []*apiextensionsv1
 				want = apiextensionsv1.NamespaceScoped
 			}
 			res.Cases++
+			res.checks[t.kind.Name]++
 			if crd.Spec.Scope == want {
 				res.Equal++
 				continue
@@ -274,6 +291,7 @@ func (res *Result) alignScopes(b *builder, ts []*target, crds []*apiextensionsv1
 				}
 				has := v.Subresources != nil && v.Subresources.Status != nil
 				res.Cases++
+				res.checks[t.kind.Name]++
 				if has == t.hasStatus {
 					res.Equal++
 					continue
@@ -355,6 +373,13 @@ func (r *Result) print(w io.Writer, cases []*Case, listed []IntendedDifference) 
 			kinds = append(kinds, c.Kind)
 		}
 		rows[c.Kind].cases++
+	}
+	for k, n := range r.checks { // the model's scope and /status against the CRD's
+		if rows[k] == nil {
+			rows[k] = &row{}
+			kinds = append(kinds, k)
+		}
+		rows[k].cases += n
 	}
 	for _, d := range r.Differences {
 		k := strings.SplitN(d.ID, " | ", 2)[0]

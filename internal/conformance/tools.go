@@ -10,17 +10,17 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/aagen-dev/aagen/e2e/cluster"
 	"github.com/aagen-dev/aagen/internal/gocmd"
 	"github.com/aagen-dev/aagen/runtime/atomicfile"
 	"github.com/aagen-dev/aagen/runtime/filelock"
 )
 
-// The versions of the oracle's tools. They equal e2e/cluster's (KubeVersion,
-// ControllerGenVersion): TestToolModulesMatchE2E checks that toolmods/ is a copy of
-// e2e/tools, whose go.mod pins them.
+// The versions of the oracle's tools: e2e/cluster's, which checks them against the tool
+// modules' go.mod; TestToolModulesMatchE2E checks that toolmods/ is a copy of e2e/tools.
 const (
-	KubeVersion          = "v1.37.2"
-	ControllerGenVersion = "v0.23.0"
+	KubeVersion          = cluster.KubeVersion
+	ControllerGenVersion = cluster.ControllerGenVersion
 )
 
 // toolModules are the pinned tool modules (go.mod, go.sum and tools.go of e2e/tools/<name>,
@@ -79,16 +79,8 @@ func (t tool) binary(ctx context.Context, binDir string, log io.Writer) (string,
 	if _, err := (gocmd.Cmd{Args: []string{"build", "-o", tmp, t.pkg}, Dir: modDir}).Run(ctx); err != nil {
 		return "", fmt.Errorf("building %s: %w", t.name, err)
 	}
-	err = atomicfile.Write(bin, 0o755, func(w io.Writer) error {
-		f, err := os.Open(tmp)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		_, err = io.Copy(w, f)
-		return err
-	})
-	if err != nil {
+	// tmp is beside bin: the rename puts the whole binary in place at once.
+	if err := os.Rename(tmp, bin); err != nil {
 		return "", err
 	}
 	fmt.Fprintf(log, "aagen conformance: built %s in %s\n", t.name, time.Since(start).Round(time.Second))
