@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 )
 
 // Validator checks the body of an action or a view written with PUT or PATCH against the
@@ -86,7 +87,7 @@ func (p preconditions) apply(ctx context.Context, next runtime.Object, name stri
 	case p.uid != "" && p.uid != m.GetUID():
 		msg = fmt.Sprintf("Precondition failed: UID in precondition: %v, UID in object meta: %v", p.uid, m.GetUID())
 	case p.resourceVersion != "" && p.resourceVersion != m.GetResourceVersion():
-		msg = optimisticLockErrorMsg
+		msg = genericregistry.OptimisticLockErrorMsg
 	default:
 		return nil
 	}
@@ -96,7 +97,3 @@ func (p preconditions) apply(ctx context.Context, next runtime.Object, name stri
 	}
 	return apierrors.NewConflict(gr, name, errors.New(msg))
 }
-
-// optimisticLockErrorMsg is k8s.io/apiserver's generic registry's message for a stale
-// resourceVersion.
-const optimisticLockErrorMsg = "the object has been modified; please apply your changes to the latest version and try again"
