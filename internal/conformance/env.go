@@ -86,28 +86,7 @@ func startOracle(ctx context.Context, h *harness, kubeAPIServer string, crds []*
 		h.Fatalf("starting etcd: %v", err)
 	}
 	h.Cleanup(func() { _ = e.Close() })
-	dir := h.TempDir()
-	p := cluster.NewPKI(h, dir)
-	port := cluster.FreePort(h)
-	host := "https://127.0.0.1:" + strconv.Itoa(port)
-	proc := cluster.StartProcess(h, "kube-apiserver", kubeAPIServer,
-		"--etcd-servers="+e.ClientURL(), "--etcd-prefix=/kube",
-		"--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", port), "--advertise-address=127.0.0.1",
-		"--endpoint-reconciler-type=none",
-		"--tls-cert-file="+p.Path("apiserver.crt"), "--tls-private-key-file="+p.Path("apiserver.key"),
-		"--client-ca-file="+p.Path("ca.crt"),
-		"--service-account-key-file="+p.Path("sa.pub"), "--service-account-signing-key-file="+p.Path("sa.key"),
-		"--service-account-issuer=https://kubernetes.default.svc",
-		"--service-cluster-ip-range=10.0.0.0/24",
-		"--authorization-mode=RBAC",
-	)
-	kubeconfig := filepath.Join(dir, "admin.kubeconfig")
-	cluster.WriteKubeconfig(h, kubeconfig, host, p.Path("ca.crt"), p.Path("admin.crt"), p.Path("admin.key"), "")
-	admin, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		h.Fatal(err)
-	}
-	proc.WaitReady(h, admin, 3*time.Minute)
+	admin := cluster.StartAPIServer(h, kubeAPIServer, e.ClientURL(), nil).Admin
 	for _, crd := range crds {
 		cluster.InstallCRD(h, ctx, admin, crd)
 	}
