@@ -318,3 +318,45 @@ type RouteList struct {
 		t.Errorf("ParentReference.Name: %+v, want ObjectName's MinLength=1 and MaxLength=253", n)
 	}
 }
+
+// TestElementConstraintsWarned: a named non-struct type's constraints (an Enum on type
+// Protocol string, in another package) reach the fields of that type; as the items of a
+// list or the values of a map they are not applied yet, which is a warning at the field,
+// never silence.
+func TestElementConstraintsWarned(t *testing.T) {
+	_, warns, err := build(t, crossPackageModule(t, map[string]string{
+		"pkg/common/label.go": `package common
+
+// +kubebuilder:validation:Enum=TCP;UDP
+type Protocol string
+
+type Label struct {
+	One Protocol ` + "`json:\"one,omitempty\"`" + `
+	// +optional
+	Many []Protocol ` + "`json:\"many,omitempty\"`" + `
+	ByName map[string]Protocol ` + "`json:\"byName,omitempty\"`" + `
+}
+`,
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []string
+	for _, w := range warns {
+		all = append(all, w.String())
+	}
+	got := strings.Join(all, "\n")
+	for _, want := range []string{
+		"label.go:8:2: warning: field common.Label.Many: the constraints of type common.Protocol (label.go:3)",
+		"are not applied to the items of the list yet",
+		"label.go:10:2: warning: field common.Label.ByName: the constraints of type common.Protocol",
+		"are not applied to the values of the map yet",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("warnings lack %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "common.Label.One") {
+		t.Errorf("a field of the type itself is warned about:\n%s", got)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"go/ast"
 	"go/token"
+	"path/filepath"
 	"slices"
 
 	"github.com/aagen-dev/aagen/generator/markers"
@@ -116,8 +117,38 @@ func (b *builder) validations(g *Types) {
 			}
 			at := where(t) + "." + f.GoName
 			b.fieldValidation(g, f, at)
+			b.elementConstraints(g, f, at)
 		}
 	}
+}
+
+// elementConstraints warns when the items of a list field or the values of a map field are
+// of a named non-struct type with constraints of its own (type Protocol string with an
+// Enum): those constraints reach the fields of that type, not yet the items or values of a
+// list or map, and a constraint that silently does not apply must be said.
+func (b *builder) elementConstraints(g *Types, f *Field, at string) {
+	u := g.under(f.Type.Deref())
+	if u == nil || u.Kind != ExprSlice && u.Kind != ExprArray && u.Kind != ExprMap {
+		return
+	}
+	el := u.Elem.Deref()
+	if el == nil || el.Kind != ExprNamed {
+		return
+	}
+	et := g.Lookup(el.Name)
+	if et == nil || et.IsStruct() || et.Validation.IsZero() || len(et.Markers) == 0 {
+		return
+	}
+	what, fix := "items of the list", "repeat them on the field as +kubebuilder:validation:items:<constraint> markers, or make the items a struct with a field of that type"
+	if u.Kind == ExprMap {
+		what, fix = "values of the map", "make the values a struct with a field of that type, whose constraints apply"
+	}
+	pos := f.Pos
+	if f.MarkerPos.IsValid() {
+		pos = f.MarkerPos
+	}
+	b.warnf(pos, fix, "field %s: the constraints of type %s (%s:%d) are not applied to the %s yet, only to fields of that type",
+		at, where(et), filepath.Base(et.Markers[0].Pos.Filename), et.Markers[0].Pos.Line, what)
 }
 
 // fieldValidation reads the schema markers of one field into f.FieldValidation.
