@@ -23,22 +23,26 @@ func codegenInput(m *model.Model, generatedPkg string) codegen.Input {
 	}
 	for _, g := range m.Groups {
 		for _, v := range g.Versions {
-			p := codegen.Package{ImportPath: v.ImportPath, Dir: v.Dir, Group: g.Name, GroupPackageName: g.PackageName, Version: v.Name}
+			p := codegen.Package{ImportPath: v.ImportPath, Dir: v.Dir, Group: g.Name, GroupPackageName: g.PackageName, GroupGoName: g.GoName, Version: v.Name}
 			p.Defaults = v.HasDefaults()
 			if v.ConvertTo != nil {
 				p.ConvertTo = v.ConvertTo.ImportPath
 			}
 			for _, k := range v.Kinds {
-				p.Kinds = append(p.Kinds, codegen.Kind{Name: k.Name, NamespaceScoped: k.NamespaceScoped, HasStatus: k.HasStatus, Plural: k.Plural, Unserved: k.Unserved,
-					ClientMethods: clientMethods(k)})
+				ck := codegen.Kind{Name: k.Name, NamespaceScoped: k.NamespaceScoped, HasStatus: k.HasStatus, Plural: k.ClientPlural, Unserved: k.Unserved,
+					ClientMethods: clientMethods(k)}
+				if k.Plural != k.ClientPlural {
+					ck.ResourceName = k.Plural
+				}
+				p.Kinds = append(p.Kinds, ck)
 			}
 			p.Objects = v.SubresourceTypes()
 			in.Packages = append(in.Packages, p)
 		}
 		if v := g.Internal; v != nil {
-			p := codegen.Package{ImportPath: v.ImportPath, Dir: v.Dir, Group: g.Name, GroupPackageName: g.PackageName, Internal: true}
+			p := codegen.Package{ImportPath: v.ImportPath, Dir: v.Dir, Group: g.Name, GroupPackageName: g.PackageName, GroupGoName: g.GoName, Internal: true}
 			for _, k := range v.Kinds {
-				p.Kinds = append(p.Kinds, codegen.Kind{Name: k.Name, NamespaceScoped: k.NamespaceScoped, HasStatus: k.HasStatus, Plural: k.Plural, Unserved: true})
+				p.Kinds = append(p.Kinds, codegen.Kind{Name: k.Name, NamespaceScoped: k.NamespaceScoped, HasStatus: k.HasStatus, Plural: k.ClientPlural, Unserved: true})
 			}
 			in.Packages = append(in.Packages, p)
 		}

@@ -34,6 +34,10 @@ type Kind struct {
 	// code-generator derives from Name; another value becomes a plural
 	// exception for client-gen, lister-gen and informer-gen.
 	Plural string
+	// ResourceName is the resource name in URLs and GroupVersionResources when it is not
+	// Plural (client-gen's +resourceName, injected on the kind): the clients' Go names
+	// then follow Plural and the requests this name. Empty means Plural.
+	ResourceName string
 	// Unserved kinds (+kubebuilder:unservedversion) get deepcopy, OpenAPI and
 	// conversions but no client, lister, informer or apply configuration.
 	Unserved bool
@@ -51,7 +55,12 @@ type Package struct {
 	// uses it for its layout, lister-gen, informer-gen and
 	// applyconfiguration-gen take it from the import path, so the two must agree.
 	GroupPackageName string
-	Version          string // e.g. v1; must be the last element of ImportPath
+	// GroupGoName is the group's name in the Go identifiers of the generated clients
+	// (CertManagerV1() for cert-manager.io), injected as +groupGoName; empty means
+	// client-gen's default, the group's first label capitalized, which must then be a Go
+	// identifier.
+	GroupGoName string
+	Version     string // e.g. v1; must be the last element of ImportPath
 	// Internal marks the group's internal (unversioned) package, as in
 	// k8s.io/sample-apiserver: Version is empty, its types are a hub other
 	// packages convert to (ConvertTo), and it gets deepcopy only (no OpenAPI,
@@ -223,7 +232,10 @@ var (
 	groupRE   = regexp.MustCompile(`^[a-z][a-z0-9]*(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
 	versionRE = regexp.MustCompile(`^v[1-9][0-9]*((alpha|beta)[1-9][0-9]*)?$`)
 	pkgNameRE = regexp.MustCompile(`^[a-z][a-z0-9]*$`)
-	kindRE    = regexp.MustCompile(`^[A-Z][A-Za-z0-9]*$`)
+	// A DNS subdomain, for a group with a GroupGoName of its own.
+	dnsGroupRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+	goNameRE   = regexp.MustCompile(`^[A-Z][A-Za-z0-9]*$`)
+	kindRE     = regexp.MustCompile(`^[A-Z][A-Za-z0-9]*$`)
 )
 
 // complete validates in and returns a normalised copy: defaults filled in,
@@ -283,8 +295,13 @@ func (in Input) complete() (Input, error) {
 			}
 			p.Dir = want
 		}
-		if !groupRE.MatchString(p.Group) {
-			fail("package %q: group %q is not a lower-case DNS subdomain whose first label is a Go identifier ([a-z][a-z0-9]*)", where, p.Group)
+		switch {
+		case p.GroupGoName == "" && !groupRE.MatchString(p.Group):
+			fail("package %q: group %q is not a lower-case DNS subdomain whose first label is a Go identifier ([a-z][a-z0-9]*), and there is no GroupGoName", where, p.Group)
+		case p.GroupGoName != "" && !dnsGroupRE.MatchString(p.Group):
+			fail("package %q: group %q is not a lower-case DNS subdomain", where, p.Group)
+		case p.GroupGoName != "" && !goNameRE.MatchString(p.GroupGoName):
+			fail("package %q: GroupGoName %q is not an exported Go identifier ([A-Z][A-Za-z0-9]*)", where, p.GroupGoName)
 		}
 		switch {
 		case p.Internal:

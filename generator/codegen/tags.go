@@ -23,6 +23,7 @@ const (
 	tagGenclient          = "genclient"
 	tagNonNamespaced      = "genclient:nonNamespaced"
 	tagNoStatus           = "genclient:noStatus"
+	tagResourceName       = "resourceName"
 	tagConversion         = "k8s:conversion-gen"
 
 	runtimeObject = "k8s.io/apimachinery/pkg/runtime.Object"
@@ -32,7 +33,7 @@ const (
 // packageOwnedTags are package tags whose value comes from our model: any
 // user-written line with one of these names is replaced.
 var packageOwnedTags = []string{
-	tagDeepcopy, tagOpenAPI, tagGroupName, tagModelPackage,
+	tagDeepcopy, tagOpenAPI, tagGroupName, tagModelPackage, tagGroupGoName,
 	// Activation tags of the client generators (default-enabled); a "=false"
 	// would silently drop clients our model says are served.
 	"k8s:client-gen", "k8s:lister-gen", "k8s:informer-gen", "k8s:applyconfiguration-gen",
@@ -103,6 +104,10 @@ func injectTags(u types.Universe, in Input) {
 			// Never serialized: deep copies only.
 			pkgTags = []string{"+" + tagDeepcopy + "=package", "+" + tagGroupName + "=" + pkg.Group}
 		}
+		if pkg.GroupGoName != "" {
+			// client-gen and informer-gen name the group in Go with it (CertManagerV1()).
+			pkgTags = append(pkgTags, "+"+tagGroupGoName+"="+pkg.GroupGoName)
+		}
 		if pkg.ConvertTo != "" {
 			pkgTags = append(pkgTags, "+"+tagConversion+"="+pkg.ConvertTo)
 		}
@@ -130,7 +135,7 @@ func injectTags(u types.Universe, in Input) {
 				if !isKind {
 					return n == tagGenclient || strings.HasPrefix(n, tagGenclient+":")
 				}
-				return n == tagGenclient || n == tagNonNamespaced || n == tagNoStatus
+				return n == tagGenclient || n == tagNonNamespaced || n == tagNoStatus || n == tagResourceName
 			}
 			var add []string
 			if isKind || isList {
@@ -154,6 +159,10 @@ func injectTags(u types.Universe, in Input) {
 				}
 				if !k.HasStatus {
 					add = append(add, "+"+tagNoStatus)
+				}
+				if k.ResourceName != "" {
+					// client-gen's and informer-gen's "resource" namer reads it: the URL path.
+					add = append(add, "+"+tagResourceName+"="+k.ResourceName)
 				}
 			}
 			// Generators read tags from SecondClosestCommentLines (the comment

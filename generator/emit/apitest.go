@@ -28,16 +28,16 @@ func apiTest(m *model.Model, o Options) *jen.File {
 
 	var runs []jen.Code
 	for _, g := range m.Groups {
-		groupGo := gengonamer.IC(strings.Split(g.Name, ".")[0])
+		groupGo := g.GoName
 		for _, v := range g.Versions {
 			f.ImportAlias(v.ImportPath, typesAlias(v))
 			for _, k := range v.Kinds {
-				if k.Unserved || k.Resource.Backend {
+				if k.Unserved || k.Resource.Backend || k.Resource.ReadOnly {
 					// A kind served from the user's backend has the verbs the backend implements:
-					// its tests are the user's.
+					// its tests are the user's. A read-only kind takes no create.
 					continue
 				}
-				plural := gengonamer.NewPublicPluralNamer(map[string]string{k.Name: k.Plural}).Name(&gengotypes.Type{Name: gengotypes.Name{Name: k.Name}})
+				plural := clientGoPlural(k)
 				var nsArg []jen.Code
 				if k.NamespaceScoped {
 					nsArg = append(nsArg, jen.Lit("default"))
@@ -69,3 +69,17 @@ func apiTest(m *model.Model, o Options) *jen.File {
 const samplesDir = "../../config/samples"
 
 func apiTestPath() string { return path.Join("pkg/apiserver", "zz_generated.api_test.go") }
+
+// clientGoPlural is the plural in the generated clientset's Go names of k (Widgets(),
+// DockOccupancies(), PodMetricses()): k.ClientPlural with the kind's capitals where the two
+// agree letter for letter, as codegen spells client-gen's plural exceptions.
+func clientGoPlural(k *model.Kind) string {
+	if k.ClientPlural == gengonamer.NewAllLowercasePluralNamer(nil).Name(&gengotypes.Type{Name: gengotypes.Name{Name: k.Name}}) {
+		return gengonamer.NewPublicPluralNamer(nil).Name(&gengotypes.Type{Name: gengotypes.Name{Name: k.Name}})
+	}
+	n := 0
+	for n < len(k.Name) && n < len(k.ClientPlural) && strings.EqualFold(k.Name[n:n+1], k.ClientPlural[n:n+1]) {
+		n++
+	}
+	return gengonamer.IC(k.Name[:n] + k.ClientPlural[n:])
+}

@@ -328,14 +328,20 @@ func storage(r *model.Resource, o Options) *jen.File {
 		}
 		fields = append(fields, field("Scale", jen.Op("&").Qual(pkgRegistry, "ScaleFuncs").Types(ptr.Clone()).Add(structLit(d...))))
 	}
+	if r.ReadOnly {
+		fields = append(fields, field("ReadOnly", jen.True()))
+	}
 	fields = append(fields, field("Hooks", jen.Id("Hooks").Values()))
 	what := ""
+	if r.ReadOnly {
+		what = ", read-only (get, list, watch: +genclient:readonly)"
+	}
 	switch len(subresources) {
 	case 0:
 	case 1:
-		what = " and its " + subresources[0] + " subresource"
+		what += " and its " + subresources[0] + " subresource"
 	default:
-		what = " and its " + joinList(subresources) + " subresources"
+		what += " and its " + joinList(subresources) + " subresources"
 	}
 	f.Commentf("NewStorage builds the REST storage of %s.%s: the resource%s, on the etcd storage getter describes.",
 		k.Plural, v.Group.Name, what)

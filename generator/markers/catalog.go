@@ -10,6 +10,9 @@ func Default() *Registry {
 		// Package markers.
 		valued(&Definition{Name: "groupName", Target: OnPackage, Form: Value,
 			Help: "API group of the package's kinds, e.g. +groupName=shop.example.com (in doc.go, above the package clause)."}, stringOf[GroupName]()),
+		valued(&Definition{Name: "groupGoName", Target: OnPackage, Form: Value,
+			Help: "The group's name in Go identifiers of the generated clients, as client-gen reads it: +groupGoName=CertManager gives CertManagerV1() " +
+				"for cert-manager.io. Needed when the group's first label is not a Go identifier (it has a '-'); the same in every version of the group."}, stringOf[GroupGoName]()),
 		&Definition{Name: "kubebuilder:object:generate", Target: OnPackage | OnType, Form: Flag,
 			Help: "kubebuilder's deepcopy switch; aagen always generates deepcopy for served kinds."},
 		valued(&Definition{Name: "kubebuilder:skip", Target: OnPackage, Form: Flag,
@@ -44,8 +47,10 @@ func Default() *Registry {
 			Help: "Serve no /status subresource even though the kind has a Status field."}, flagOf[NoStatus]()),
 		&Definition{Name: "genclient:noVerbs", Target: OnType, Form: Flag,
 			Help: "Generate no client verbs (client-gen)."},
-		&Definition{Name: "genclient:readonly", Target: OnType, Form: Flag,
-			Help: "Generate only read verbs in the client (client-gen)."},
+		valued(&Definition{Name: "genclient:readonly", Target: OnType, Form: Flag,
+			Help: "The kind is read-only: the client has only get, list and watch (client-gen), and the server serves only those verbs " +
+				"(discovery lists get, list, watch; writes are 405). With +aagen:backend the backend's methods decide the verbs instead; " +
+				"without it nothing can create objects through the API (a warning says so)."}, flagOf[ReadOnly]()),
 		&Definition{Name: "genclient:onlyVerbs", Target: OnType, Form: Value,
 			Help: "Generate only these client verbs (client-gen)."},
 		&Definition{Name: "genclient:skipVerbs", Target: OnType, Form: Value,
@@ -59,6 +64,10 @@ func Default() *Registry {
 		valued(&Definition{Name: "kubebuilder:resource", Target: OnType, Form: Args,
 			Keys: []string{"path", "scope", "shortName", "categories", "singular"},
 			Help: "Resource names and scope: path=<plural>,scope=Namespaced|Cluster,shortName=a;b,categories=all;x,singular=<name>."}, parseResource),
+		valued(&Definition{Name: "resourceName", Target: OnType, Form: Value,
+			Help: "The kind's resource name, as client-gen reads it (k8s.io/metrics: +resourceName=pods on PodMetrics): the server serves it, and " +
+				"the clientset, discovery, RBAC roles and API docs use it; the client's Go names stay the kind's plural (PodMetricses()). " +
+				"Same as +kubebuilder:resource:path; when both are given they must agree."}, stringOf[ResourceName]()),
 		valued(&Definition{Name: "kubebuilder:subresource:status", Target: OnType, Form: Flag,
 			Help: "Serve the /status subresource."}, flagOf[StatusSubresource]()),
 		valued(&Definition{Name: "kubebuilder:storageversion", Target: OnType, Form: Flag,

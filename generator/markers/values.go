@@ -68,6 +68,17 @@ func Is[T ~bool](s Set) bool {
 // GroupName is +groupName: the API group of the package's kinds.
 type GroupName string
 
+// GroupGoName is +groupGoName: the group's name in the Go identifiers of the generated
+// clients (client-gen's CertManagerV1() for cert-manager.io), instead of its first label.
+type GroupGoName string
+
+// ResourceName is +resourceName: the kind's resource name (client-gen's URL path, e.g.
+// pods for k8s.io/metrics' PodMetrics), instead of the plural of the kind.
+type ResourceName string
+
+// ReadOnly is +genclient:readonly: the kind is read, never written, through the API.
+type ReadOnly bool
+
 // Skip is +kubebuilder:skip: aagen serves none of the package's kinds.
 type Skip bool
 

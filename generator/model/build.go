@@ -18,6 +18,9 @@ import (
 
 	"golang.org/x/tools/go/packages"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	clientscheme "k8s.io/client-go/kubernetes/scheme"
+
 	"github.com/aagen-dev/aagen/generator/load"
 	"github.com/aagen-dev/aagen/generator/markers"
 )
@@ -32,7 +35,7 @@ var versionRE = regexp.MustCompile(`^v[1-9][0-9]*((alpha|beta)[1-9][0-9]*)?$`)
 // *Error holding every problem found (not just the first).
 func Build(res *load.Result, reg *markers.Registry) (*Model, []Diagnostic, error) {
 	b := &builder{reg: reg, groups: map[string]*Group{}, storageMarkers: map[*Kind]token.Position{}, conversionTargets: conversionTargets(res.Packages),
-		decls: map[GoType]*typeDecl{}, internalPkgs: map[string]bool{}, depFiles: map[string]string{}}
+		decls: map[GoType]*typeDecl{}, internalPkgs: map[string]bool{}, depFiles: map[string]string{}, builtin: builtinGroups()}
 	m := &Model{ModuleDir: res.ModuleDir, ModulePath: res.ModulePath}
 	b.types = loadedTypes(res)
 	for _, p := range res.Packages {
@@ -93,6 +96,8 @@ type builder struct {
 	// depFiles are the files of other modules whose markers were read, with their module's
 	// path: a problem there is the dependency's, reported as a warning (see dependencyDiags).
 	depFiles map[string]string
+	// builtin are the groups kube-apiserver serves itself (builtinGroups).
+	builtin map[string]bool
 }
 
 // dependencyDiags turns the errors found in other modules' sources into warnings: the user
@@ -244,6 +249,7 @@ func (b *builder) pkg(p *packages.Package) {
 			"+groupName=%s is not a valid API group name", group)
 		ok = false
 	}
+	b.builtinGroup(group, gm.Pos)
 	verName := p.Name
 	internal := !versionRE.MatchString(verName) && b.conversionTargets[p.PkgPath]
 	if internal {
@@ -279,18 +285,21 @@ func (b *builder) pkg(p *packages.Package) {
 			"directory %q above %s cannot name the group's Go packages (clients, listers, storage)", pkgName, verName)
 		return
 	}
-	if first, _, _ := strings.Cut(group, "."); strings.Contains(first, "-") {
-		b.errorf(gm.Pos, "choose a group whose first label has no '-', e.g. shopfront.example.com",
-			"the first label of group %s becomes Go identifiers in the clientset (%sV1()); it cannot contain '-'", group, first)
+	goName, goNamePos, ok := b.groupGoName(group, gm.Pos, pkgMarkers)
+	if !ok {
 		return
 	}
 	g := b.groups[group]
 	if g == nil {
-		g = &Group{Name: group, PackageName: pkgName}
+		g = &Group{Name: group, PackageName: pkgName, GoName: goName, goNamePos: goNamePos}
 		b.groups[group] = g
 	} else if g.PackageName != pkgName {
 		b.errorf(pkgPos, "keep every version of a group under one directory, e.g. pkg/apis/"+g.PackageName+"/"+verName,
 			"versions of group %s live under different directories (%s and %s)", group, g.PackageName, pkgName)
+		return
+	} else if g.GoName != goName {
+		b.errorf(goNamePos, "give every version of "+group+" the same +groupGoName (client-gen names the group once in the clientset)",
+			"the versions of group %s have the Go names %s and %s", group, g.GoName, goName)
 		return
 	}
 	for _, v := range append(slices.Clone(g.Versions), g.Internal) {
@@ -383,10 +392,28 @@ func (b *builder) kind(p *packages.Package, v *Version, d typeDecl) *Kind {
 		}
 	}
 	k.Plural = gengonamer.NewAllLowercasePluralNamer(nil).Name(&gengotypes.Type{Name: gengotypes.Name{Name: name}})
+	k.ClientPlural = k.Plural
 	k.Singular = strings.ToLower(name)
+	namesPos := res.Pos
+	rn, rnm, hasResourceName := markers.Find[markers.ResourceName](ms)
+	if hasResourceName {
+		// client-gen's +resourceName names the resource in URLs and leaves the client's Go
+		// names to the kind's plural (k8s.io/metrics: pods, PodMetricses()); the server,
+		// discovery and docs serve the same name.
+		namesPos = rnm.Pos
+		if hasRes && resource.Path != "" && resource.Path != string(rn) {
+			b.errorf(rnm.Pos, "keep one of them, or give both the same name",
+				"%s has +resourceName=%s but +kubebuilder:resource:path=%s; a kind has one resource name", name, rn, resource.Path)
+			good = false
+		}
+		k.Plural = string(rn)
+	}
 	if hasRes {
 		if resource.Path != "" {
 			k.Plural = resource.Path
+			if !hasResourceName {
+				k.ClientPlural = resource.Path
+			}
 		}
 		if resource.Singular != "" {
 			k.Singular = resource.Singular
@@ -396,7 +423,7 @@ func (b *builder) kind(p *packages.Package, v *Version, d typeDecl) *Kind {
 	}
 	for _, n := range append(append([]string{k.Plural, k.Singular}, k.ShortNames...), k.Categories...) {
 		if errs := validation.IsDNS1035Label(n); len(errs) > 0 {
-			b.errorf(res.Pos, "resource names, short names and categories are lower-case letters, digits and '-', starting with a letter",
+			b.errorf(namesPos, "resource names, short names and categories are lower-case letters, digits and '-', starting with a letter",
 				"%q is not a valid resource name for %s: %s", n, name, strings.Join(errs, "; "))
 			good = false
 		}
@@ -411,6 +438,9 @@ func (b *builder) kind(p *packages.Package, v *Version, d typeDecl) *Kind {
 	case hasStatusField && markers.Is[markers.NoStatus](ms):
 	case hasStatusField && (hasStatusMarker || markers.Is[markers.GenClient](ms)):
 		k.HasStatus = true
+	}
+	if !b.readOnlyMarker(k, ms) {
+		good = false
 	}
 	if sv, m, _ := markers.Find[markers.StorageVersion](ms); sv {
 		b.storageMarkers[k] = m.Pos
@@ -462,8 +492,53 @@ func (b *builder) list(p *packages.Package, k *Kind, pos token.Position) {
 	}
 }
 
+// groupGoName returns the name of group in the Go identifiers of the generated clients
+// (ShopV1(), CertManagerV1()) and where it comes from: +groupGoName among the package
+// markers, as client-gen reads it, else the group's first label capitalized, client-gen's
+// default. A first label that is not a Go identifier (cert-manager) needs the marker.
+func (b *builder) groupGoName(group string, groupPos token.Position, pkgMarkers markers.Set) (string, token.Position, bool) {
+	first, _, _ := strings.Cut(group, ".")
+	if v, m, ok := markers.Find[markers.GroupGoName](pkgMarkers); ok {
+		name := gengonamer.IC(string(v))
+		if !goExportedRE.MatchString(name) {
+			b.errorf(m.Pos, "write a Go identifier of letters and digits, e.g. +groupGoName="+suggestGoName(first),
+				"+groupGoName=%s is not a Go identifier (client-gen names the group %sV1() with it)", v, name)
+			return "", m.Pos, false
+		}
+		return name, m.Pos, true
+	}
+	if !goIdentRE.MatchString(first) {
+		b.errorf(groupPos, "add `// +groupGoName="+suggestGoName(first)+"` to the package comment (client-gen's Go name for the group), or choose a group whose first label is lower-case letters and digits",
+			"the first label of group %s names the group in the clientset's Go identifiers (%sV1()), and %q is not a Go identifier", group, gengonamer.IC(first), first)
+		return "", groupPos, false
+	}
+	return gengonamer.IC(first), groupPos, true
+}
+
+var goExportedRE = regexp.MustCompile(`^[A-Z][A-Za-z0-9]*$`)
+
+// suggestGoName spells a DNS label as a Go name: cert-manager gives CertManager.
+func suggestGoName(label string) string {
+	var out string
+	for _, part := range strings.FieldsFunc(label, func(r rune) bool { return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9') }) {
+		out += gengonamer.IC(part)
+	}
+	if out == "" || !goExportedRE.MatchString(out) {
+		return "MyGroup"
+	}
+	return out
+}
+
 // checkServer checks what must be unique across the whole server.
 func (b *builder) checkServer(m *Model) {
+	goNames := map[string]*Group{}
+	for _, g := range m.Groups {
+		if o := goNames[g.GoName]; o != nil {
+			b.errorf(g.goNamePos, "give one of them another +groupGoName",
+				"groups %s and %s have the same Go name %s in the clientset (%sV1())", o.Name, g.Name, g.GoName, g.GoName)
+		}
+		goNames[g.GoName] = g
+	}
 	pkgNames := map[string]string{}
 	short := map[string]*Kind{}
 	for _, g := range m.Groups {
@@ -623,6 +698,7 @@ func (b *builder) checkResource(r *Resource, ref *Kind, refName string) {
 	}
 	b.checkSubresources(r)
 	b.backendResource(r)
+	b.readOnlyResource(r)
 }
 
 func scopeName(k *Kind) string {
@@ -678,7 +754,7 @@ func (b *builder) structType(pkg, name string) *Type {
 func isKindMarker(m markers.Marker) bool {
 	switch m.Parsed.(type) {
 	case markers.NonNamespaced, markers.NoStatus, markers.Resource, markers.StatusSubresource, markers.StorageVersion,
-		markers.Scale, markers.PrintColumn, markers.SelectableField, markers.Backend, markers.Subresource:
+		markers.Scale, markers.PrintColumn, markers.SelectableField, markers.Backend, markers.Subresource, markers.ResourceName:
 		return true
 	}
 	return false
@@ -725,4 +801,30 @@ func embedsTypeMeta(t *Type) bool {
 func hasField(t *Type, field, pkg, name, json string) bool {
 	f := t.Field(field)
 	return f != nil && f.Type.IsNamed(pkg, name) && f.JSONName == json
+}
+
+// apiregistrationGroup is the group of APIServices, which kube-apiserver's aggregator
+// serves itself; its Go package (k8s.io/kube-aggregator) is not a dependency of aagen.
+const apiregistrationGroup = "apiregistration.k8s.io"
+
+// builtinGroups are the API groups kube-apiserver serves itself: every group of
+// k8s.io/api (client-go's scheme registers them all), apiextensions.k8s.io
+// (CustomResourceDefinitions) and apiregistration.k8s.io (APIServices).
+func builtinGroups() map[string]bool {
+	groups := map[string]bool{apiextensionsv1.GroupName: true, apiregistrationGroup: true}
+	for _, gv := range clientscheme.Scheme.PrioritizedVersionsAllGroups() {
+		groups[gv.Group] = true
+	}
+	return groups
+}
+
+// builtinGroup warns when a package declares a group kube-apiserver serves itself: the
+// APIService of each of its versions (config/deploy) would send that group version's
+// requests to this server instead, taking it over from kube-apiserver.
+func (b *builder) builtinGroup(group string, pos token.Position) {
+	if !b.builtin[group] {
+		return
+	}
+	b.warnf(pos, "serve it under a group of a domain you own (e.g. "+strings.SplitN(group, ".", 2)[0]+".example.com); keep "+group+" only to replace kube-apiserver's own API",
+		"group %s is served by kube-apiserver itself: the APIService of each version this server registers (config/deploy) takes that group version over from kube-apiserver", group)
 }

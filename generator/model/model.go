@@ -32,6 +32,12 @@ type Group struct {
 	Name string
 	// PackageName is the short name used for Go packages and directories, e.g. "shop".
 	PackageName string
+	// GoName is the group's name in the Go identifiers of the generated clients (the
+	// clientset's ShopV1()): +groupGoName, or the first label of Name capitalized, as
+	// client-gen names it.
+	GoName string
+	// goNamePos is where GoName comes from (the +groupGoName or +groupName marker).
+	goNamePos token.Position
 	// Versions are the group's types packages, preferred first (Kubernetes version priority).
 	Versions []*Version
 	// Internal is the group's internal (unversioned) package when it has one, as in
@@ -81,6 +87,10 @@ type Resource struct {
 	// Backend is set when the kind is served from the user's own backend (+aagen:backend)
 	// instead of etcd: see backend.go.
 	Backend bool
+	// ReadOnly is set when the kind is +genclient:readonly and not served from a backend:
+	// its storage serves get, list and watch only (discovery lists those verbs; writes
+	// are 405). See readonly.go.
+	ReadOnly bool
 }
 
 // StorageVersion returns the version the resource's objects are written to etcd in: the
@@ -144,8 +154,14 @@ type Kind struct {
 	Resource *Resource `json:"-"`
 	// Name is the kind and Go type name, e.g. "Widget"; ListName its list type.
 	Name, ListName string
-	// Plural and Singular are the lower-case resource names.
+	// Plural and Singular are the lower-case resource names: Plural is the resource the
+	// server serves and discovery, clients, roles and docs name (+kubebuilder:resource:path,
+	// +resourceName, or the plural of the kind).
 	Plural, Singular string
+	// ClientPlural is the lower-case plural the generated clients' Go names follow
+	// (Widgets() in the clientset): Plural, except with +resourceName, where client-gen
+	// keeps the plural of the kind's name (PodMetricses() for the resource pods).
+	ClientPlural string
 	ShortNames       []string
 	Categories       []string
 	NamespaceScoped  bool
@@ -176,6 +192,10 @@ type Kind struct {
 	// warning sent with every response in this version (a default when the marker has none).
 	Deprecated         bool
 	DeprecationWarning string
+	// ReadOnly is set by +genclient:readonly (see Resource.ReadOnly); ReadOnlyPos is the
+	// marker's position.
+	ReadOnly    bool
+	ReadOnlyPos token.Position
 	// Backend is set by +aagen:backend (see Resource.Backend); BackendPos is the marker's position.
 	Backend    bool
 	BackendPos token.Position

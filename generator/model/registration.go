@@ -1,7 +1,9 @@
 package model
 
 import (
+	"go/ast"
 	"go/constant"
+	"go/token"
 	"go/types"
 	"slices"
 
@@ -42,10 +44,9 @@ func (b *builder) registration(p *packages.Package, group string) ([]string, boo
 		pos := p.Fset.Position(obj.Pos())
 		switch name {
 		case "GroupName":
-			c, isConst := obj.(*types.Const)
-			if !isConst || c.Val().Kind() != constant.String || constant.StringVal(c.Val()) != group {
-				b.errorf(pos, "declare `const GroupName = \""+group+"\"` (the package's +groupName), or delete it: aagen then generates it",
-					"package %s declares GroupName, but not as the constant %q of its +groupName", p.Name, group)
+			if val, isString := groupNameValue(p, obj); !isString || val != group {
+				b.errorf(pos, "declare `const GroupName = \""+group+"\"` (or `var GroupName = \""+group+"\"`, the package's +groupName), or delete it: aagen then generates it",
+					"package %s declares GroupName, but not as a string constant or variable initialized to %q, its +groupName", p.Name, group)
 				ok = false
 			}
 		case "SchemeGroupVersion":
@@ -89,4 +90,42 @@ func isAddToScheme(obj types.Object) bool {
 	}
 	ptr, ok := sig.Params().At(0).Type().(*types.Pointer)
 	return ok && IsNamed(ptr.Elem(), pkgRuntimePath, "Scheme") && types.Identical(sig.Results().At(0).Type(), types.Universe.Lookup("error").Type())
+}
+
+// groupNameValue returns the value of the package's GroupName when it is a string constant
+// (`const GroupName = "x"`) or a string variable initialized with a constant
+// (`var GroupName = "x"`, as openshift/api declares it); the generated registration uses
+// it only as a value, which both are.
+func groupNameValue(p *packages.Package, obj types.Object) (string, bool) {
+	switch obj := obj.(type) {
+	case *types.Const:
+		if obj.Val().Kind() == constant.String {
+			return constant.StringVal(obj.Val()), true
+		}
+	case *types.Var:
+		if !types.Identical(obj.Type(), types.Typ[types.String]) || p.TypesInfo == nil {
+			return "", false
+		}
+		for _, f := range p.Syntax {
+			for _, d := range f.Decls {
+				gd, isGen := d.(*ast.GenDecl)
+				if !isGen || gd.Tok != token.VAR {
+					continue
+				}
+				for _, spec := range gd.Specs {
+					vs := spec.(*ast.ValueSpec)
+					for i, name := range vs.Names {
+						if p.TypesInfo.Defs[name] != obj || i >= len(vs.Values) {
+							continue
+						}
+						if tv, found := p.TypesInfo.Types[vs.Values[i]]; found && tv.Value != nil && tv.Value.Kind() == constant.String {
+							return constant.StringVal(tv.Value), true
+						}
+						return "", false
+					}
+				}
+			}
+		}
+	}
+	return "", false
 }

@@ -58,6 +58,11 @@ type Resource[T Object] struct {
 	// Scale is set when the kind serves the /scale subresource (autoscaling/v1 Scale).
 	Scale *ScaleFuncs[T]
 
+	// ReadOnly serves the kind with get, list and watch only (+genclient:readonly): the
+	// storage implements no write, so discovery lists only those verbs and writes are 405
+	// (see ReadOnlyREST). It takes no Status, Scale or subresources.
+	ReadOnly bool
+
 	// Hooks is the user-owned value whose optional methods add behaviour; may be nil.
 	Hooks any
 }

@@ -51,10 +51,12 @@ func NewStorage[T Object](scheme *runtime.Scheme, getter generic.RESTOptionsGett
 	if err := store.CompleteWithOptions(opts); err != nil {
 		return nil, fmt.Errorf("%s: %w", r.GroupResource(), err)
 	}
-	out := map[string]rest.Storage{
-		r.Plural: &REST{Store: store, shortNames: r.ShortNames, categories: r.Categories, fieldLabels: r.fieldLabels(),
-			groupKind: schema.GroupKind{Group: r.Group, Kind: r.Kind}, schemas: schemas},
+	resource := &REST{Store: store, shortNames: r.ShortNames, categories: r.Categories, fieldLabels: r.fieldLabels(),
+		groupKind: schema.GroupKind{Group: r.Group, Kind: r.Kind}, schemas: schemas}
+	if r.ReadOnly {
+		return map[string]rest.Storage{r.Plural: &ReadOnlyREST{readable: resource}}, nil
 	}
+	out := map[string]rest.Storage{r.Plural: resource}
 	if r.Status != nil {
 		statusStore := *store
 		ss := statusStrategy[T]{main}
@@ -82,6 +84,8 @@ func (r *Resource[T]) validate() error {
 		return fmt.Errorf("registry.Resource %s: New and NewList are required", r.Kind)
 	case r.Status != nil && (r.Status.CopyStatus == nil || r.Status.CopySpec == nil):
 		return fmt.Errorf("registry.Resource %s: Status needs CopyStatus and CopySpec", r.Kind)
+	case r.ReadOnly && (r.Status != nil || r.Scale != nil):
+		return fmt.Errorf("registry.Resource %s: a read-only resource has no Status or Scale (they are written)", r.Kind)
 	case r.Scale != nil && (r.Scale.SpecReplicas == nil || r.Scale.SetSpecReplicas == nil || r.Scale.StatusReplicas == nil):
 		return fmt.Errorf("registry.Resource %s: Scale needs SpecReplicas, SetSpecReplicas and StatusReplicas", r.Kind)
 	}
@@ -111,6 +115,29 @@ func (r *Resource[T]) fieldLabels() []string {
 func (r *Resource[T]) singularResource() schema.GroupResource {
 	return schema.GroupResource{Group: r.Group, Resource: r.Singular}
 }
+
+// readable is what ReadOnlyREST serves of a REST: reads and discovery metadata.
+type readable interface {
+	rest.Storage
+	rest.Scoper
+	rest.Getter
+	rest.Lister
+	rest.Watcher
+	rest.SingularNameProvider
+	rest.ShortNamesProvider
+	rest.CategoriesProvider
+	FieldLabels() []string
+}
+
+// ReadOnlyREST is the storage of a read-only resource (Resource.ReadOnly,
+// +genclient:readonly): get, list and watch of its REST and nothing that writes, so
+// k8s.io/apiserver installs only those verbs (discovery lists get, list, watch) and a
+// write is 405 Method Not Allowed.
+type ReadOnlyREST struct {
+	readable
+}
+
+var _ readable = &REST{}
 
 // REST is the storage of the main resource: the generic registry Store plus the
 // discovery metadata it does not carry itself.
