@@ -35,6 +35,10 @@ func typeTags(t *model.Type) codegen.TypeValidation {
 		}
 		cf := codegen.FieldValidation{GoName: f.GoName, JSONName: f.JSONName, Tags: schemaTags(f.Validation), Enum: f.Validation.Enum, Format: f.Validation.Format,
 			PreserveUnknownFields: f.FreeForm, EmbeddedResource: f.EmbeddedResource}
+		if f.OpenAPIEnum {
+			// kube-openapi writes the enum of a +enum type itself (the same values).
+			cf.Enum = nil
+		}
 		if f.Items != nil {
 			cf.Tags = append(cf.Tags, prefixedSchemaTags("+k8s:validation:items:", *f.Items)...)
 		}

@@ -260,8 +260,10 @@ func otherTools() []*Definition {
 		raw("k8s:listMapKey", "Same as +listMapKey (k8s.io/api's declarative validation spelling).", "declarative validation (validation-gen) is not run; use +listMapKey, which kube-openapi publishes"),
 		raw("patchStrategy", "Strategic merge patch strategy of the field (kube-openapi publishes it as x-kubernetes-patch-strategy).", ""),
 		raw("patchMergeKey", "Strategic merge patch key of a list (kube-openapi publishes it as x-kubernetes-patch-merge-key).", ""),
-		raw("enum", "The named string type is an enum of its constants (kube-openapi).", ""),
-		raw("k8s:enum", "Same as +enum (declarative validation spelling).", byTool),
+		valued(&Definition{Name: "enum", Target: OnType, Form: Flag,
+			Help: "The named string type is an enum of its constants (kube-openapi publishes them; the server checks them). " +
+				"Next to +kubebuilder:validation:Enum the two must list the same values (one enum); different values are an error."}, flagOf[OpenAPIEnum]()),
+		valued(alias(&Definition{Name: "k8s:enum", Target: OnType, Form: Flag, Help: "Same as +enum (declarative validation spelling)."}, "enum"), flagOf[OpenAPIEnum]()),
 		raw("protobuf", "Protocol buffer generation (go-to-protobuf).", "aagen writes the protobuf methods itself (docs/protobuf.md) and takes field numbers from `protobuf:\"...\"` struct tags; go-to-protobuf's +protobuf markers are not read"),
 		raw("k8s:protobuf-gen", "Protocol buffer generation (go-to-protobuf).", "aagen writes protobuf methods for every package whose fields protobuf can carry (docs/protobuf.md)"),
 		raw("k8s:openapi-gen", "kube-openapi's switch and extensions (x-kubernetes-...).", byTool),

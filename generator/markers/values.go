@@ -76,6 +76,10 @@ type GroupGoName string
 // pods for k8s.io/metrics' PodMetrics), instead of the plural of the kind.
 type ResourceName string
 
+// OpenAPIEnum is +enum (kube-openapi): the named string type is an enum of the constants
+// of that type its package declares.
+type OpenAPIEnum bool
+
 // ReadOnly is +genclient:readonly: the kind is read, never written, through the API.
 type ReadOnly bool
 

@@ -102,8 +102,11 @@ func (b *builder) printColumn(k *Kind, root *TypeExpr, pc markers.PrintColumn, m
 	}
 	w, err := b.types.walkJSON(root, k.Name, names)
 	if err != nil {
-		fail("point JSONPath at a field of "+k.Name+" by its JSON name", "JSONPath %s: %v", col.JSONPath, err)
-		return col, false
+		// A CRD takes such a column (its JSONPath is only parsed) and prints it empty;
+		// published CRDs ship them (OpenShift's routes), so it is a warning.
+		b.warnf(m.Pos, "point JSONPath at a field of "+k.Name+" by its JSON name, or remove the column",
+			"+kubebuilder:printcolumn of %s: JSONPath %s: %v; the column %q is kept and prints empty, as a CRD's would", k.Name, col.JSONPath, err, col.Name)
+		return col, good
 	}
 	if simple && len(w.rest) == 0 && good {
 		if got, ok := b.types.columnFits(col.Type, w.leaf); !ok {

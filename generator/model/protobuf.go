@@ -20,8 +20,10 @@ var ProtoMethodNames = []string{"Reset", "ProtoMessage", "String", "Marshal", "M
 type Protobuf struct {
 	// Pkg and PkgName are the package's import path and Go name.
 	Pkg, PkgName string
-	// Own is set when every root type declares all of ProtoMethodNames itself (a package
-	// with go-to-protobuf's generated.pb.go): the package has protobuf, and aagen writes none.
+	// Own is set when every root type has protobuf methods of its own (a package with
+	// go-to-protobuf's generated.pb.go, as k8s.io/api and k8s.io/metrics have): those
+	// k8s.io/apimachinery's protobuf serializer calls (see OwnProtobuf). The package has
+	// protobuf, and aagen writes none.
 	Own bool
 	// Messages are the structs that get the methods, in the order they are reached from the
 	// roots (nil when Own or Unsupported).
@@ -373,10 +375,16 @@ func declaredProtoMethods(t *Type) []string {
 	return out
 }
 
-// ownMethods reports whether every root type declares all the protobuf methods itself.
+// OwnProtobuf reports whether t has the methods k8s.io/apimachinery's protobuf serializer
+// encodes and decodes a type with (Size, MarshalToSizedBuffer, Unmarshal, and Reset, which
+// it calls before Unmarshal): go-to-protobuf's, gogo's, or the user's. ProtoMessage and
+// String are not among them (k8s.io/api v0.37's generated.pb.go has no ProtoMessage).
+func OwnProtobuf(t *Type) bool { return t.ProtoMethods && slices.Contains(t.Methods, "Reset") }
+
+// ownMethods reports whether every root type has protobuf methods of its own.
 func ownMethods(roots []*Type) bool {
 	for _, t := range roots {
-		if len(declaredProtoMethods(t)) != len(ProtoMethodNames) {
+		if !OwnProtobuf(t) {
 			return false
 		}
 	}

@@ -2,6 +2,7 @@ package model
 
 import (
 	"go/ast"
+	"go/constant"
 	"go/token"
 	"go/types"
 	"reflect"
@@ -135,6 +136,10 @@ type Type struct {
 	Methods []string
 	// Generic is set on a type with type parameters.
 	Generic bool
+	// StringConstants are the values of the constants of this type that its package
+	// declares, when it is declared as a string, sorted: kube-openapi publishes them as the
+	// enum of a type marked +enum.
+	StringConstants []string
 }
 
 // Fields returns the fields of a struct type, nil for other types.
@@ -384,6 +389,16 @@ func (gb *graphBuilder) named(n *types.Named) *Type {
 		t.Methods = append(t.Methods, origin.Method(i).Name())
 	}
 	sort.Strings(t.Methods)
+	if b, isBasic := origin.Underlying().(*types.Basic); isBasic && b.Info()&types.IsString != 0 && origin.Obj().Pkg() != nil {
+		scope := origin.Obj().Pkg().Scope()
+		for _, name := range scope.Names() {
+			if c, isConst := scope.Lookup(name).(*types.Const); isConst && types.Identical(c.Type(), origin) && c.Val().Kind() == constant.String {
+				t.StringConstants = append(t.StringConstants, constant.StringVal(c.Val()))
+			}
+		}
+		sort.Strings(t.StringConstants)
+		t.StringConstants = slices.Compact(t.StringConstants)
+	}
 	if t.OwnSchema {
 		t.Declared = gb.expr(origin.Underlying(), false)
 		return t

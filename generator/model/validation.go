@@ -8,6 +8,7 @@ import (
 	"go/token"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/aagen-dev/aagen/generator/markers"
 )
@@ -38,6 +39,10 @@ type FieldValidation struct {
 	// apiextensions' JSON): their schema keeps unknown fields
 	// (x-kubernetes-preserve-unknown-fields), as controller-gen's does.
 	FreeForm bool
+	// OpenAPIEnum is set when the field's type is marked +enum: kube-openapi publishes the
+	// type's constants as the enum, which Validation.Enum then holds too (the same values
+	// when +kubebuilder:validation:Enum gives them as well: one enum).
+	OpenAPIEnum bool
 	// EmbeddedResource is +kubebuilder:validation:EmbeddedResource on a free-form field:
 	// the value is a Kubernetes object (apiVersion, kind and metadata checked like a
 	// CRD's x-kubernetes-embedded-resource).
@@ -162,6 +167,16 @@ func (b *builder) fieldValidation(g *Types, f *Field, at string) {
 	if n := f.Type.Deref(); n.Kind == ExprNamed {
 		if nt := g.Lookup(n.Name); nt != nil && !nt.IsStruct() {
 			val = val.Merge(nt.Validation)
+			if markers.Is[markers.OpenAPIEnum](nt.Markers) {
+				if !b.sameEnum(nt, val, ms, at) {
+					return
+				}
+				fv.OpenAPIEnum = true
+				val.Enum = nil
+				for _, c := range nt.StringConstants {
+					val.Enum = append(val.Enum, c)
+				}
+			}
 		}
 	}
 	fv.Validation = val
@@ -197,6 +212,37 @@ func (b *builder) fieldValidation(g *Types, f *Field, at string) {
 		return
 	}
 	f.FieldValidation = fv
+}
+
+// sameEnum checks that the +kubebuilder:validation:Enum of a field of the +enum type nt
+// (on the field, or on nt) lists the values of nt's constants, which kube-openapi
+// publishes as the enum: the two are one enum, or the markers contradict each other.
+func (b *builder) sameEnum(nt *Type, val Validation, fieldMarkers markers.Set, at string) bool {
+	if len(val.Enum) == 0 {
+		return true
+	}
+	var listed []string
+	for _, v := range val.Enum {
+		listed = append(listed, fmt.Sprint(v))
+	}
+	slices.Sort(listed)
+	listed = slices.Compact(listed)
+	if slices.Equal(listed, nt.StringConstants) {
+		return true
+	}
+	_, m, onField := markers.Find[markers.Enum](fieldMarkers)
+	if !onField {
+		_, m, _ = markers.Find[markers.Enum](nt.Markers)
+	}
+	_, em, _ := markers.Find[markers.OpenAPIEnum](nt.Markers)
+	consts := "none"
+	if len(nt.StringConstants) > 0 {
+		consts = strings.Join(nt.StringConstants, ";")
+	}
+	b.errorf(m.Pos, "list the same values in +kubebuilder:validation:Enum as the constants of "+where(nt)+", or keep only one of the two markers",
+		"+kubebuilder:validation:Enum on %s allows %s, but %s is +enum (%s:%d) with the constants %s; they would be two different enums",
+		at, strings.Join(listed, ";"), where(nt), filepath.Base(em.Pos.Filename), em.Pos.Line, consts)
+	return false
 }
 
 // hasAnyValidation reports whether ms holds a marker that puts something in a field's

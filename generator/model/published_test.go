@@ -1,0 +1,266 @@
+package model_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/aagen-dev/aagen/generator/model"
+)
+
+// The shapes of published API packages (openshift/api, k8s.io/metrics, cert-manager,
+// kueue, kube-aggregator), each in a small fixture: what they declare is taken as their
+// own generators and client-gen take it.
+
+// warningsContaining returns the warnings whose text contains s.
+func warningsContaining(warns []model.Diagnostic, s string) []string {
+	var out []string
+	for _, w := range warns {
+		if strings.Contains(w.String(), s) {
+			out = append(out, w.String())
+		}
+	}
+	return out
+}
+
+// TestGroupNameVariable: openshift/api's route/v1 declares `var GroupName = "..."`; a
+// variable initialized with the group is the package's own GroupName as a constant is.
+func TestGroupNameVariable(t *testing.T) {
+	m, _, err := build(t, module(t, map[string]string{
+		"apis/shop/v1/doc.go":   docGo,
+		"apis/shop/v1/types.go": goodKind,
+		"apis/shop/v1/register.go": "package v1\n\nimport \"k8s.io/apimachinery/pkg/runtime/schema\"\n\n" +
+			"var (\n\tGroupName    = \"shop.example.com\"\n\tGroupVersion = schema.GroupVersion{Group: GroupName, Version: \"v1\"}\n)\n",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := m.Groups[0].Versions[0]; !v.Declares("GroupName") {
+		t.Errorf("Declared %v; want GroupName (the package's own, so none is generated)", v.Declared)
+	}
+}
+
+// TestGroupGoName: a group whose first label is not a Go identifier (cert-manager.io) is
+// served when +groupGoName names it in Go, as client-gen takes it; without the marker the
+// error says to add it (with the name to give), not to rename the group.
+func TestGroupGoName(t *testing.T) {
+	doc := "// +groupName=cert-manager.example.com\n// +groupGoName=CertManager\npackage v1\n"
+	m, _, err := build(t, module(t, map[string]string{"apis/certmanager/v1/doc.go": doc, "apis/certmanager/v1/types.go": goodKind}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := m.Groups[0]; g.Name != "cert-manager.example.com" || g.GoName != "CertManager" {
+		t.Errorf("group %s, Go name %s; want cert-manager.example.com, CertManager", g.Name, g.GoName)
+	}
+	m, _, err = build(t, module(t, map[string]string{"apis/shop/v1/doc.go": docGo, "apis/shop/v1/types.go": goodKind}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := m.Groups[0]; g.GoName != "Shop" {
+		t.Errorf("Go name %s; want client-gen's default Shop", g.GoName)
+	}
+	_, _, err = build(t, module(t, map[string]string{"apis/certmanager/v1/doc.go": "// +groupName=cert-manager.example.com\npackage v1\n",
+		"apis/certmanager/v1/types.go": goodKind}))
+	if err == nil || !strings.Contains(err.Error(), "doc.go:1:1: the first label of group cert-manager.example.com") ||
+		!strings.Contains(err.Error(), "fix: add `// +groupGoName=CertManager` to the package comment") {
+		t.Errorf("want the error at +groupName suggesting +groupGoName=CertManager, got %v", err)
+	}
+	_, _, err = build(t, module(t, map[string]string{"apis/certmanager/v1/doc.go": "// +groupName=cert-manager.example.com\n// +groupGoName=cert-manager\npackage v1\n",
+		"apis/certmanager/v1/types.go": goodKind}))
+	if err == nil || !strings.Contains(err.Error(), "doc.go:2:1: +groupGoName=cert-manager is not a Go identifier") {
+		t.Errorf("want the error at +groupGoName, got %v", err)
+	}
+}
+
+// TestResourceName: k8s.io/metrics' +resourceName=pods on PodMetrics is the resource the
+// server serves (and discovery, roles and docs name); the client's Go names stay
+// client-gen's plural of the kind (PodMetricses()). With +kubebuilder:resource:path it must
+// agree.
+func TestResourceName(t *testing.T) {
+	kind := strings.ReplaceAll(goodKind, "Widget", "PodMetrics")
+	marked := strings.Replace(kind, "// +genclient\n", "// +genclient\n// +resourceName=pods\n", 1)
+	m, _, err := build(t, module(t, map[string]string{"apis/shop/v1/doc.go": docGo, "apis/shop/v1/types.go": marked}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k := m.AllKinds()[0]; k.Plural != "pods" || k.ClientPlural != "podmetricses" || k.Singular != "podmetrics" {
+		t.Errorf("plural %q, client plural %q, singular %q; want pods, podmetricses, podmetrics", k.Plural, k.ClientPlural, k.Singular)
+	}
+	m, _, err = build(t, module(t, map[string]string{"apis/shop/v1/doc.go": docGo, "apis/shop/v1/types.go": kind}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k := m.AllKinds()[0]; k.Plural != "podmetricses" || k.ClientPlural != k.Plural {
+		t.Errorf("without the marker: plural %q, client plural %q", k.Plural, k.ClientPlural)
+	}
+	conflict := strings.Replace(kind, "// +genclient\n", "// +genclient\n// +resourceName=pods\n// +kubebuilder:resource:path=podmetrics\n", 1)
+	_, _, err = build(t, module(t, map[string]string{"apis/shop/v1/doc.go": docGo, "apis/shop/v1/types.go": conflict}))
+	if err == nil || !strings.Contains(err.Error(), "types.go:6:1: PodMetrics has +resourceName=pods but +kubebuilder:resource:path=podmetrics") {
+		t.Errorf("want the conflict at +resourceName, got %v", err)
+	}
+}
+
+// TestReadOnlyKind: a +genclient:readonly kind is served read-only (Resource.ReadOnly),
+// with a warning that nothing can create its objects unless a backend serves them; with
+// +aagen:backend the backend decides and there is no warning; a /status marker on it is
+// refused at the marker.
+func TestReadOnlyKind(t *testing.T) {
+	ro := strings.Replace(goodKind, "// +genclient\n", "// +genclient\n// +genclient:readonly\n", 1)
+	m, warns, err := build(t, module(t, map[string]string{"apis/shop/v1/doc.go": docGo, "apis/shop/v1/types.go": ro}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := m.AllKinds()[0]
+	if !k.ReadOnly || !k.Resource.ReadOnly || k.HasStatus {
+		t.Errorf("kind read-only %v, resource read-only %v, status %v; want read-only and no /status", k.ReadOnly, k.Resource.ReadOnly, k.HasStatus)
+	}
+	if w := warningsContaining(warns, "types.go:6:1: warning: kind Widget is +genclient:readonly: it is served with get, list and watch only"); len(w) != 1 {
+		t.Errorf("want one warning at the marker, got %v", warns)
+	}
+	backend := strings.Replace(strings.Replace(ro, "// +genclient:readonly\n", "// +genclient:readonly\n// +aagen:backend\n", 1),
+		"\tStatus WidgetStatus `json:\"status\"`\n", "", 1)
+	m, warns, err = build(t, module(t, map[string]string{"apis/shop/v1/doc.go": docGo, "apis/shop/v1/types.go": backend}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := m.AllKinds()[0].Resource; r.ReadOnly || !r.Backend || len(warningsContaining(warns, "readonly")) > 0 {
+		t.Errorf("with a backend: read-only %v, backend %v, warnings %v; want the backend's verbs and no warning", r.ReadOnly, r.Backend, warns)
+	}
+	status := strings.Replace(ro, "// +genclient:readonly\n", "// +genclient:readonly\n// +kubebuilder:subresource:status\n", 1)
+	_, _, err = build(t, module(t, map[string]string{"apis/shop/v1/doc.go": docGo, "apis/shop/v1/types.go": status}))
+	if err == nil || !strings.Contains(err.Error(), "types.go:7:1: Widget is +genclient:readonly (served with get, list and watch only) but has the /status subresource") {
+		t.Errorf("want the error at +kubebuilder:subresource:status, got %v", err)
+	}
+}
+
+// TestPrintColumnAbsentField: a printer column whose JSONPath names no field is a warning
+// at the marker and the column is kept (a CRD takes it and prints it empty, and OpenShift's
+// route CRD ships one); a column type that does not fit an existing field stays an error.
+func TestPrintColumnAbsentField(t *testing.T) {
+	kind := strings.Replace(goodKind, "// +genclient\n", "// +genclient\n// +kubebuilder:printcolumn:name=Host,type=string,JSONPath=.status.ingress[0].host\n"+
+		"// +kubebuilder:printcolumn:name=Size,type=integer,JSONPath=.spec.sise\n", 1)
+	m, warns, err := build(t, module(t, map[string]string{"apis/shop/v1/doc.go": docGo, "apis/shop/v1/types.go": kind}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cols := m.AllKinds()[0].PrintColumns; len(cols) != 2 || cols[0].JSONPath != ".status.ingress[0].host" || cols[1].JSONPath != ".spec.sise" {
+		t.Errorf("columns %+v; want both kept", cols)
+	}
+	for _, want := range []string{
+		`types.go:6:1: warning: +kubebuilder:printcolumn of Widget: JSONPath .status.ingress[0].host: .status (WidgetStatus) has no field "ingress" (its fields: ready); the column "Host" is kept and prints empty`,
+		`types.go:7:1: warning: +kubebuilder:printcolumn of Widget: JSONPath .spec.sise: .spec (WidgetSpec) has no field "sise" (its fields: size)`,
+	} {
+		if w := warningsContaining(warns, want); len(w) != 1 {
+			t.Errorf("want the warning %q, got %v", want, warns)
+		}
+	}
+	wrongType := strings.Replace(goodKind, "// +genclient\n", "// +genclient\n// +kubebuilder:printcolumn:name=Size,type=boolean,JSONPath=.spec.size\n", 1)
+	_, _, err = build(t, module(t, map[string]string{"apis/shop/v1/doc.go": docGo, "apis/shop/v1/types.go": wrongType}))
+	if err == nil || !strings.Contains(err.Error(), `types.go:6:1: +kubebuilder:printcolumn of Widget: column "Size" has type=boolean`) {
+		t.Errorf("want the type mismatch refused, got %v", err)
+	}
+}
+
+// enumKind is goodKind with a +enum string type Shape (Round, Square) as the spec's shape.
+func enumKind(typeMarkers, fieldMarkers string) string {
+	return strings.Replace(goodKind, "type WidgetSpec struct{ Size int32 `json:\"size\"` }",
+		"type WidgetSpec struct {\n\tSize int32 `json:\"size\"`\n"+fieldMarkers+"\tShape Shape `json:\"shape,omitempty\"`\n}\n\n"+
+			"// Shape is a shape.\n"+typeMarkers+"type Shape string\n\nconst (\n\tRound  Shape = \"Round\"\n\tSquare Shape = \"Square\"\n)\n", 1)
+}
+
+// TestEnumMerged: kueue puts +enum (kube-openapi: the type's constants are the enum) next to
+// +kubebuilder:validation:Enum with the same values; the two are one enum, which
+// kube-openapi publishes (codegen is not asked to write it again). Different values are an
+// error at the Enum marker naming both lists.
+func TestEnumMerged(t *testing.T) {
+	for name, src := range map[string]string{
+		"on the type":  enumKind("// +enum\n// +kubebuilder:validation:Enum=Square;Round\n", ""),
+		"on the field": enumKind("// +enum\n", "\t// +kubebuilder:validation:Enum=Round;Square\n"),
+		"+enum alone":  enumKind("// +enum\n", ""),
+	} {
+		t.Run(name, func(t *testing.T) {
+			m, _, err := build(t, module(t, map[string]string{"apis/shop/v1/doc.go": docGo, "apis/shop/v1/types.go": src}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := m.Types.Lookup(model.GoType{Pkg: m.Groups[0].Versions[0].ImportPath, Name: "WidgetSpec"}).Field("Shape")
+			var got []string
+			for _, e := range f.Validation.Enum {
+				got = append(got, e.(string))
+			}
+			slices.Sort(got)
+			if !f.OpenAPIEnum || !slices.Equal(got, []string{"Round", "Square"}) {
+				t.Errorf("OpenAPIEnum %v, enum %v; want one enum Round, Square published by kube-openapi", f.OpenAPIEnum, got)
+			}
+		})
+	}
+	_, _, err := build(t, module(t, map[string]string{"apis/shop/v1/doc.go": docGo,
+		"apis/shop/v1/types.go": enumKind("// +enum\n", "\t// +kubebuilder:validation:Enum=Round;Oval\n")}))
+	if err == nil || !strings.Contains(err.Error(), "types.go:15:2: +kubebuilder:validation:Enum on WidgetSpec.Shape allows Oval;Round, but Shape is +enum (types.go:20) with the constants Round;Square") {
+		t.Errorf("want the contradiction at the field's Enum marker, got %v", err)
+	}
+}
+
+// TestBuiltinGroupWarned: a package declaring a group kube-apiserver serves itself
+// (apiregistration.k8s.io, and every group of k8s.io/api from client-go's scheme) is
+// warned at its +groupName: its APIService would take the group over.
+func TestBuiltinGroupWarned(t *testing.T) {
+	for _, group := range []string{"apiregistration.k8s.io", "networking.k8s.io", "apiextensions.k8s.io"} {
+		_, warns, err := build(t, module(t, map[string]string{"apis/shop/v1/doc.go": "// +groupName=" + group + "\npackage v1\n", "apis/shop/v1/types.go": goodKind}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w := warningsContaining(warns, "doc.go:1:1: warning: group "+group+" is served by kube-apiserver itself"); len(w) != 1 {
+			t.Errorf("%s: want one warning at +groupName, got %v", group, warns)
+		}
+	}
+	_, warns, err := build(t, module(t, map[string]string{"apis/shop/v1/doc.go": "// +groupName=metrics.k8s.io\npackage v1\n", "apis/shop/v1/types.go": goodKind}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := warningsContaining(warns, "kube-apiserver itself"); len(w) > 0 {
+		t.Errorf("metrics.k8s.io is served by an aggregated server (metrics-server), not kube-apiserver: %v", w)
+	}
+}
+
+// ownProtobuf is gogo protobuf's methods as k8s.io/api v0.37's and k8s.io/metrics'
+// generated.pb.go declares them (no ProtoMessage), for type T.
+func ownProtobuf(typ string) string {
+	return strings.ReplaceAll(`
+func (m *TYPE) Reset()                                     { *m = TYPE{} }
+func (m *TYPE) String() string                             { return "" }
+func (m *TYPE) Marshal() ([]byte, error)                   { return nil, nil }
+func (m *TYPE) MarshalTo(b []byte) (int, error)            { return 0, nil }
+func (m *TYPE) MarshalToSizedBuffer(b []byte) (int, error) { return 0, nil }
+func (m *TYPE) Size() int                                  { return 0 }
+func (m *TYPE) Unmarshal(b []byte) error                   { return nil }
+`, "TYPE", typ)
+}
+
+// TestOwnGogoProtobuf: a types package whose kinds have protobuf methods of their own
+// (k8s.io/metrics' generated.pb.go) is served in protobuf with them: no "JSON and YAML
+// only" warning, and aagen writes no methods of its own.
+func TestOwnGogoProtobuf(t *testing.T) {
+	m, warns, err := build(t, module(t, map[string]string{"apis/shop/v1/doc.go": docGo, "apis/shop/v1/types.go": goodKind,
+		"apis/shop/v1/generated.pb.go": "package v1\n" + ownProtobuf("Widget") + ownProtobuf("WidgetList")}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, proto := splitProtobuf(warns); len(proto) > 0 {
+		t.Errorf("protobuf warnings for a package with its own methods: %v", proto)
+	}
+	pb := m.Groups[0].Versions[0].Protobuf
+	if !pb.Own || !pb.Encodes() || pb.Generates() || !m.ServesProtobuf() {
+		t.Errorf("Own %v, Encodes %v, Generates %v, ServesProtobuf %v; want its own methods, served in protobuf", pb.Own, pb.Encodes(), pb.Generates(), m.ServesProtobuf())
+	}
+	// Without Unmarshal the package cannot be decoded: the warning stays, and is true.
+	partial := strings.ReplaceAll(ownProtobuf("Widget")+ownProtobuf("WidgetList"), "Unmarshal(", "unmarshal(")
+	_, warns, err = build(t, module(t, map[string]string{"apis/shop/v1/doc.go": docGo, "apis/shop/v1/types.go": goodKind,
+		"apis/shop/v1/generated.pb.go": "package v1\n" + partial}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, proto := splitProtobuf(warns); len(proto) == 0 || !strings.Contains(proto[0], "JSON and YAML only") {
+		t.Errorf("want the JSON-only warning for methods the serializer cannot decode with, got %v", proto)
+	}
+}
