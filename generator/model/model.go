@@ -161,10 +161,10 @@ type Kind struct {
 	// ClientPlural is the lower-case plural the generated clients' Go names follow
 	// (Widgets() in the clientset): Plural, except with +resourceName, where client-gen
 	// keeps the plural of the kind's name (PodMetricses() for the resource pods).
-	ClientPlural string
-	ShortNames       []string
-	Categories       []string
-	NamespaceScoped  bool
+	ClientPlural    string
+	ShortNames      []string
+	Categories      []string
+	NamespaceScoped bool
 	// HasStatus is set when the /status subresource is served.
 	HasStatus bool
 	// SpecFields are the top-level fields other than TypeMeta, ObjectMeta and Status:

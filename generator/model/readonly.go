@@ -22,7 +22,7 @@ func (b *builder) readOnlyMarker(k *Kind, ms markers.Set) bool {
 	good := true
 	for _, w := range []struct {
 		marker, what string
-		pos      func() (bool, markers.Marker)
+		pos          func() (bool, markers.Marker)
 	}{
 		{"+kubebuilder:subresource:status", "the /status subresource", func() (bool, markers.Marker) {
 			v, sm, _ := markers.Find[markers.StatusSubresource](ms)
