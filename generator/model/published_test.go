@@ -264,3 +264,52 @@ func TestOwnGogoProtobuf(t *testing.T) {
 		t.Errorf("want the JSON-only warning for methods the serializer cannot decode with, got %v", proto)
 	}
 }
+
+// TestDefaultWithoutOmitEmpty: openshift/api and kueue default scalar fields without
+// omitempty; they are defaulted as fields with it are (defaulter-gen, when the field holds
+// its zero value), where aagen refused them before. A non-pointer struct takes the empty
+// default {} (its fields' defaults always apply, which is all {} asks) with nothing
+// generated; any other default there is a warning at the marker, and the field keeps its
+// other constraints.
+func TestDefaultWithoutOmitEmpty(t *testing.T) {
+	kind := strings.Replace(goodKind, "type WidgetSpec struct{ Size int32 `json:\"size\"` }", `type WidgetSpec struct {
+	// +kubebuilder:default=3
+	Size int32 `+"`json:\"size\"`"+`
+	// +kubebuilder:default=Wood
+	Material string `+"`json:\"material\"`"+`
+	// +kubebuilder:default={}
+	Inner Inner `+"`json:\"inner\"`"+`
+	// +kubebuilder:default={mode: Fast}
+	// +kubebuilder:validation:MinProperties=1
+	Other Inner `+"`json:\"other\"`"+`
+}
+
+type Inner struct {
+	// +kubebuilder:default=Slow
+	Mode string `+"`json:\"mode,omitempty\"`"+`
+}`, 1)
+	m, warns, err := build(t, module(t, map[string]string{"apis/shop/v1/doc.go": docGo, "apis/shop/v1/types.go": kind}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := m.Groups[0].Versions[0]
+	spec := m.Types.Lookup(model.GoType{Pkg: v.ImportPath, Name: "WidgetSpec"})
+	if d := spec.Field("Size").Default; d != "3" {
+		t.Errorf("Size default %q, want 3", d)
+	}
+	if d := spec.Field("Material").Default; d != `"Wood"` {
+		t.Errorf("Material default %q, want \"Wood\"", d)
+	}
+	if f := spec.Field("Inner"); f.Default != "" || len(warningsContaining(warns, "Inner")) > 0 {
+		t.Errorf("Inner: default %q, warnings %v; want {} taken with nothing to generate", f.Default, warns)
+	}
+	if w := warningsContaining(warns, "types.go:20:2: warning: +kubebuilder:default on WidgetSpec.Other: not applied: a non-pointer struct field is never unset"); len(w) != 1 {
+		t.Errorf("want the warning at Other's default, got %v", warns)
+	}
+	if f := spec.Field("Other"); f.Validation.MinProperties == nil {
+		t.Error("Other lost its other constraints with the default it cannot take")
+	}
+	if !v.HasDefaults() {
+		t.Error("the version has defaults: defaulter-gen must run")
+	}
+}

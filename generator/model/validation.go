@@ -380,8 +380,8 @@ func (b *builder) freeForm(fv *FieldValidation, e *TypeExpr, ms markers.Set, whe
 }
 
 // checkDefault reads a default value (controller-tools' literal syntax or JSON) as the
-// field's type, and checks that the field can tell "unset" from "set" (a pointer, or
-// omitempty), as defaulting requires. It returns the default as JSON.
+// field's type, and checks that it can be applied (a non-pointer struct only takes {}).
+// It returns the default as JSON ("" with true for a default that needs nothing generated).
 func (b *builder) checkDefault(def markers.DefaultValue, m markers.Marker, f *Field, where string, val Validation) (string, bool) {
 	kind := b.types.schemaKind(f.Type)
 	v, err := def.Literal.JSON(b.types.literalShape(f.Type, 0))
@@ -402,18 +402,22 @@ func (b *builder) checkDefault(def markers.DefaultValue, m markers.Marker, f *Fi
 	isPtr := f.Type.Kind == ExprPointer
 	if !isPtr && kind == "object" {
 		if u := b.types.under(f.Type); u != nil && u.Kind == ExprStruct {
-			// A CRD sets such a default when the object has no such field; a Go struct
-			// field is never absent, and defaulter-gen cannot default it. controller-gen
-			// packages carry these (Gateway API's status defaults), so this is a warning,
-			// not a refusal: the default is neither published nor applied.
-			b.warnf(m.Pos, "make the field a pointer to default it", "+%s on %s: not applied: a non-pointer struct field is never unset, so it cannot be defaulted", m.Def.Name, where)
-			return "", false
+			// A CRD fills an absent object with its default, then defaults that object's
+			// fields. A Go struct field is never absent: its fields' defaults always
+			// apply, which is all an empty default ({}) asks (kueue, Gateway API); it is
+			// applied that way, with nothing to generate. defaulter-gen cannot default a
+			// non-pointer struct to other values (Gateway API's status defaults), so such
+			// a default is a warning: neither published nor applied.
+			if obj, isObj := v.(map[string]any); isObj && len(obj) == 0 {
+				return "", true
+			}
+			b.warnf(m.Pos, "make the field a pointer to default it", "+%s on %s: not applied: a non-pointer struct field is never unset, so it cannot be defaulted to anything but {}", m.Def.Name, where)
+			return "", true // the field's other constraints still apply
 		}
 	}
-	if !isPtr && !slices.Contains([]string{"array", "object"}, kind) && !f.OmitEmpty {
-		b.errorf(m.Pos, "add omitempty to the field's json tag, or make it a pointer", "+%s on %s: the field has no omitempty, so it is always set and a default never applies", m.Def.Name, where)
-		return "", false
-	}
+	// A scalar without omitempty (openshift/api, kueue) is defaulted as one with it: by
+	// defaulter-gen, when the decoded field holds its zero value, so an absent field gets
+	// the default as in a CRD (docs/markers.md says what differs: an explicit zero value).
 	if len(val.Enum) > 0 && !slices.ContainsFunc(val.Enum, func(e any) bool { return fmt.Sprint(e) == fmt.Sprint(v) }) {
 		b.errorf(m.Pos, "use one of the enum values as the default", "+%s on %s: default %s is not one of the allowed values", m.Def.Name, where, def.Text)
 		return "", false
