@@ -104,10 +104,39 @@ func injectValidation(u types.Universe, in Input) {
 						continue
 					}
 					m.CommentLines = rewriteTags(m.CommentLines, dropNames(tagDefault, tagRequired, tagOptional), fv.Tags...)
+					if slices.ContainsFunc(fv.Tags, func(tag string) bool { return tagName(tag) == tagDefault }) {
+						m.Tags = withOmitEmpty(m.Tags)
+					}
 				}
 			}
 		}
 	}
+}
+
+// withOmitEmpty returns the struct tag tags with omitempty in its json tag, as openapi-gen
+// sees a defaulted field: a field the decoded object holds at its zero value is defaulted
+// (defaulter-gen), so an absent one is, as in a CRD. openapi-gen otherwise takes a field
+// without omitempty as always sent and refuses any default but the zero value
+// ("invalid default value ... for non-pointer/non-omitempty"); it then also publishes the
+// field as optional, which with its default it is. Only the universe's copy changes, never
+// the user's file.
+func withOmitEmpty(tags string) string {
+	const key = `json:"`
+	i := strings.Index(tags, key)
+	if i < 0 || (i > 0 && tags[i-1] != ' ') {
+		return tags
+	}
+	start := i + len(key)
+	end := strings.IndexByte(tags[start:], '"')
+	if end < 0 {
+		return tags
+	}
+	value := tags[start : start+end]
+	name, opts, _ := strings.Cut(value, ",")
+	if name == "-" || slices.Contains(strings.Split(opts, ","), "omitempty") {
+		return tags
+	}
+	return tags[:start] + value + ",omitempty" + tags[start+end:]
 }
 
 // defaulterPackages are the types packages with defaults: defaulter-gen's inputs.

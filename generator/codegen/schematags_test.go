@@ -79,3 +79,22 @@ func TestPatchOpenAPISource(t *testing.T) {
 		t.Errorf("unknown property: %v", err)
 	}
 }
+
+// TestWithOmitEmpty: openapi-gen sees a defaulted field with omitempty (it refuses any
+// default but the zero value on a field without it), and nothing else of the tag changes.
+func TestWithOmitEmpty(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{`json:"size"`, `json:"size,omitempty"`},
+		{`json:"size,omitempty"`, `json:"size,omitempty"`},
+		{`json:"size,string"`, `json:"size,string,omitempty"`},
+		{`json:"size" protobuf:"varint,1,opt,name=size"`, `json:"size,omitempty" protobuf:"varint,1,opt,name=size"`},
+		{`protobuf:"bytes,2" json:"name"`, `protobuf:"bytes,2" json:"name,omitempty"`},
+		{`json:"-"`, `json:"-"`},
+		{`xjson:"a"`, `xjson:"a"`},
+		{``, ``},
+	} {
+		if got := withOmitEmpty(c.in); got != c.want {
+			t.Errorf("withOmitEmpty(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}

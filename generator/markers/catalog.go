@@ -135,8 +135,9 @@ func Default() *Registry {
 		valued(typed("kubebuilder:default", LiteralValue, "Default value in controller-tools' literal syntax or as JSON, read as the field's type: 3, true, Wood or \"Wood\" (a string), "+
 			"{a,b} or [\"a\",\"b\"] (a list), {from: Same} or {\"from\":\"Same\"} (an object), {} (empty). Set on create and when an object without the field is read from storage. "+
 			"A field that is not a pointer, with or without omitempty, is defaulted when it holds its zero value (defaulter-gen's check): an absent field gets the default "+
-			"as in a CRD, and so does the zero value sent explicitly, which a CRD keeps (an observation of defaulter-gen's generated code). "+
-			"A non-pointer struct field takes only {} (its fields' defaults always apply); another default there is a warning and is not applied."), parseDefault),
+			"as in a CRD, and so does the zero value sent explicitly, which a CRD keeps (an observation of defaulter-gen's generated code); a defaulted field is "+
+			"published as optional (a body may leave it out). A non-pointer struct field takes only {} (its fields' defaults always apply); another default there "+
+			"is a warning and is not applied."), parseDefault),
 		valued(typed("default", LiteralValue, "Same as +kubebuilder:default (code-generator's and kube-openapi's spelling); +kubebuilder:default wins when both are given."), parseDefault),
 		valued(&Definition{Name: "kubebuilder:validation:Required", Target: OnPackage | OnField | OnType, Form: Flag,
 			Help: "The field must be present (listed in the schema's required). On a package (controller-gen: every field required by default) it is a warning: not applied yet."}, flagOf[Required]()),

@@ -294,14 +294,14 @@ type Inner struct {
 	}
 	v := m.Groups[0].Versions[0]
 	spec := m.Types.Lookup(model.GoType{Pkg: v.ImportPath, Name: "WidgetSpec"})
-	if d := spec.Field("Size").Default; d != "3" {
-		t.Errorf("Size default %q, want 3", d)
+	if f := spec.Field("Size"); f.Default != "3" || f.Required == nil || *f.Required {
+		t.Errorf("Size default %q, required %v; want 3, optional (a body may leave it out, as from a CRD)", f.Default, f.Required)
 	}
 	if d := spec.Field("Material").Default; d != `"Wood"` {
 		t.Errorf("Material default %q, want \"Wood\"", d)
 	}
-	if f := spec.Field("Inner"); f.Default != "" || len(warningsContaining(warns, "Inner")) > 0 {
-		t.Errorf("Inner: default %q, warnings %v; want {} taken with nothing to generate", f.Default, warns)
+	if f := spec.Field("Inner"); f.Default != "" || f.Required == nil || *f.Required || len(warningsContaining(warns, "Inner")) > 0 {
+		t.Errorf("Inner: default %q, required %v, warnings %v; want {} taken with nothing to generate, optional", f.Default, f.Required, warns)
 	}
 	if w := warningsContaining(warns, "types.go:20:2: warning: +kubebuilder:default on WidgetSpec.Other: not applied: a non-pointer struct field is never unset"); len(w) != 1 {
 		t.Errorf("want the warning at Other's default, got %v", warns)

@@ -202,11 +202,21 @@ func (b *builder) fieldValidation(g *Types, f *Field, at string) {
 		hasDef = false
 	}
 	if hasDef {
-		js, ok := b.checkDefault(def, defMarker, f, at, fv.Validation)
+		js, emptyStruct, ok := b.checkDefault(def, defMarker, f, at, fv.Validation)
 		if !ok {
 			return
 		}
 		fv.Default = js
+		if js != "" && !f.OmitEmpty && f.Type.Kind != ExprPointer && fv.Required == nil {
+			// Defaulted when absent (codegen shows openapi-gen the field with omitempty,
+			// which it takes as optional), so a body may leave it out, as from a CRD.
+			fv.Required = ptrTo(false)
+		}
+		if emptyStruct {
+			// Never absent once defaulted, as in a CRD: not in the schema's required list,
+			// where a body leaving it out would be refused before defaulting.
+			fv.Required = ptrTo(false)
+		}
 	}
 	if !b.freeForm(&fv, f.Type, ms, at) {
 		return
@@ -382,7 +392,7 @@ func (b *builder) freeForm(fv *FieldValidation, e *TypeExpr, ms markers.Set, whe
 // checkDefault reads a default value (controller-tools' literal syntax or JSON) as the
 // field's type, and checks that it can be applied (a non-pointer struct only takes {}).
 // It returns the default as JSON ("" with true for a default that needs nothing generated).
-func (b *builder) checkDefault(def markers.DefaultValue, m markers.Marker, f *Field, where string, val Validation) (string, bool) {
+func (b *builder) checkDefault(def markers.DefaultValue, m markers.Marker, f *Field, where string, val Validation) (js string, emptyStruct, ok bool) {
 	kind := b.types.schemaKind(f.Type)
 	v, err := def.Literal.JSON(b.types.literalShape(f.Type, 0))
 	if err != nil {
@@ -392,12 +402,12 @@ func (b *builder) checkDefault(def markers.DefaultValue, m markers.Marker, f *Fi
 		} else {
 			b.errorf(m.Pos, "write a default of the field's JSON type ("+kind+")", "+%s on %s: default %s: %v", m.Def.Name, where, def.Text, err)
 		}
-		return "", false
+		return "", false, false
 	}
-	js, err := json.Marshal(v)
+	encoded, err := json.Marshal(v)
 	if err != nil {
 		b.errorf(m.Pos, "write the default as JSON", "+%s on %s: %v", m.Def.Name, where, err)
-		return "", false
+		return "", false, false
 	}
 	isPtr := f.Type.Kind == ExprPointer
 	if !isPtr && kind == "object" {
@@ -409,10 +419,10 @@ func (b *builder) checkDefault(def markers.DefaultValue, m markers.Marker, f *Fi
 			// non-pointer struct to other values (Gateway API's status defaults), so such
 			// a default is a warning: neither published nor applied.
 			if obj, isObj := v.(map[string]any); isObj && len(obj) == 0 {
-				return "", true
+				return "", true, true
 			}
 			b.warnf(m.Pos, "make the field a pointer to default it", "+%s on %s: not applied: a non-pointer struct field is never unset, so it cannot be defaulted to anything but {}", m.Def.Name, where)
-			return "", true // the field's other constraints still apply
+			return "", false, true // the field's other constraints still apply
 		}
 	}
 	// A scalar without omitempty (openshift/api, kueue) is defaulted as one with it: by
@@ -420,9 +430,9 @@ func (b *builder) checkDefault(def markers.DefaultValue, m markers.Marker, f *Fi
 	// the default as in a CRD (docs/markers.md says what differs: an explicit zero value).
 	if len(val.Enum) > 0 && !slices.ContainsFunc(val.Enum, func(e any) bool { return fmt.Sprint(e) == fmt.Sprint(v) }) {
 		b.errorf(m.Pos, "use one of the enum values as the default", "+%s on %s: default %s is not one of the allowed values", m.Def.Name, where, def.Text)
-		return "", false
+		return "", false, false
 	}
-	return string(js), true
+	return string(encoded), false, true
 }
 
 // Packages of the types whose JSON is free-form (any value): a literal on them is guessed,
