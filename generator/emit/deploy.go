@@ -244,7 +244,10 @@ func Deploy(m *model.Model, o Options, d DeployOptions, certs DeployCerts) ([]Fi
 		}
 		for _, r := range g.Resources {
 			k := r.Hub
-			dg.Resources = append(dg.Resources, k.Plural)
+			if !r.ReadOnly {
+				// A read-only kind (+genclient:readonly) takes no writes: view reads it.
+				dg.Resources = append(dg.Resources, k.Plural)
+			}
 			dg.ReadResources = append(dg.ReadResources, k.Plural)
 			if k.HasStatus {
 				dg.ReadResources = append(dg.ReadResources, k.Plural+"/status")

@@ -32,7 +32,13 @@ func deployModel(t *testing.T) *model.Model {
 // DeployCertRequest asks, in the model's module).
 func deploy(t *testing.T, d DeployOptions) ([]File, error) {
 	t.Helper()
-	m, o := deployModel(t), Options{ServerName: "shop-apiserver"}
+	return deployOf(t, deployModel(t), d)
+}
+
+// deployOf renders the manifests of m for d, as deploy does.
+func deployOf(t *testing.T, m *model.Model, d DeployOptions) ([]File, error) {
+	t.Helper()
+	o := Options{ServerName: "shop-apiserver"}
 	req, err := DeployCertRequest(o.ServerName, d)
 	if err != nil {
 		return nil, err
@@ -247,5 +253,30 @@ func TestDeployRendersCerts(t *testing.T) {
 		if _, err := Deploy(m, o, DeployOptions{}, bad); err == nil {
 			t.Errorf("Deploy with %+v: no error; want one (the etcd StatefulSet needs both)", bad)
 		}
+	}
+}
+
+// TestDeployReadOnlyRoles: a read-only resource (+genclient:readonly) is in the view role
+// only: the edit role grants no writes it could not take; a group whose resources are all
+// read-only has no edit rule.
+func TestDeployReadOnlyRoles(t *testing.T) {
+	m := deployModel(t)
+	g := m.Groups[0]
+	g.Resources[0].ReadOnly = true // gadgets
+	rbac := func() string {
+		t.Helper()
+		fs, err := deployOf(t, m, DeployOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return files(t, fs)["config/deploy/zz_generated.rbac.yaml"]
+	}
+	got := rbac()
+	if !strings.Contains(got, "resources: [widgets]\n  verbs: [create,") || !strings.Contains(got, "resources: [gadgets, widgets, widgets/status]\n  verbs: [get, list, watch]") {
+		t.Errorf("edit must have widgets only, view both:\n%s", got)
+	}
+	g.Resources[1].ReadOnly = true // widgets
+	if got := rbac(); strings.Contains(got, "verbs: [create,") {
+		t.Errorf("no resource takes writes, yet the edit role grants them:\n%s", got)
 	}
 }
