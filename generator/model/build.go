@@ -508,7 +508,7 @@ func (b *builder) groupGoName(group string, groupPos token.Position, pkgMarkers 
 		return name, m.Pos, true
 	}
 	if !goIdentRE.MatchString(first) {
-		b.errorf(groupPos, "add `// +groupGoName="+suggestGoName(first)+"` to the package comment (client-gen's Go name for the group), or choose a group whose first label is lower-case letters and digits",
+		b.errorf(groupPos, "add `// +groupGoName="+suggestGoName(first)+"` to the package comment: client-gen's Go name for the group",
 			"the first label of group %s names the group in the clientset's Go identifiers (client-gen's <Group>V1()), and %q is not a Go identifier", group, first)
 		return "", groupPos, false
 	}

@@ -62,8 +62,16 @@ func TestGroupGoName(t *testing.T) {
 	_, _, err = build(t, module(t, map[string]string{"apis/certmanager/v1/doc.go": "// +groupName=cert-manager.example.com\npackage v1\n",
 		"apis/certmanager/v1/types.go": goodKind}))
 	if err == nil || !strings.Contains(err.Error(), "doc.go:1:1: the first label of group cert-manager.example.com") ||
-		!strings.Contains(err.Error(), "fix: add `// +groupGoName=CertManager` to the package comment") {
+		!strings.Contains(err.Error(), "fix: add `// +groupGoName=CertManager` to the package comment") || strings.Contains(err.Error(), "choose a group") {
 		t.Errorf("want the error at +groupName suggesting +groupGoName=CertManager, got %v", err)
+	}
+	// Two groups with the same Go name would declare the clientset's ShopV1() twice.
+	_, _, err = build(t, module(t, map[string]string{
+		"apis/shop/v1/doc.go": docGo, "apis/shop/v1/types.go": goodKind,
+		"apis/store/v1/doc.go":   "// +groupName=store.example.com\n// +groupGoName=Shop\npackage v1\n",
+		"apis/store/v1/types.go": goodKind}))
+	if err == nil || !strings.Contains(err.Error(), "doc.go:2:1: groups shop.example.com and store.example.com have the same Go name Shop in the clientset") {
+		t.Errorf("want the clash at the second group's +groupGoName, got %v", err)
 	}
 	_, _, err = build(t, module(t, map[string]string{"apis/certmanager/v1/doc.go": "// +groupName=cert-manager.example.com\n// +groupGoName=cert-manager\npackage v1\n",
 		"apis/certmanager/v1/types.go": goodKind}))
