@@ -196,7 +196,7 @@ type Label struct {
 	// +kubebuilder:validation:MaxLength=3
 	Count int32 ` + "`json:\"count\"`" + `
 	Values map[int]string ` + "`json:\"values,omitempty\"`" + `
-	// +kubebuilder:default=2
+	// +kubebuilder:default=tall
 	Size int32 ` + "`json:\"size\"`" + `
 }
 `,
@@ -207,7 +207,7 @@ type Label struct {
 	for _, want := range []string{
 		"label.go:4:2: +kubebuilder:validation:MaxLength on common.Label.Count",
 		"label.go:6:2: field Widget.Spec.Label.Values is a map with int keys",
-		"label.go:7:2: +kubebuilder:default on common.Label.Size: the field has no omitempty",
+		"label.go:7:2: +kubebuilder:default on common.Label.Size: default tall does not match the field's type (integer)",
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)
