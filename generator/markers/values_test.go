@@ -145,7 +145,7 @@ func TestValueErrors(t *testing.T) {
 // spelling of a marker parses into the Go type of the marker it is a spelling of.
 func TestDefinitionsHaveValues(t *testing.T) {
 	// Markers that client-gen and deepcopy-gen read from the comments themselves.
-	readByOthers := []string{"genclient:noVerbs", "genclient:readonly", "genclient:onlyVerbs", "genclient:skipVerbs", "genclient:method", "kubebuilder:object:generate"}
+	readByOthers := []string{"genclient:noVerbs", "genclient:onlyVerbs", "genclient:skipVerbs", "genclient:method", "kubebuilder:object:generate"}
 	sample := map[ValueType]string{String: "x", Integer: "1", Number: "1", Boolean: "true", StringList: "a;b", LiteralValue: "1"}
 	r := Default()
 	typeOf := func(d *Definition) reflect.Type {
