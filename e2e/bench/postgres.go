@@ -34,6 +34,6 @@ func postgresSubject(r *cluster.Runner, backend *cluster.Backend, serverBin stri
 	}
 	return &subject{id: sPostgres, client: client,
 		collection: cfg.Host + "/apis/marina.example.com/v1alpha1/namespaces/%s/boats",
-		api:  "marina.example.com/v1alpha1", procs: []*cluster.Process{proc}, store: proc, storeHost: cfg.Host, storeHTTP: client,
+		api:        "marina.example.com/v1alpha1", procs: []*cluster.Process{proc}, store: proc, storeHost: cfg.Host, storeHTTP: client,
 		path: []endpoint{{"server", cfg.Host, client}}}, nil
 }

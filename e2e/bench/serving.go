@@ -284,7 +284,11 @@ func servingRound(r *cluster.Runner, cfg servingConfig, round int, subjects []*s
 				m, err := w.run(s)
 				stop()
 				if err != nil {
-					return fmt.Errorf("%s, %s: %w", workloadTitle(w.id, res.Run.Config), subjectTitles[s.id], err)
+					what := workloadTitle(w.id, res.Run.Config)
+					if w.id == "" {
+						what = fmt.Sprintf("creating objects up to %d", cfg.objects)
+					}
+					return fmt.Errorf("%s, %s: %w", what, subjectTitles[s.id], err)
 				}
 				if w.id != "" {
 					res.add(tableServing, w.id, s.id, "", m.sample())

@@ -15,11 +15,10 @@
 package typedjson
 
 import (
+	"encoding/json"
 	"reflect"
 	"slices"
 	"strings"
-
-	"encoding/json"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"

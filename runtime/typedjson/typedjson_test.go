@@ -57,7 +57,7 @@ type selfDecoding struct {
 }
 
 func (s *selfDecoding) DeepCopyObject() runtime.Object { out := *s; return &out }
-func (s *selfDecoding) UnmarshalJSON([]byte) error    { return nil }
+func (s *selfDecoding) UnmarshalJSON([]byte) error     { return nil }
 
 func scheme(t testing.TB) *runtime.Scheme {
 	t.Helper()
