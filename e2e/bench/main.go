@@ -171,7 +171,7 @@ func runInfo(root string, o options) Run {
 	k8s := "unknown"
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, d := range bi.Deps {
-			if d.Path == "k8s.io/apiserver" {
+			if d.Path == "k8s.io/apimachinery" {
 				k8s = d.Version
 			}
 		}

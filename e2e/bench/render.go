@@ -88,8 +88,10 @@ func renderTables(r *Results) string {
 		run.Label, run.Started, run.Finished, run.Commit, strings.Join(run.Command, " "), run.Repeats)
 	fmt.Fprintf(&b, "Machine: %s/%s, %d CPUs (%s), %d MiB, load average before the run %s.\n", m.OS, m.Arch, m.CPUs, m.CPUModel, m.MemoryKB/1024, m.LoadBefore)
 	v := run.Versions
-	fmt.Fprintf(&b, "Versions: %s, k8s.io/apiserver %s, kube-apiserver %s, etcd %s, sample-apiserver %s.\n", v.Go, v.K8sIO, v.KubeAPIServer, v.Etcd, v.SampleAPIServer)
-	fmt.Fprintf(&b, "Serving: %d objects, %d concurrent clients, %d watchers, %d writes watched.\n", run.Config.Objects, run.Config.Concurrency, run.Config.Watchers, run.Config.Updates)
+	fmt.Fprintf(&b, "Versions: %s, k8s.io/* %s, kube-apiserver %s, etcd %s, sample-apiserver %s.\n", v.Go, v.K8sIO, v.KubeAPIServer, v.Etcd, v.SampleAPIServer)
+	if len(r.tableSeries(tableServing)) > 0 {
+		fmt.Fprintf(&b, "Serving: %d objects, %d concurrent clients, %d watchers, %d writes watched.\n", run.Config.Objects, run.Config.Concurrency, run.Config.Watchers, run.Config.Updates)
+	}
 	b.WriteString("Each cell is the median of the repetitions and, in brackets, their range; a ratio is taken\nrepetition by repetition (the two figures of one round) before its median and range.\n")
 
 	if rows := r.tableSeries(tableGeneration); len(rows) > 0 {

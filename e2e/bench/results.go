@@ -44,7 +44,7 @@ type Machine struct {
 // Versions are the versions of what the bench compares.
 type Versions struct {
 	Go              string `json:"go"`
-	K8sIO           string `json:"k8sIO"` // k8s.io/apiserver of the main module
+	K8sIO           string `json:"k8sIO"` // k8s.io/apimachinery linked into the bench (every k8s.io/* library is pinned to one version)
 	KubeAPIServer   string `json:"kubeAPIServer"`
 	Etcd            string `json:"etcd"`
 	SampleAPIServer string `json:"sampleAPIServer"`
@@ -160,6 +160,9 @@ func workloadTitle(w string, c Config) string {
 	}
 	if rest, ok := strings.CutPrefix(w, "generate-"); ok {
 		api, mode, _ := strings.Cut(rest, "-")
+		if mode == "noop" {
+			mode = "no-op"
+		}
 		return fmt.Sprintf("generate %s, %s", api, mode)
 	}
 	return w
