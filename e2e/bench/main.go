@@ -154,12 +154,15 @@ func run(o options) error {
 	return nil
 }
 
+// smokeLabel starts the label of a -smoke run.
+const smokeLabel = "smoke run"
+
 // runInfo describes the run about to start: the checkout's commit, the machine, the
 // versions compared.
 func runInfo(root string, o options) Run {
 	label := "full run"
 	if o.smoke {
-		label = "smoke run (-smoke: small sizes on whatever else the machine was running; a check that every measurement runs, not figures to read)"
+		label = smokeLabel + " (-smoke: small sizes on whatever else the machine was running; a check that every measurement runs, not figures to read)"
 	}
 	commit := "unknown"
 	if out, err := exec.Command("git", "-C", root, "rev-parse", "--short=12", "HEAD").Output(); err == nil {

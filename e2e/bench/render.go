@@ -161,12 +161,20 @@ func renderTables(r *Results) string {
 			if g == nil || c == nil {
 				continue
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", workloadTitle(w, run.Config), fmtBytes(spreadOf(values(g, bytesOf))),
-				fmtBytes(spreadOf(values(c, bytesOf))), fmtRatio(spreadOf(ratios(g, c, bytesOf))))
+			format := fmtBytes
+			if w == wPeakRSS {
+				format = fmtMiB
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", workloadTitle(w, run.Config), format(spreadOf(values(g, bytesOf))),
+				format(spreadOf(values(c, bytesOf))), fmtRatio(spreadOf(ratios(g, c, bytesOf))))
 		}
 	}
 
-	b.WriteString("\nTargets: met only when every repetition meets it.\n\n| target | measured | met |\n| --- | --- | --- |\n")
+	b.WriteString("\nTargets: met only when every repetition meets it.")
+	if strings.HasPrefix(run.Label, smokeLabel) {
+		b.WriteString(" A smoke run's targets show the computation, not results.")
+	}
+	b.WriteString("\n\n| target | measured | met |\n| --- | --- | --- |\n")
 	for _, t := range targets(run.Config) {
 		vs := t.values(r)
 		if len(vs) == 0 {
@@ -221,3 +229,4 @@ func fmtRate(s spread) string    { return fmtSpread(s, 1, "%.0f", "") }
 func fmtMillis(s spread) string  { return fmtSpread(s, 1000, "%.2f", "ms") }
 func fmtSeconds(s spread) string { return fmtSpread(s, 1, "%.2f", "s") }
 func fmtBytes(s spread) string   { return fmtSpread(s, 1, "%.0f", " B") }
+func fmtMiB(s spread) string     { return fmtSpread(s, 1.0/(1<<20), "%.1f", " MiB") }

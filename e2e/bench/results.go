@@ -215,8 +215,10 @@ type spread struct {
 	n                int
 }
 
+// spreadOf is the spread of values; NaN (no median, no range) when one of them is NaN: a
+// spread over some rounds only would look like one over all.
 func spreadOf(values []float64) spread {
-	if len(values) == 0 {
+	if len(values) == 0 || slices.ContainsFunc(values, math.IsNaN) {
 		return spread{median: math.NaN(), min: math.NaN(), max: math.NaN()}
 	}
 	s := slices.Clone(values)
@@ -241,7 +243,7 @@ func values(s *Series, m metric) []float64 {
 }
 
 // ratios returns, repetition by repetition, m of a over m of b (b's repetition i ran in
-// the same round as a's).
+// the same round as a's), NaN where b's is 0 or less.
 func ratios(a, b *Series, m metric) []float64 {
 	if a == nil || b == nil {
 		return nil
@@ -249,7 +251,11 @@ func ratios(a, b *Series, m metric) []float64 {
 	n := min(len(a.Samples), len(b.Samples))
 	out := make([]float64, n)
 	for i := range n {
-		out[i] = m(a.Samples[i]) / m(b.Samples[i])
+		// A figure of 0 (CPU under one 10 ms tick) or below (RSS that shrank) has no ratio.
+		out[i] = math.NaN()
+		if d := m(b.Samples[i]); d > 0 {
+			out[i] = m(a.Samples[i]) / d
+		}
 	}
 	return out
 }

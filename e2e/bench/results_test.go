@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -63,6 +64,14 @@ func TestRatiosRoundByRound(t *testing.T) {
 	}
 	if even := spreadOf([]float64{4, 1, 3, 2}); even.median != 2.5 || even.min != 1 || even.max != 4 {
 		t.Errorf("spread of four: %+v, want median 2.5 in [1, 4]", even)
+	}
+	// A round whose peer figure is 0 (no CPU tick) has no ratio, and the cell none.
+	zero := &Series{Samples: []Sample{{Ops: 1, CPU: 0.01}, {Ops: 1, CPU: 0}}}
+	if got := ratios(zero, zero, cpuPerOp); got[0] != 1 || !math.IsNaN(got[1]) {
+		t.Errorf("ratios with a zero peer: %v, want [1 NaN]", got)
+	}
+	if cell := fmtRatio(spreadOf(ratios(zero, zero, cpuPerOp))); cell != "-" {
+		t.Errorf("a spread over some rounds only: %q, want -", cell)
 	}
 }
 
