@@ -1,30 +1,35 @@
-// Command bench measures aagen against its peers on this machine, in one run, and prints
-// one table of ratios:
+// Command bench measures aagen against its peers on this machine, in one run, and writes
+// every figure to a results file, then prints the tables rendered from it:
 //
-//	go run ./e2e/bench            # from the repository root; -runs=N for more repetitions
+//	go run ./e2e/bench                     # from the repository root
+//	go run ./e2e/bench -smoke              # small sizes, two rounds: checks that everything runs
+//	go run ./e2e/bench render              # docs/benchmarks.md's tables from their results file
 //
 // Generation: `aagen generate` (cold and no-op) on the example API and on a synthetic
 // package of 25 kinds, against the same outputs made the usual script-driven way (each
 // code-generator and kube-openapi command run one after another, each loading the packages
 // again, plus the models-schema program applyconfiguration-gen needs), and against one
 // go/packages load of the same packages (the floor for a no-op run).
-// Startup: process start of the generated server to /readyz ok, with embedded etcd and
-// with an external etcd.
 //
 // Serving: the example's Boats served (a) by the generated server directly, (b) by the same
-// server through a real kube-apiserver's aggregator and (c) as a CRD with the same schema
-// (taken from the generated server's OpenAPI) on that kube-apiserver, all on one etcd:
-// create, get, list (1k and 10k, JSON), list with a label selector, watch fan-out and
-// updates under contention, with throughput, p50/p99 latency, server CPU per operation, live
-// heap per stored object and peak RSS, each as a ratio to the CRD; and etcd's own put rate
-// at the same concurrency and value size, the floor for writes.
+// server through a real kube-apiserver's aggregator, (c) as a CRD with the same schema
+// (taken from the generated server's OpenAPI) on that kube-apiserver (e2e/cluster's
+// KubeVersion) and (d) by the generated server on PostgreSQL, all but (d) on one etcd:
+// create, get, list (1k and 10k), list with a label selector, watch fan-out and updates
+// under contention, with throughput, p50/p99 latency, server CPU per operation; live heap
+// per stored object, peak RSS and the size of a stored object in etcd; protobuf and CBOR
+// next to JSON; etcd's own put rate at the same concurrency and value size, the floor for
+// writes; and the startup of the generated server next to k8s.io/sample-apiserver.
 //
-// Generation and startup figures are the median of -runs repetitions; serving figures come
-// from one pass over each workload.
+// Every measurement is repeated -repeats times. A serving round runs each workload on every
+// subject, each subject in a namespace of its own for the round, and the subjects' order
+// rotates from round to round (so no subject always runs first, or after the others
+// filled etcd); generation and startup alternate their two sides the same way. The tables
+// give the median of the repetitions and their range, ratios taken round by round, and a
+// target is met only when every round meets it.
 package main
 
 import (
-	"bufio"
 	"context"
 	"flag"
 	"fmt"
@@ -33,45 +38,79 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"slices"
+	"runtime/debug"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"golang.org/x/tools/go/packages"
 
+	"github.com/aagen-dev/aagen/e2e/cluster"
 	"github.com/aagen-dev/aagen/generator"
 	"github.com/aagen-dev/aagen/internal/gocmd"
-	"github.com/aagen-dev/aagen/runtime/etcd"
 )
 
-var (
-	runs        = flag.Int("runs", 3, "repetitions of each generation and startup measurement (the median is reported)")
-	doGenerate  = flag.Bool("generation", true, "measure generation and startup")
-	doServing   = flag.Bool("serving", true, "measure serving against a CRD (builds etcd and kube-apiserver into .cache/bin once)")
-	objects     = flag.Int("objects", 10000, "stored objects per subject for the serving workloads")
-	concurrency = flag.Int("concurrency", 16, "concurrent clients for create, get and update")
-	watchers    = flag.Int("watchers", 200, "watchers for the watch fan-out")
-	updates     = flag.Int("updates", 100, "writes the watchers observe")
-	profileDir  = flag.String("profile", "", "write CPU profiles of the storing server during the create and watch workloads into this directory")
-	profileSecs = flag.Int("profile-seconds", 10, "length of each CPU profile")
-)
+// options are the bench's flags.
+type options struct {
+	repeats     int
+	smoke       bool
+	generation  bool
+	serving     bool
+	results     string
+	objects     int
+	concurrency int
+	watchers    int
+	updates     int
+	profileDir  string
+	profileSecs int
+}
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "render" {
+		if err := renderCommand(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "bench render:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	var o options
+	flag.IntVar(&o.repeats, "repeats", 3, "rounds of every measurement (the tables give their median and range)")
+	flag.BoolVar(&o.smoke, "smoke", false, "a quick check that every measurement runs: 100 objects, 4 clients, 4 watchers, 10 writes, 2 rounds, no generation (unless given); its figures are not to be read")
+	flag.BoolVar(&o.generation, "generation", true, "measure generation")
+	flag.BoolVar(&o.serving, "serving", true, "measure serving and startup against a CRD and sample-apiserver (builds etcd, kube-apiserver and sample-apiserver into .cache/bin once)")
+	flag.StringVar(&o.results, "results", ".cache/bench/results.json", "write the raw results (JSON) to this file")
+	flag.IntVar(&o.objects, "objects", 10000, "stored objects per subject and round for the serving workloads")
+	flag.IntVar(&o.concurrency, "concurrency", 16, "concurrent clients for create, get and update")
+	flag.IntVar(&o.watchers, "watchers", 200, "watchers for the watch fan-out")
+	flag.IntVar(&o.updates, "updates", 100, "writes the watchers observe")
+	flag.StringVar(&o.profileDir, "profile", "", "write CPU profiles of every server on each subject's path during the create, get and watch workloads into this directory")
+	flag.IntVar(&o.profileSecs, "profile-seconds", 10, "length of each CPU profile")
 	flag.Parse()
-	if err := run(); err != nil {
+	set := map[string]bool{}
+	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	o.applySmoke(set)
+	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-type row struct {
-	workload, subject, peer string
-	subjectT, peerT         time.Duration
-	target                  string
+// applySmoke gives -smoke's sizes to the flags not set on the command line.
+func (o *options) applySmoke(set map[string]bool) {
+	if !o.smoke {
+		return
+	}
+	for name, apply := range map[string]func(){
+		"repeats": func() { o.repeats = 2 }, "generation": func() { o.generation = false },
+		"objects": func() { o.objects = 100 }, "concurrency": func() { o.concurrency = 4 },
+		"watchers": func() { o.watchers = 4 }, "updates": func() { o.updates = 10 },
+	} {
+		if !set[name] {
+			apply()
+		}
+	}
 }
 
-func run() error {
+func run(o options) error {
 	root, err := filepath.Abs(".")
 	if err != nil {
 		return err
@@ -79,134 +118,176 @@ func run() error {
 	if _, err := os.Stat(filepath.Join(root, "testdata/example/go.mod")); err != nil {
 		return fmt.Errorf("run from the repository root: %w", err)
 	}
-	fmt.Printf("aagen bench: %s/%s, %d CPUs, %s\n\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
-	if *doGenerate {
-		if err := generationAndStartup(root); err != nil {
+	switch {
+	case o.repeats < 1:
+		return fmt.Errorf("-repeats=%d: give 1 or more", o.repeats)
+	case o.objects < 40 || o.concurrency < 1 || o.watchers < 1 || o.updates < 1:
+		return fmt.Errorf("-objects must be 40 or more (lists of a tenth of them are measured), -concurrency, -watchers and -updates 1 or more")
+	}
+	res := &Results{Run: runInfo(root, o)}
+	fmt.Fprintf(os.Stderr, "bench: %s/%s, %d CPUs, %s; results to %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version(), o.results)
+	if o.generation {
+		if err := generation(root, o.repeats, res); err != nil {
 			return err
 		}
 	}
-	if *profileDir != "" {
-		if err := os.MkdirAll(*profileDir, 0o755); err != nil {
+	if o.profileDir != "" {
+		if err := os.MkdirAll(o.profileDir, 0o755); err != nil {
 			return fmt.Errorf("-profile: %w", err)
 		}
 	}
-	if *doServing {
-		table, err := serving(root, servingConfig{objects: *objects, concurrency: *concurrency, watchers: *watchers, updates: *updates, profileDir: *profileDir, profileSeconds: *profileSecs})
-		if err != nil {
+	if o.serving {
+		cfg := servingConfig{objects: o.objects, concurrency: o.concurrency, watchers: o.watchers, updates: o.updates,
+			repeats: o.repeats, profileDir: o.profileDir, profileSeconds: o.profileSecs}
+		if err := serving(root, cfg, res); err != nil {
 			return err
 		}
-		fmt.Println(table)
 	}
+	res.Run.Finished = time.Now().UTC().Format(time.RFC3339)
+	if err := os.MkdirAll(filepath.Dir(o.results), 0o755); err != nil {
+		return err
+	}
+	if err := writeResults(o.results, res); err != nil {
+		return err
+	}
+	fmt.Print(renderTables(res))
 	return nil
 }
 
-// generationAndStartup measures generation and startup and prints their table.
-func generationAndStartup(root string) error {
+// smokeLabel starts the label of a -smoke run.
+const smokeLabel = "smoke run"
+
+// runInfo describes the run about to start: the checkout's commit, the machine, the
+// versions compared.
+func runInfo(root string, o options) Run {
+	label := "full run"
+	if o.smoke {
+		label = smokeLabel + " (-smoke: small sizes on whatever else the machine was running; a check that every measurement runs, not figures to read)"
+	}
+	commit := "unknown"
+	if out, err := exec.Command("git", "-C", root, "rev-parse", "--short=12", "HEAD").Output(); err == nil {
+		commit = strings.TrimSpace(string(out))
+		if st, err := exec.Command("git", "-C", root, "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(strings.TrimSpace(string(st))) > 0 {
+			commit += "+dirty"
+		}
+	}
+	k8s := "unknown"
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range bi.Deps {
+			if d.Path == "k8s.io/apimachinery" {
+				k8s = d.Version
+			}
+		}
+	}
+	return Run{
+		Label: label, Started: time.Now().UTC().Format(time.RFC3339), Commit: commit,
+		Command: append([]string{"go run ./e2e/bench"}, os.Args[1:]...), Repeats: o.repeats,
+		Machine: machine(),
+		Versions: Versions{Go: runtime.Version(), K8sIO: k8s, KubeAPIServer: cluster.KubeVersion, Etcd: cluster.EtcdVersion,
+			SampleAPIServer: cluster.SampleAPIServerVersion},
+		Config: Config{Objects: o.objects, Concurrency: o.concurrency, Watchers: o.watchers, Updates: o.updates},
+	}
+}
+
+// machine reads what Linux says of this machine.
+func machine() Machine {
+	m := Machine{OS: runtime.GOOS, Arch: runtime.GOARCH, CPUs: runtime.NumCPU()}
+	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(data), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPUModel = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if data, err := os.ReadFile("/proc/meminfo"); err == nil {
+		for _, line := range strings.Split(string(data), "\n") {
+			if v, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+				fmt.Sscanf(strings.TrimSpace(v), "%d", &m.MemoryKB)
+			}
+		}
+	}
+	if data, err := os.ReadFile("/proc/loadavg"); err == nil {
+		f := strings.Fields(string(data))
+		if len(f) >= 3 {
+			m.LoadBefore = strings.Join(f[:3], " ")
+		}
+	}
+	return m
+}
+
+// generationAPI is a types package generation is measured on: the example's, or a
+// synthetic one of kinds kinds.
+type generationAPI struct {
+	name  string
+	kinds int
+}
+
+// generationAPIs are the types packages generation is measured on.
+func generationAPIs() []generationAPI {
+	return []generationAPI{{"example", 0}, {"synthetic", 25}}
+}
+
+// timedSide is one side of a timed comparison.
+type timedSide struct {
+	workload, subject string
+	run               func() (time.Duration, error)
+}
+
+// generation measures cold and no-op generation against their peers, repeats times each,
+// alternating which side runs first.
+func generation(root string, repeats int, res *Results) error {
 	tools, err := buildTools(root)
 	if err != nil {
 		return err
 	}
-	var rows []row
-	for _, api := range []struct {
-		name  string
-		kinds int
-	}{{"example (2 kinds)", 0}, {"synthetic (25 kinds)", 25}} {
+	for _, api := range generationAPIs() {
 		fmt.Fprintf(os.Stderr, "bench: generation, %s\n", api.name)
-		cold, err := median(func() (time.Duration, error) {
-			dir, err := typesModule(root, api.kinds, false)
-			if err != nil {
-				return 0, err
-			}
-			defer os.RemoveAll(dir)
-			return timed(func() error { return generate(dir) })
-		})
-		if err != nil {
-			return err
-		}
-		script, err := median(func() (time.Duration, error) {
-			dir, err := typesModule(root, api.kinds, true)
-			if err != nil {
-				return 0, err
-			}
-			defer os.RemoveAll(dir)
-			return timed(func() error { return scriptDriven(tools, dir) })
-		})
-		if err != nil {
-			return err
+		cold := "generate-" + api.name + "-cold"
+		noop := "generate-" + api.name + "-noop"
+		coldSides := []timedSide{
+			{cold, sAagen, func() (time.Duration, error) {
+				dir, err := typesModule(root, api.kinds, false)
+				if err != nil {
+					return 0, err
+				}
+				defer os.RemoveAll(dir)
+				return timed(func() error { return generate(dir) })
+			}},
+			{cold, sScript, func() (time.Duration, error) {
+				dir, err := typesModule(root, api.kinds, true)
+				if err != nil {
+					return 0, err
+				}
+				defer os.RemoveAll(dir)
+				return timed(func() error { return scriptDriven(tools, dir) })
+			}},
 		}
 		dir, err := typesModule(root, api.kinds, false)
 		if err != nil {
 			return err
 		}
+		defer os.RemoveAll(dir)
 		if err := generate(dir); err != nil {
 			return err
 		}
-		noop, err := median(func() (time.Duration, error) { return timed(func() error { return generate(dir) }) })
-		if err != nil {
-			return err
+		noopSides := []timedSide{
+			{noop, sAagen, func() (time.Duration, error) { return timed(func() error { return generate(dir) }) }},
+			{noop, sLoad, func() (time.Duration, error) { return timed(func() error { return loadOnce(dir) }) }},
 		}
-		load, err := median(func() (time.Duration, error) { return timed(func() error { return loadOnce(dir) }) })
-		if err != nil {
-			return err
+		for round := range repeats {
+			for _, pair := range [][]timedSide{coldSides, noopSides} {
+				for _, side := range rotated(pair, round) {
+					d, err := side.run()
+					if err != nil {
+						return fmt.Errorf("%s, %s: %w", side.workload, side.subject, err)
+					}
+					res.add(tableGeneration, side.workload, side.subject, "", Sample{Seconds: d.Seconds()})
+				}
+			}
 		}
-		os.RemoveAll(dir)
-		rows = append(rows,
-			row{"generate " + api.name + ", cold", "aagen generate", "script-driven generators", cold, script, "<= 0.2"},
-			row{"generate " + api.name + ", no-op", "aagen generate", "one package load", noop, load, "<= 1.2"},
-		)
 	}
-
-	fmt.Fprintf(os.Stderr, "bench: startup\n")
-	bin, _, cleanup, err := buildServer(root)
-	if err != nil {
-		return err
-	}
-	defer cleanup()
-	embedded, err := median(func() (time.Duration, error) { return startup(bin, "") })
-	if err != nil {
-		return err
-	}
-	e, err := etcd.Start(context.Background(), etcd.Config{Dir: mustTemp()})
-	if err != nil {
-		return err
-	}
-	external, err := median(func() (time.Duration, error) { return startup(bin, e.ClientURL()) })
-	e.Close()
-	if err != nil {
-		return err
-	}
-	rows = append(rows,
-		row{"startup to /readyz, embedded etcd", "generated server", "3 s target", embedded, 3 * time.Second, "<= 1.0"},
-		row{"startup to /readyz, external etcd", "generated server", "3 s target", external, 3 * time.Second, "<= 1.0"},
-	)
-
-	fmt.Printf("Generation and startup: median of %d runs.\n\n", *runs)
-	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "workload\tsubject\ttime\tpeer\tpeer time\tratio\ttarget\tmet")
-	for _, r := range rows {
-		ratio := float64(r.subjectT) / float64(r.peerT)
-		met := "yes"
-		var limit float64
-		fmt.Sscanf(strings.TrimPrefix(r.target, "<= "), "%g", &limit)
-		if ratio > limit {
-			met = "NO"
-		}
-		fmt.Fprintf(w, "%s\t%s\t%.2fs\t%s\t%.2fs\t%.2f\t%s\t%s\n", r.workload, r.subject, r.subjectT.Seconds(), r.peer, r.peerT.Seconds(), ratio, r.target, met)
-	}
-	return w.Flush()
-}
-
-func median(f func() (time.Duration, error)) (time.Duration, error) {
-	var ds []time.Duration
-	for i := 0; i < *runs; i++ {
-		d, err := f()
-		if err != nil {
-			return 0, err
-		}
-		ds = append(ds, d)
-	}
-	slices.Sort(ds)
-	return ds[len(ds)/2], nil
+	return nil
 }
 
 func timed(f func() error) (time.Duration, error) {
@@ -486,32 +567,4 @@ func buildServer(root string) (string, string, func(), error) {
 		return "", "", cleanup, fmt.Errorf("building the example server: %w", err)
 	}
 	return bin, dir, cleanup, nil
-}
-
-// startup runs the server in local mode on fresh state and returns the time from process
-// start to the moment /readyz is ok (the server prints its KUBECONFIG line then).
-func startup(bin, etcdURL string) (time.Duration, error) {
-	state := mustTemp()
-	defer os.RemoveAll(state)
-	args := []string{"--local", "--secure-port=0", "--local-dir=" + filepath.Join(state, "local"), "--embedded-etcd-dir=" + filepath.Join(state, "etcd")}
-	if etcdURL != "" {
-		args = append(args, "--etcd-servers="+etcdURL, "--etcd-prefix=/bench/"+filepath.Base(state))
-	}
-	cmd := exec.Command(bin, args...)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return 0, err
-	}
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		return 0, err
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() {
-		if strings.HasPrefix(sc.Text(), "export KUBECONFIG=") {
-			return time.Since(start), nil
-		}
-	}
-	return 0, fmt.Errorf("server exited before it was ready")
 }

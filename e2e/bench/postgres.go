@@ -32,8 +32,8 @@ func postgresSubject(r *cluster.Runner, backend *cluster.Backend, serverBin stri
 	if err != nil {
 		return nil, err
 	}
-	return &subject{name: "generated server on PostgreSQL, direct", client: client,
-		base: cfg.Host + "/apis/marina.example.com/v1alpha1/namespaces/bench-postgres/boats",
-		api:  "marina.example.com/v1alpha1", procs: []*cluster.Process{proc}, store: proc, storeHost: cfg.Host, storeHTTP: client,
+	return &subject{id: sPostgres, client: client,
+		collection: cfg.Host + "/apis/marina.example.com/v1alpha1/namespaces/%s/boats",
+		api:        "marina.example.com/v1alpha1", procs: []*cluster.Process{proc}, store: proc, storeHost: cfg.Host, storeHTTP: client,
 		path: []endpoint{{"server", cfg.Host, client}}}, nil
 }

@@ -6,10 +6,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"strings"
-	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,98 +23,6 @@ const (
 	fieldObjectMeta = 1
 	fieldListItems  = 2
 )
-
-// protobufRows measures the generated server answering (and, for creates, reading) protobuf
-// next to the same requests in JSON, for the subjects given (a CRD cannot serve protobuf):
-// gets, lists, watch fan-out and creates, each pair back to back on the same objects.
-// It returns the table and, by subject, the protobuf list of cfg.objects.
-func protobufRows(subjects []*subject, cfg servingConfig) (string, map[string]measurement, error) {
-	small := cfg.objects / 10
-	type pair struct {
-		name string
-		run  func(s *subject, mediaType string) (measurement, error)
-		// largestList marks the list whose protobuf cost feeds the serving targets.
-		largestList bool
-	}
-	get := func(n, c int) func(s *subject, mediaType string) (measurement, error) {
-		return func(s *subject, mediaType string) (measurement, error) {
-			return runOps(n, c, s.procs, func(int) error {
-				_, err := doAccept(s.client, fmt.Sprintf("%s/boat-%05d", s.base, rand.IntN(small)), mediaType)
-				return err
-			})
-		}
-	}
-	listN := func(selector string, n, want int) func(s *subject, mediaType string) (measurement, error) {
-		return func(s *subject, mediaType string) (measurement, error) {
-			return runOps(n, 1, s.procs, func(int) error {
-				url := s.base
-				if selector != "" {
-					url += "?labelSelector=" + selector
-				}
-				data, err := doAccept(s.client, url, mediaType)
-				if err != nil {
-					return err
-				}
-				if got := countItems(data, mediaType); got != want {
-					return fmt.Errorf("list %s as %s: %d items, want %d", url, mediaType, got, want)
-				}
-				return nil
-			})
-		}
-	}
-	watchBase := map[string]int{"application/json": 100, protobufMediaType: 150}
-	created := 0
-	pairs := []pair{
-		{fmt.Sprintf("get, %d clients", cfg.concurrency), get(4*small, cfg.concurrency), false},
-		{"get, 1 client", get(small/2, 1), false},
-		{fmt.Sprintf("list %d of %d (label selector)", cfg.objects/10, cfg.objects), listN("shard=3", 10, cfg.objects/10), false},
-		{fmt.Sprintf("list %d", cfg.objects), listN("", 5, cfg.objects), true},
-		{fmt.Sprintf("watch fan-out (%d watchers)", cfg.watchers), func(s *subject, mediaType string) (measurement, error) {
-			return watchFanOutAs(s, cfg, mediaType, watchBase[mediaType])
-		}, false},
-		{fmt.Sprintf("create, %d clients", cfg.concurrency), func(s *subject, mediaType string) (measurement, error) {
-			body, err := createBodies(s, mediaType)
-			if err != nil {
-				return measurement{}, err
-			}
-			first := created
-			created += small
-			return runOps(small, cfg.concurrency, s.procs, func(i int) error {
-				data, err := body(fmt.Sprintf("boat-c-%06d", first+i))
-				if err != nil {
-					return err
-				}
-				return postAs(s.client, s.base, mediaType, data)
-			})
-		}, false},
-	}
-	listLarge := map[string]measurement{}
-	var b strings.Builder
-	fmt.Fprintln(&b, "| workload | subject | JSON ops/s | protobuf ops/s | JSON p50 | protobuf p50 | JSON server CPU per op | protobuf server CPU per op | protobuf/JSON rate | protobuf/JSON CPU |")
-	fmt.Fprintln(&b, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-	for _, p := range pairs {
-		for _, s := range subjects {
-			var by [2]measurement
-			for j, mt := range []string{"application/json", protobufMediaType} {
-				m, err := p.run(s, mt)
-				if err != nil {
-					return "", nil, fmt.Errorf("%s, %s, %s: %w", p.name, s.name, mt, err)
-				}
-				by[j] = m
-			}
-			if p.largestList {
-				listLarge[s.name] = by[1]
-			}
-			j, pb := by[0], by[1]
-			fmt.Fprintf(&b, "| %s | %s | %.0f | %.0f | %s | %s | %s | %s | %.2f | %.2f |\n", p.name, s.name, j.rate(), pb.rate(),
-				ms(j.pct(0.5)), ms(pb.pct(0.5)), ms(perOp(j)), ms(perOp(pb)), pb.rate()/j.rate(), ratio(perOp(pb), perOp(j)))
-		}
-	}
-	return b.String(), listLarge, nil
-}
-
-// perOp is the server CPU per operation of m.
-func perOp(m measurement) time.Duration { return m.cpu / time.Duration(max(m.ops, 1)) }
 
 // createBodies returns, for mediaType, a function that makes the body of a create of a
 // Boat named name, labelled fleet=bench-create (so the lists and watches of fleet=bench

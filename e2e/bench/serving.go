@@ -37,23 +37,29 @@ type servingConfig struct {
 	concurrency    int // concurrent clients for create, get and update
 	watchers       int // watchers for the fan-out
 	updates        int // writes observed by the watchers
+	repeats        int // rounds of every workload
 	profileDir     string
 	profileSeconds int
 }
 
 // subject is one way of serving the example's Boats: the generated server directly, the
-// same server through kube-apiserver's aggregator, or a CRD with the same schema on that
-// kube-apiserver.
+// same server through kube-apiserver's aggregator, a CRD with the same schema on that
+// kube-apiserver, or the generated server on PostgreSQL.
 type subject struct {
-	name   string
+	id     string // sDirect, ...
 	client *http.Client
-	base   string // collection URL of Boats in the subject's namespace
-	api    string // apiVersion of its objects
-	procs  []*cluster.Process
+	// collection is the URL of Boats in a namespace (%s); base that of the round's.
+	collection string
+	base       string
+	api        string // apiVersion of its objects
+	procs      []*cluster.Process
 	// store is the process that holds the objects (for heap and RSS).
 	store     *cluster.Process
 	storeHost string
 	storeHTTP *http.Client
+	// etcdKey is the etcd key of a Boat in a namespace and with a name (%s, %s), for
+	// subjects that store in the bench's etcd.
+	etcdKey string
 	// path are the servers a request goes through, for -profile.
 	path []endpoint
 }
@@ -74,8 +80,6 @@ type measurement struct {
 	failures int
 }
 
-func (m measurement) rate() float64 { return float64(m.ops) / m.elapsed.Seconds() }
-
 func (m measurement) pct(p float64) time.Duration {
 	if len(m.lat) == 0 {
 		return 0
@@ -85,20 +89,30 @@ func (m measurement) pct(p float64) time.Duration {
 	return s[min(len(s)-1, int(p*float64(len(s))))]
 }
 
-// servingRow is a line of the serving table.
-type servingRow struct {
-	workload string
-	by       map[string]measurement
+// sample is m as a repetition in the results.
+func (m measurement) sample() Sample {
+	return Sample{Ops: m.ops, Seconds: m.elapsed.Seconds(), P50: m.pct(0.5).Seconds(), P99: m.pct(0.99).Seconds(), CPU: m.cpu.Seconds()}
 }
 
-// memory of the process that stores the objects.
-type memory struct {
-	heapPerObject float64 // bytes of live heap per stored object
-	peakRSSAdded  float64 // bytes of peak RSS added by the workloads
+// rotated returns xs rotated left by round: round r starts with the subject at r.
+func rotated[T any](xs []T, round int) []T {
+	if len(xs) == 0 {
+		return nil
+	}
+	k := round % len(xs)
+	return append(slices.Clone(xs[k:]), xs[:k]...)
 }
 
-// serving runs the serving suite and returns its table as text.
-func serving(root string, cfg servingConfig) (string, error) {
+// etcdPrefixes are the etcd prefixes of the generated server and of kube-apiserver
+// (e2e/cluster's), under which they store a Boat at <prefix>/<group>/boats/<ns>/<name>.
+const (
+	generatedEtcdPrefix = "/marina"
+	kubeEtcdPrefix      = "/kube"
+)
+
+// serving runs the serving workloads cfg.repeats times, subjects in rotating order, and
+// adds their figures to res.
+func serving(root string, cfg servingConfig, res *Results) error {
 	r := &cluster.Runner{Log: func(f string, a ...any) { fmt.Fprintf(os.Stderr, "bench: "+f+"\n", a...) }}
 	defer r.Close()
 	ctx := context.Background()
@@ -112,19 +126,24 @@ func serving(root string, cfg servingConfig) (string, error) {
 		"--listen-peer-urls="+peerURL, "--initial-advertise-peer-urls="+peerURL,
 		"--initial-cluster=default="+peerURL, "--log-level=warn")
 	cp := cluster.StartControlPlane(r, etcdURL)
+	etcdClient, err := clientv3.New(clientv3.Config{Endpoints: []string{etcdURL}, DialTimeout: 5 * time.Second})
+	if err != nil {
+		return err
+	}
+	defer etcdClient.Close()
 
 	// The example, generated and built like a user would, deployed behind the aggregator.
 	serverBin, dir, cleanup, err := buildServer(root)
 	defer cleanup()
 	if err != nil {
-		return "", err
+		return err
 	}
 	r.Logf("deploying the example behind kube-apiserver")
-	backend := cluster.Deploy(r, ctx, cp, dir, serverBin, etcdURL, cborServerArgs...)
+	backend := cluster.Deploy(r, ctx, cp, dir, serverBin, etcdURL, append(slices.Clone(cborServerArgs), "--etcd-prefix="+generatedEtcdPrefix)...)
 
 	adminHTTP, err := rest.HTTPClientFor(cp.Admin)
 	if err != nil {
-		return "", err
+		return err
 	}
 	direct := rest.CopyConfig(cp.Admin)
 	direct.Host = "https://127.0.0.1:" + strconv.Itoa(backend.Port)
@@ -132,220 +151,201 @@ func serving(root string, cfg servingConfig) (string, error) {
 	direct.TLSClientConfig.ServerName = "marina-apiserver.marina-apiserver.svc"
 	directHTTP, err := rest.HTTPClientFor(direct)
 	if err != nil {
-		return "", err
+		return err
 	}
 
 	// Startup next to sample-apiserver, both delegating to this kube-apiserver, on this etcd.
-	startRows, err := startupNextToSample(r, cp, etcdURL, serverBin)
-	if err != nil {
-		return "", err
+	if err := startupNextToSample(r, cp, etcdURL, serverBin, cfg.repeats, res); err != nil {
+		return err
 	}
 
 	// The same schema as a CRD: taken from the generated server's published OpenAPI v3.
 	crdGroup := "crd.marina.example.com"
 	if err := installCRD(ctx, cp.Admin, directHTTP, direct.Host, crdGroup); err != nil {
-		return "", err
+		return err
 	}
 
 	subjects := []*subject{
-		{name: "generated server, direct", client: directHTTP, base: direct.Host + "/apis/marina.example.com/v1alpha1/namespaces/bench-direct/boats",
+		{id: sDirect, client: directHTTP, collection: direct.Host + "/apis/marina.example.com/v1alpha1/namespaces/%s/boats",
 			api: "marina.example.com/v1alpha1", procs: []*cluster.Process{backend.Process}, store: backend.Process, storeHost: direct.Host, storeHTTP: directHTTP,
-			path: []endpoint{{"server", direct.Host, directHTTP}}},
-		{name: "generated server, via aggregator", client: adminHTTP, base: cp.Host + "/apis/marina.example.com/v1alpha1/namespaces/bench-aggregated/boats",
+			etcdKey: generatedEtcdPrefix + "/marina.example.com/boats/%s/%s", path: []endpoint{{"server", direct.Host, directHTTP}}},
+		{id: sAggregated, client: adminHTTP, collection: cp.Host + "/apis/marina.example.com/v1alpha1/namespaces/%s/boats",
 			api: "marina.example.com/v1alpha1", procs: []*cluster.Process{backend.Process, cp.APIServer}, store: backend.Process, storeHost: direct.Host, storeHTTP: directHTTP,
-			path: []endpoint{{"kube-apiserver", cp.Host, adminHTTP}, {"server", direct.Host, directHTTP}}},
-		{name: "CRD on kube-apiserver", client: adminHTTP, base: cp.Host + "/apis/" + crdGroup + "/v1alpha1/namespaces/bench-crd/boats",
+			etcdKey: generatedEtcdPrefix + "/marina.example.com/boats/%s/%s", path: []endpoint{{"kube-apiserver", cp.Host, adminHTTP}, {"server", direct.Host, directHTTP}}},
+		{id: sCRD, client: adminHTTP, collection: cp.Host + "/apis/" + crdGroup + "/v1alpha1/namespaces/%s/boats",
 			api: crdGroup + "/v1alpha1", procs: []*cluster.Process{cp.APIServer}, store: cp.APIServer, storeHost: cp.Host, storeHTTP: adminHTTP,
-			path: []endpoint{{"kube-apiserver", cp.Host, adminHTTP}}},
+			etcdKey: kubeEtcdPrefix + "/" + crdGroup + "/boats/%s/%s", path: []endpoint{{"kube-apiserver", cp.Host, adminHTTP}}},
 	}
 	// The same server on PostgreSQL (through kine), direct: next to etcd in the same run.
 	pgSubject, err := postgresSubject(r, backend, serverBin, direct)
 	if err != nil {
-		return "", err
+		return err
 	}
 	subjects = append(subjects, pgSubject)
-	for _, ns := range []string{"bench-direct", "bench-aggregated", "bench-crd", "bench-postgres"} {
-		body := fmt.Sprintf(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":%q}}`, ns)
-		if _, _, err := do(adminHTTP, http.MethodPost, cp.Host+"/api/v1/namespaces", body, http.StatusCreated); err != nil {
-			return "", err
-		}
-	}
 
-	small := cfg.objects / 10
-	wCreate, wGet, wWatch, wUpdate := "create", "get", "watch fan-out", "update under contention"
-	wGet1 := "get, 1 client"
-	wSmall := fmt.Sprintf("list %d (JSON)", small)
-	wLarge := fmt.Sprintf("list %d (JSON)", cfg.objects)
-	wSelector := fmt.Sprintf("list %d, label selector (%d match)", cfg.objects, cfg.objects/10)
-	order := []string{wCreate, wGet, wGet1, wSmall, wLarge, wSelector, wWatch, wUpdate}
-	rows := map[string]*servingRow{}
-	for _, w := range order {
-		rows[w] = &servingRow{workload: w, by: map[string]measurement{}}
-	}
-	mem := map[string]memory{}
-	for _, s := range subjects {
-		r.Logf("serving: %s", s.name)
-		heap0, err := liveHeap(s.storeHTTP, s.storeHost)
-		if err != nil {
-			return "", err
+	for round := range cfg.repeats {
+		if err := servingRound(r, cfg, round, subjects, cp.Host, adminHTTP, etcdClient, etcdProc, res); err != nil {
+			return fmt.Errorf("round %d: %w", round+1, err)
 		}
-		rss0 := resetPeakRSS(s.store)
+	}
+	return nil
+}
+
+// servingRound runs every serving workload once on every subject, in the round's order,
+// each subject in a namespace of its own for the round.
+func servingRound(r *cluster.Runner, cfg servingConfig, round int, subjects []*subject, kubeHost string, admin *http.Client, etcdClient *clientv3.Client, etcdProc *cluster.Process, res *Results) error {
+	order := rotated(subjects, round)
+	names := make([]string, len(order))
+	for i, s := range order {
+		names[i] = s.id
+		ns := fmt.Sprintf("bench-%s-%d", s.id, round)
+		body := fmt.Sprintf(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":%q}}`, ns)
+		if _, _, err := do(admin, http.MethodPost, kubeHost+"/api/v1/namespaces", body, http.StatusCreated); err != nil {
+			return err
+		}
+		s.base = fmt.Sprintf(s.collection, ns)
+	}
+	r.Logf("serving, round %d of %d: %s", round+1, cfg.repeats, strings.Join(names, ", "))
+
+	// The processes that store objects, each measured once however many subjects it
+	// serves, and the objects the round adds to each.
+	type store struct {
+		proc    *cluster.Process
+		host    string
+		client  *http.Client
+		subject string // the subject the memory rows name it by
+		objects int
+		heap0   int64
+		rss0    int64
+	}
+	var stores []*store
+	byProc := map[*cluster.Process]*store{}
+	for _, s := range subjects {
+		st := byProc[s.store]
+		if st == nil {
+			st = &store{proc: s.store, host: s.storeHost, client: s.storeHTTP, subject: s.id}
+			byProc[s.store] = st
+			stores = append(stores, st)
+		}
+		st.objects += cfg.objects
+	}
+	for _, st := range stores {
+		heap, err := liveHeap(st.client, st.host)
+		if err != nil {
+			return err
+		}
+		st.heap0, st.rss0 = heap, resetPeakRSS(st.proc)
+	}
+	small := cfg.objects / 10
+	for _, s := range order {
 		// Warm up the path (connections, authorization caches) outside the figures.
 		if _, err := runOps(cfg.concurrency, cfg.concurrency, s.procs, func(i int) error {
 			_, _, err := do(s.client, http.MethodGet, s.base, "", http.StatusOK)
 			return err
 		}); err != nil {
-			return "", err
+			return err
 		}
-		stop := profile(cfg, s, "create")
-		m, err := runOps(small, cfg.concurrency, s.procs, func(i int) error { return create(s, i) })
-		stop()
-		if err != nil {
-			return "", err
-		}
-		rows[wCreate].by[s.name] = m
-		get := func(int) error {
+	}
+
+	get := func(s *subject) func(int) error {
+		return func(int) error {
 			_, _, err := do(s.client, http.MethodGet, fmt.Sprintf("%s/boat-%05d", s.base, rand.IntN(small)), "", http.StatusOK)
 			return err
 		}
-		stop = profile(cfg, s, "get")
-		if m, err = runOps(4*small, cfg.concurrency, s.procs, get); err != nil {
-			return "", err
+	}
+	type workload struct {
+		id      string // "" for a step whose figures are not kept
+		profile string // the -profile name, or ""
+		run     func(s *subject) (measurement, error)
+	}
+	workloads := []workload{
+		{wCreate, "create", func(s *subject) (measurement, error) {
+			return runOps(small, cfg.concurrency, s.procs, func(i int) error { return create(s, i) })
+		}},
+		{wGet, "get", func(s *subject) (measurement, error) { return runOps(4*small, cfg.concurrency, s.procs, get(s)) }},
+		{wGet1, "", func(s *subject) (measurement, error) { return runOps(small/2, 1, s.procs, get(s)) }},
+		{wListSmall, "", func(s *subject) (measurement, error) {
+			return runOps(20, 1, s.procs, func(int) error { return list(s, "", small) })
+		}},
+		{"", "", func(s *subject) (measurement, error) {
+			return runOps(cfg.objects-small, cfg.concurrency, s.procs, func(i int) error { return create(s, small+i) })
+		}},
+		{wListLarge, "", func(s *subject) (measurement, error) {
+			return runOps(5, 1, s.procs, func(int) error { return list(s, "", cfg.objects) })
+		}},
+		{wSelector, "", func(s *subject) (measurement, error) {
+			return runOps(10, 1, s.procs, func(int) error { return list(s, "shard=3", cfg.objects/10) })
+		}},
+	}
+	run := func(ws []workload) error {
+		for _, w := range ws {
+			for _, s := range order {
+				stop := profile(cfg, s, w.profile, round)
+				m, err := w.run(s)
+				stop()
+				if err != nil {
+					what := workloadTitle(w.id, res.Run.Config)
+					if w.id == "" {
+						what = fmt.Sprintf("creating objects up to %d", cfg.objects)
+					}
+					return fmt.Errorf("%s, %s: %w", what, subjectTitles[s.id], err)
+				}
+				if w.id != "" {
+					res.add(tableServing, w.id, s.id, "", m.sample())
+				}
+			}
 		}
-		stop()
-		rows[wGet].by[s.name] = m
-		if m, err = runOps(small/2, 1, s.procs, get); err != nil {
-			return "", err
-		}
-		rows[wGet1].by[s.name] = m
-		if m, err = runOps(20, 1, s.procs, func(int) error { return list(s, "", small) }); err != nil {
-			return "", err
-		}
-		rows[wSmall].by[s.name] = m
-		if _, err := runOps(cfg.objects-small, cfg.concurrency, s.procs, func(i int) error { return create(s, small+i) }); err != nil {
-			return "", err
-		}
-		if m, err = runOps(5, 1, s.procs, func(int) error { return list(s, "", cfg.objects) }); err != nil {
-			return "", err
-		}
-		rows[wLarge].by[s.name] = m
-		if m, err = runOps(10, 1, s.procs, func(int) error { return list(s, "shard=3", cfg.objects/10) }); err != nil {
-			return "", err
-		}
-		rows[wSelector].by[s.name] = m
-		heap1, err := liveHeap(s.storeHTTP, s.storeHost)
+		return nil
+	}
+	if err := run(workloads); err != nil {
+		return err
+	}
+	// Every subject holds its objects: the heap they take.
+	for _, st := range stores {
+		heap, err := liveHeap(st.client, st.host)
 		if err != nil {
-			return "", err
+			return err
 		}
-		stop = profile(cfg, s, "watch")
-		if m, err = watchFanOut(s, cfg); err != nil {
-			return "", err
-		}
-		stop()
-		rows[wWatch].by[s.name] = m
-		if m, err = contention(s, cfg); err != nil {
-			return "", err
-		}
-		rows[wUpdate].by[s.name] = m
-		mem[s.name] = memory{heapPerObject: float64(heap1-heap0) / float64(cfg.objects), peakRSSAdded: float64(peakRSS(s.store) - rss0)}
+		res.add(tableMemory, wHeap, st.subject, "", Sample{Bytes: float64(heap-st.heap0) / float64(st.objects)})
+	}
+	if err := run([]workload{
+		{wWatch, "watch", func(s *subject) (measurement, error) { return watchFanOutAs(s, cfg, jsonMediaType, 50) }},
+		{wContention, "", func(s *subject) (measurement, error) { return contention(s, cfg) }},
+	}); err != nil {
+		return err
+	}
+	for _, st := range stores {
+		res.add(tableMemory, wPeakRSS, st.subject, "", Sample{Bytes: float64(peakRSS(st.proc) - st.rss0)})
 	}
 
-	r.Logf("serving: CBOR next to JSON")
-	cborTable, err := cborRows(subjects[:2], cfg)
+	// Other formats next to JSON on the generated server (a CRD serves no protobuf).
+	if err := formatRounds(cfg, round, rotated(subjects[:2], round), res); err != nil {
+		return err
+	}
+
+	// What one Boat takes in etcd, and the floor for writes: etcd puts of that size at
+	// the same concurrency.
+	var size int
+	for _, s := range subjects {
+		if s.id != sDirect && s.id != sCRD {
+			continue
+		}
+		ns := fmt.Sprintf("bench-%s-%d", s.id, round)
+		n, err := storedSize(etcdClient, fmt.Sprintf(s.etcdKey, ns, "boat-00000"))
+		if err != nil {
+			return err
+		}
+		res.add(tableMemory, wStored, s.id, "", Sample{Bytes: float64(n)})
+		if s.id == sDirect {
+			size = n
+		}
+	}
+	m, err := etcdPuts(etcdClient, fmt.Sprintf("/bench-floor/%d/", round), small, cfg.concurrency, size, etcdProc)
 	if err != nil {
-		return "", err
+		return err
 	}
-
-	r.Logf("serving: protobuf next to JSON")
-	protobufTable, protobufLists, err := protobufRows(subjects[:2], cfg)
-	if err != nil {
-		return "", err
-	}
-
-	// The floor for writes: etcd puts of the same size at the same concurrency.
-	size, err := storedSize(subjects[0])
-	if err != nil {
-		return "", err
-	}
-	etcdPut, err := etcdPuts(etcdURL, small, cfg.concurrency, size, etcdProc)
-	if err != nil {
-		return "", err
-	}
-
-	var b strings.Builder
-	fmt.Fprintf(&b, "Serving: %d objects of %d bytes in etcd, %d concurrent clients, %d watchers; ratios are to the CRD (lower is better for latency and CPU, higher for rate).\n\n", cfg.objects, size, cfg.concurrency, cfg.watchers)
-	fmt.Fprintln(&b, "| workload | subject | ops | ops/s | p50 | p99 | server CPU per op | rate vs CRD | p50 vs CRD | CPU vs CRD |")
-	fmt.Fprintln(&b, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-	crd := subjects[2].name
-	for _, w := range order {
-		row := rows[w]
-		for _, s := range subjects {
-			m := row.by[s.name]
-			c := row.by[crd]
-			fmt.Fprintf(&b, "| %s | %s | %d | %.0f | %s | %s | %s | %.2f | %.2f | %.2f |\n", w, s.name, m.ops, m.rate(),
-				ms(m.pct(0.5)), ms(m.pct(0.99)), ms(m.cpu/time.Duration(max(m.ops, 1))),
-				m.rate()/c.rate(), ratio(m.pct(0.5), c.pct(0.5)), ratio(m.cpu, c.cpu))
-		}
-	}
-	fmt.Fprintf(&b, "| etcd put (floor for writes) | etcd | %d | %.0f | %s | %s | %s | | | |\n", etcdPut.ops, etcdPut.rate(),
-		ms(etcdPut.pct(0.5)), ms(etcdPut.pct(0.99)), ms(etcdPut.cpu/time.Duration(etcdPut.ops)))
-	fmt.Fprintln(&b, "\nCBOR (--feature-gates=CBORServingAndStorage=true) next to JSON, same subject, same objects, back to back:")
-	fmt.Fprintln(&b)
-	b.WriteString(cborTable)
-	fmt.Fprintln(&b, "\nProtobuf next to JSON, same subject, same objects, back to back (the objects are stored as protobuf):")
-	fmt.Fprintln(&b)
-	b.WriteString(protobufTable)
-	fmt.Fprintln(&b, "\n| startup to /readyz, delegating to kube-apiserver, same etcd (median of 3) | generated server | sample-apiserver | ratio |")
-	fmt.Fprintln(&b, "| --- | --- | --- | --- |")
-	fmt.Fprintf(&b, "| process start to /readyz ok | %.2fs | %.2fs | %.2f |\n", startRows[0].Seconds(), startRows[1].Seconds(), float64(startRows[0])/float64(startRows[1]))
-	fmt.Fprintln(&b, "\n| memory of the storing process | generated server | CRD (kube-apiserver) | ratio |")
-	fmt.Fprintln(&b, "| --- | --- | --- | --- |")
-	g, k := mem[subjects[0].name], mem[crd]
-	fmt.Fprintf(&b, "| live heap per stored object | %.0f B | %.0f B | %.2f |\n", g.heapPerObject, k.heapPerObject, g.heapPerObject/k.heapPerObject)
-	fmt.Fprintf(&b, "| peak RSS added by the workloads | %.0f MiB | %.0f MiB | %.2f |\n", g.peakRSSAdded/(1<<20), k.peakRSSAdded/(1<<20), g.peakRSSAdded/k.peakRSSAdded)
-
-	// Targets.
-	direct0, agg := subjects[0].name, subjects[1].name
-	type target struct {
-		what string
-		val  string
-		met  bool
-	}
-	l10 := rows[wLarge].by
-	cr, gt, gt1, wf := rows[wCreate].by, rows[wGet].by, rows[wGet1].by, rows[wWatch].by
-	targets := []target{
-		{"list cost (server CPU, largest list, JSON), direct <= 0.5x CRD", fmt.Sprintf("%.2f", ratio(l10[direct0].cpu, l10[crd].cpu)), ratio(l10[direct0].cpu, l10[crd].cpu) <= 0.5},
-		{"list cost (server CPU, largest list, JSON), via aggregator <= 0.5x CRD", fmt.Sprintf("%.2f", ratio(l10[agg].cpu, l10[crd].cpu)), ratio(l10[agg].cpu, l10[crd].cpu) <= 0.5},
-		{"list cost (server CPU, largest list), protobuf, direct <= 0.1x CRD (JSON)", fmt.Sprintf("%.2f", ratio(perOp(protobufLists[direct0]), perOp(l10[crd]))), ratio(perOp(protobufLists[direct0]), perOp(l10[crd])) <= 0.1},
-		{"list cost (server CPU, largest list), protobuf, via aggregator <= 0.1x CRD (JSON)", fmt.Sprintf("%.2f", ratio(perOp(protobufLists[agg]), perOp(l10[crd]))), ratio(perOp(protobufLists[agg]), perOp(l10[crd])) <= 0.1},
-		{"get p50 via aggregator within +0.5 ms of CRD, 1 client", fmt.Sprintf("%+.2f ms", float64(gt1[agg].pct(0.5)-gt1[crd].pct(0.5))/1e6), gt1[agg].pct(0.5)-gt1[crd].pct(0.5) <= time.Millisecond/2},
-		{fmt.Sprintf("get rate via aggregator >= 1.0x CRD, %d clients", cfg.concurrency), fmt.Sprintf("%.2f", gt[agg].rate()/gt[crd].rate()), gt[agg].rate() >= gt[crd].rate()},
-		{"watch fan-out rate via aggregator >= 1.0x CRD", fmt.Sprintf("%.2f", wf[agg].rate()/wf[crd].rate()), wf[agg].rate() >= wf[crd].rate()},
-		{fmt.Sprintf("get p50 via aggregator within +1 ms of CRD, %d clients", cfg.concurrency), fmt.Sprintf("%+.2f ms", float64(gt[agg].pct(0.5)-gt[crd].pct(0.5))/1e6), gt[agg].pct(0.5)-gt[crd].pct(0.5) <= time.Millisecond},
-		{"create p50 via aggregator within +1 ms of CRD", fmt.Sprintf("%+.2f ms", float64(cr[agg].pct(0.5)-cr[crd].pct(0.5))/1e6), cr[agg].pct(0.5)-cr[crd].pct(0.5) <= time.Millisecond},
-		{"create rate via aggregator >= 1.0x CRD", fmt.Sprintf("%.2f", cr[agg].rate()/cr[crd].rate()), cr[agg].rate() >= cr[crd].rate()},
-		{"create rate (direct) >= 0.5x etcd put rate", fmt.Sprintf("%.2f", cr[direct0].rate()/etcdPut.rate()), cr[direct0].rate() >= 0.5*etcdPut.rate()},
-		{"heap per stored object <= 0.35x CRD", fmt.Sprintf("%.2f", g.heapPerObject/k.heapPerObject), g.heapPerObject <= 0.35*k.heapPerObject},
-	}
-	fmt.Fprintln(&b, "\n| serving target | measured | met |")
-	fmt.Fprintln(&b, "| --- | --- | --- |")
-	for _, t := range targets {
-		met := "yes"
-		if !t.met {
-			met = "NO"
-		}
-		fmt.Fprintf(&b, "| %s | %s | %s |\n", t.what, t.val, met)
-	}
-	return b.String(), nil
-}
-
-func ms(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d)/1e6) }
-
-func ratio(a, b time.Duration) float64 {
-	if b == 0 {
-		return 0
-	}
-	return float64(a) / float64(b)
+	res.add(tableServing, wEtcdPut, sEtcd, "", m.sample())
+	return nil
 }
 
 // runOps runs op for i in [0,n) on c workers and measures latency, rate and the CPU the
@@ -480,15 +480,10 @@ func list(s *subject, selector string, want int) error {
 	return nil
 }
 
-// watchFanOut opens cfg.watchers watches, makes cfg.updates writes, and measures the
+// watchFanOutAs opens cfg.watchers watches answered in accept (JSON or protobuf), makes
+// cfg.updates writes setting spec.lengthMeters to lengthBase+i%20 (a base no earlier run
+// in the namespace used, so that every write changes the object), and measures the
 // delivery latency of every event to every watcher from the start of its write.
-func watchFanOut(s *subject, cfg servingConfig) (measurement, error) {
-	return watchFanOutAs(s, cfg, "application/json", 50)
-}
-
-// watchFanOutAs is watchFanOut with the watches answered in accept (JSON or protobuf),
-// the writes setting spec.lengthMeters to lengthBase+i%20 (a base no earlier run used, so
-// that every write changes the object).
 func watchFanOutAs(s *subject, cfg servingConfig, accept string, lengthBase int) (measurement, error) {
 	data, _, err := do(s.client, http.MethodGet, s.base+"?limit=1", "", http.StatusOK)
 	if err != nil {
@@ -585,51 +580,72 @@ func watchFanOutAs(s *subject, cfg servingConfig, accept string, lengthBase int)
 	return m, nil
 }
 
+// contentionAttempts bounds the read-modify-write attempts of one update under
+// contention: past it the workload fails rather than spin.
+const contentionAttempts = 100
+
 // contention runs cfg.concurrency clients that each make 20 read-modify-write updates of
-// one of four objects, retrying on 409; it measures the successful updates.
+// one of four objects, retrying on 409 (at most contentionAttempts times); it measures
+// the successful updates.
 func contention(s *subject, cfg servingConfig) (measurement, error) {
 	const perClient, objects = 20, 4
-	m, err := runOps(cfg.concurrency*perClient, cfg.concurrency, s.procs, func(i int) error {
-		url := fmt.Sprintf("%s/boat-%05d", s.base, i%objects)
-		for {
-			data, _, err := do(s.client, http.MethodGet, url, "", http.StatusOK)
-			if err != nil {
-				return err
-			}
-			var o map[string]any
-			if err := json.Unmarshal(data, &o); err != nil {
-				return err
-			}
-			o["spec"].(map[string]any)["lengthMeters"] = 10 + i%30
-			body, _ := json.Marshal(o)
-			_, _, err = do(s.client, http.MethodPut, url, string(body), http.StatusOK)
-			if se, ok := err.(*statusError); ok && se.code == http.StatusConflict {
-				continue // someone else updated it first: read it again
-			}
+	return runOps(cfg.concurrency*perClient, cfg.concurrency, s.procs, func(i int) error {
+		return updateWithRetries(s.client, fmt.Sprintf("%s/boat-%05d", s.base, i%objects), 10+i%30, contentionAttempts)
+	})
+}
+
+// updateWithRetries sets spec.lengthMeters of the object at url to length by reading it
+// and writing it back, again on each 409, at most attempts times.
+func updateWithRetries(c *http.Client, url string, length, attempts int) error {
+	for range attempts {
+		data, _, err := do(c, http.MethodGet, url, "", http.StatusOK)
+		if err != nil {
 			return err
 		}
-	})
-	return m, err
-}
-
-// storedSize is the size of one Boat as the generated server returns it.
-func storedSize(s *subject) (int, error) {
-	data, _, err := do(s.client, http.MethodGet, s.base+"/boat-00000", "", http.StatusOK)
-	return len(data), err
-}
-
-// etcdPuts makes n puts of size bytes with c clients on etcd directly.
-func etcdPuts(url string, n, c, size int, proc *cluster.Process) (measurement, error) {
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{url}, DialTimeout: 5 * time.Second})
-	if err != nil {
-		return measurement{}, err
+		var o map[string]any
+		if err := json.Unmarshal(data, &o); err != nil {
+			return err
+		}
+		spec, ok := o["spec"].(map[string]any)
+		if !ok {
+			return fmt.Errorf("GET %s: no spec in %s", url, cluster.Tail(string(data), 200))
+		}
+		spec["lengthMeters"] = length
+		body, err := json.Marshal(o)
+		if err != nil {
+			return err
+		}
+		_, _, err = do(c, http.MethodPut, url, string(body), http.StatusOK)
+		if se, ok := err.(*statusError); ok && se.code == http.StatusConflict {
+			continue // someone else updated it first: read it again
+		}
+		return err
 	}
-	defer cli.Close()
+	return fmt.Errorf("PUT %s: still 409 Conflict after %d attempts", url, attempts)
+}
+
+// storedSize is the size of the value at key in etcd: what the server stores for one
+// object (its encoding, protobuf or JSON, with the envelope).
+func storedSize(cli *clientv3.Client, key string) (int, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := cli.Get(ctx, key)
+	if err != nil {
+		return 0, err
+	}
+	if len(resp.Kvs) != 1 {
+		return 0, fmt.Errorf("etcd has no key %s: the bench reads the size of a stored object there (<etcd prefix>/<group>/<resource>/<namespace>/<name>)", key)
+	}
+	return len(resp.Kvs[0].Value), nil
+}
+
+// etcdPuts makes n puts of size bytes under prefix with c clients on etcd directly.
+func etcdPuts(cli *clientv3.Client, prefix string, n, c, size int, proc *cluster.Process) (measurement, error) {
 	value := string(bytes.Repeat([]byte("x"), size))
 	return runOps(n, c, []*cluster.Process{proc}, func(i int) error {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		_, err := cli.Put(ctx, fmt.Sprintf("/bench-floor/%06d", i), value)
+		_, err := cli.Put(ctx, fmt.Sprintf("%s%06d", prefix, i), value)
 		return err
 	})
 }
@@ -683,9 +699,10 @@ func installCRD(ctx context.Context, admin *rest.Config, direct *http.Client, di
 
 // profile starts CPU profiles of the servers on the subject's path (pprof over HTTPS,
 // cfg.profileSeconds long) when -profile is set; the returned function waits for them and
-// writes <dir>/<subject>-<workload>-<server>.pprof.
-func profile(cfg servingConfig, s *subject, workload string) func() {
-	if cfg.profileDir == "" {
+// writes <dir>/<subject>-<workload>-<round>-<server>.pprof. An empty workload is not
+// profiled.
+func profile(cfg servingConfig, s *subject, workload string, round int) func() {
+	if cfg.profileDir == "" || workload == "" {
 		return func() {}
 	}
 	var wg sync.WaitGroup
@@ -693,11 +710,11 @@ func profile(cfg servingConfig, s *subject, workload string) func() {
 		wg.Go(func() {
 			data, _, err := do(e.client, http.MethodGet, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", e.host, cfg.profileSeconds), "", http.StatusOK)
 			if err == nil {
-				name := strings.NewReplacer(" ", "-", ",", "").Replace(s.name) + "-" + workload + "-" + e.name + ".pprof"
+				name := fmt.Sprintf("%s-%s-%d-%s.pprof", s.id, workload, round+1, e.name)
 				err = os.WriteFile(filepath.Join(cfg.profileDir, name), data, 0o644)
 			}
 			if err != nil {
-				fmt.Fprintf(os.Stderr, "bench: profile %s %s %s: %v\n", s.name, workload, e.name, err)
+				fmt.Fprintf(os.Stderr, "bench: profile %s %s %s: %v\n", s.id, workload, e.name, err)
 			}
 		})
 	}
@@ -705,32 +722,29 @@ func profile(cfg servingConfig, s *subject, workload string) func() {
 	return wg.Wait
 }
 
-// startupNextToSample returns the median time from process start to /readyz ok of the
-// generated server and of k8s.io/sample-apiserver, each run three times with the same
-// flags: delegated authentication and authorization to cp, a self-signed serving
-// certificate, etcdURL under a prefix of its own.
-func startupNextToSample(r *cluster.Runner, cp *cluster.ControlPlane, etcdURL, serverBin string) ([2]time.Duration, error) {
-	sample := cluster.SampleAPIServerBinary(r)
-	var out [2]time.Duration
-	for i, bin := range []string{serverBin, sample} {
-		var runs []time.Duration
-		for n := range 3 {
+// startupNextToSample measures the time from process start to /readyz ok of the generated
+// server and of k8s.io/sample-apiserver, repeats times each, alternating which starts
+// first, with the same flags: delegated authentication and authorization to cp, a
+// self-signed serving certificate, etcdURL under a prefix of its own.
+func startupNextToSample(r *cluster.Runner, cp *cluster.ControlPlane, etcdURL, serverBin string, repeats int, res *Results) error {
+	type server struct{ id, bin string }
+	servers := []server{{sGenerated, serverBin}, {sSample, cluster.SampleAPIServerBinary(r)}}
+	for round := range repeats {
+		for _, s := range rotated(servers, round) {
 			port := cluster.FreePort(r)
 			args := []string{
 				"--secure-port=" + strconv.Itoa(port), "--bind-address=127.0.0.1", "--cert-dir=" + r.TempDir(),
-				"--etcd-servers=" + etcdURL, fmt.Sprintf("--etcd-prefix=/startup/%d/%d", i, n),
+				"--etcd-servers=" + etcdURL, fmt.Sprintf("--etcd-prefix=/startup/%s/%d", s.id, round),
 				"--kubeconfig=" + cp.Kubeconfig, "--authentication-kubeconfig=" + cp.Kubeconfig, "--authorization-kubeconfig=" + cp.Kubeconfig,
 			}
-			d, err := startupOnce(bin, port, args)
+			d, err := startupOnce(s.bin, port, args)
 			if err != nil {
-				return out, fmt.Errorf("%s: %w", filepath.Base(bin), err)
+				return fmt.Errorf("%s: %w", filepath.Base(s.bin), err)
 			}
-			runs = append(runs, d)
+			res.add(tableStartup, wStartup, s.id, "", Sample{Seconds: d.Seconds()})
 		}
-		slices.Sort(runs)
-		out[i] = runs[1]
 	}
-	return out, nil
+	return nil
 }
 
 func startupOnce(bin string, port int, args []string) (time.Duration, error) {

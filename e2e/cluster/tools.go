@@ -72,11 +72,15 @@ func EtcdBinary(t T) string {
 	return ToolBinary(t, "etcd", ".", "etcd", EtcdVersion)
 }
 
+// SampleAPIServerVersion is the k8s.io/sample-apiserver the bench and the e2e tests run;
+// e2e/tools/sample-apiserver/go.mod pins it.
+const SampleAPIServerVersion = "v0.37.2"
+
 // SampleAPIServerBinary builds k8s.io/sample-apiserver (at the k8s.io/* version aagen
 // pins) from e2e/tools/sample-apiserver into .cache/bin once and reuses it.
 func SampleAPIServerBinary(t T) string {
 	t.Helper()
-	return ToolBinary(t, "sample-apiserver", "k8s.io/sample-apiserver", "sample-apiserver", "v0.37.2")
+	return ToolBinary(t, "sample-apiserver", "k8s.io/sample-apiserver", "sample-apiserver", SampleAPIServerVersion)
 }
 
 // ControllerGenVersion is the sigs.k8s.io/controller-tools release whose controller-gen

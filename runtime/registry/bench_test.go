@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,11 +20,14 @@ import (
 	"k8s.io/apiextensions-apiserver/pkg/registry/customresource/tableconvertor"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured/unstructuredscheme"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	jsonserializer "k8s.io/apimachinery/pkg/runtime/serializer/json"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
+
+	"github.com/aagen-dev/aagen/runtime/typedjson"
 )
 
 // pair runs ours and peer alternately and reports both times and their ratio.
@@ -105,16 +109,13 @@ func BenchmarkListEncode(b *testing.B) {
 	})
 }
 
-// BenchmarkDecode decodes one object from JSON, as a create or an update does.
+// BenchmarkDecode decodes one object from JSON, as a create or an update does: ours with
+// the serializer of a generated server's groups (one parse, package typedjson), the CRD's
+// with the unstructured JSON scheme (Unstructured's own decoding).
 func BenchmarkDecode(b *testing.B) {
-	typed, _ := widgets(b, 1)
-	scheme := widgetScheme(b)
-	codec := jsonserializer.NewSerializerWithOptions(jsonserializer.DefaultMetaFactory, scheme, scheme, jsonserializer.SerializerOptions{})
-	var buf bytes.Buffer
-	if err := codec.Encode(&typed.Items[0], &buf); err != nil {
-		b.Fatal(err)
-	}
-	data := buf.Bytes()
+	scheme, data := decodeInput(b)
+	meta := &parseCounter{}
+	codec := typedjson.NewSerializer(jsonserializer.NewSerializerWithOptions(meta, scheme, scheme, jsonserializer.SerializerOptions{}), scheme)
 	pair(b, func() error {
 		_, _, err := codec.Decode(data, nil, &widget{})
 		return err
@@ -122,6 +123,55 @@ func BenchmarkDecode(b *testing.B) {
 		_, _, err := unstructured.UnstructuredJSONScheme.Decode(data, nil, &unstructured.Unstructured{})
 		return err
 	})
+	meta.none(b)
+}
+
+// BenchmarkDecodeStrict decodes one object from JSON with the strict serializers the
+// handlers use when a request does not ask for fieldValidation=Ignore (client-go's and
+// kubectl's requests): ours the generated server's, the CRD's apiextensions-apiserver's
+// (upstream's JSON serializer decoding into an Unstructured).
+func BenchmarkDecodeStrict(b *testing.B) {
+	scheme, data := decodeInput(b)
+	strict := jsonserializer.SerializerOptions{Strict: true}
+	meta := &parseCounter{}
+	ours := typedjson.NewSerializer(jsonserializer.NewSerializerWithOptions(meta, scheme, scheme, strict), scheme)
+	crd := jsonserializer.NewSerializerWithOptions(jsonserializer.DefaultMetaFactory, unstructuredscheme.NewUnstructuredCreator(), unstructuredscheme.NewUnstructuredObjectTyper(), strict)
+	pair(b, func() error {
+		_, _, err := ours.Decode(data, nil, &widget{})
+		return err
+	}, func() error {
+		_, _, err := crd.Decode(data, nil, &unstructured.Unstructured{})
+		return err
+	})
+	meta.none(b)
+}
+
+// parseCounter is upstream's MetaFactory counting the bodies it parses for apiVersion and
+// kind: none means the benchmark measured the one-parse decoding.
+type parseCounter struct{ n atomic.Int64 }
+
+func (c *parseCounter) Interpret(data []byte) (*schema.GroupVersionKind, error) {
+	c.n.Add(1)
+	return jsonserializer.DefaultMetaFactory.Interpret(data)
+}
+
+func (c *parseCounter) none(b *testing.B) {
+	b.Helper()
+	if n := c.n.Load(); n > 0 {
+		b.Fatalf("%d bodies were parsed a second time for apiVersion and kind", n)
+	}
+}
+
+// decodeInput returns the widgets' scheme and one widget in JSON.
+func decodeInput(b *testing.B) (*runtime.Scheme, []byte) {
+	typed, _ := widgets(b, 1)
+	scheme := widgetScheme(b)
+	codec := jsonserializer.NewSerializerWithOptions(jsonserializer.DefaultMetaFactory, scheme, scheme, jsonserializer.SerializerOptions{})
+	var buf bytes.Buffer
+	if err := codec.Encode(&typed.Items[0], &buf); err != nil {
+		b.Fatal(err)
+	}
+	return scheme, buf.Bytes()
 }
 
 // BenchmarkValidate validates a valid object against its structural schema with its CEL

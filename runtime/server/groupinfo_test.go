@@ -12,6 +12,8 @@ import (
 	"k8s.io/apiserver/pkg/features"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	featuregatetesting "k8s.io/component-base/featuregate/testing"
+
+	"github.com/aagen-dev/aagen/runtime/typedjson"
 )
 
 // plainObjectList is the list of plainObject.
@@ -107,5 +109,21 @@ func TestFeatureGatesFlag(t *testing.T) {
 	}
 	if !utilfeature.DefaultFeatureGate.Enabled(features.CBORServingAndStorage) {
 		t.Error("--feature-gates=CBORServingAndStorage=true did not turn the gate on")
+	}
+}
+
+// The groups decode JSON bodies into their typed objects in one parse (package typedjson),
+// lenient and strict.
+func TestGroupInfoDecodesJSONInOneParse(t *testing.T) {
+	spec, g, _ := plainSpec()
+	info := newGroupInfo(spec, g, spec.codecs())
+	s, ok := runtime.SerializerInfoForMediaType(info.NegotiatedSerializer.SupportedMediaTypes(), runtime.ContentTypeJSON)
+	if !ok {
+		t.Fatal("no JSON serializer")
+	}
+	for name, d := range map[string]runtime.Serializer{"Serializer": s.Serializer, "StrictSerializer": s.StrictSerializer} {
+		if _, ok := d.(*typedjson.Serializer); !ok {
+			t.Errorf("the group's JSON %s is %T, want *typedjson.Serializer", name, d)
+		}
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	genericapiserver "k8s.io/apiserver/pkg/server"
+
+	"github.com/aagen-dev/aagen/runtime/typedjson"
 )
 
 // protobufMarshaller is what the protobuf serializer needs of an object to encode it
@@ -76,9 +78,10 @@ func (g Group) groupVersions() []schema.GroupVersion {
 
 // newGroupInfo returns the APIGroupInfo of g with upstream's serializer for API groups
 // (NewDefaultAPIGroupInfo's: lists streamed item by item in JSON and protobuf, and CBOR
-// when the CBORServingAndStorage feature gate is on), narrowed by groupSerializer.
+// when the CBORServingAndStorage feature gate is on), narrowed by groupSerializer, with
+// JSON bodies decoded into the typed object in one parse (package typedjson).
 func newGroupInfo(spec Spec, g Group, codecs serializer.CodecFactory) genericapiserver.APIGroupInfo {
 	info := genericapiserver.NewDefaultAPIGroupInfo(g.Name, spec.Scheme, metav1.ParameterCodec, codecs)
-	info.NegotiatedSerializer = groupSerializer(info.NegotiatedSerializer, spec.Scheme, g.groupVersions())
+	info.NegotiatedSerializer = typedjson.NegotiatedSerializer(groupSerializer(info.NegotiatedSerializer, spec.Scheme, g.groupVersions()), spec.Scheme)
 	return info
 }
