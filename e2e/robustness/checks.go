@@ -243,3 +243,30 @@ func CheckFaultKinds(faults []Fault, min int) error {
 	}
 	return nil
 }
+
+// Observed says what the fault's observations were, for the test's report.
+func (f Fault) Observed() string {
+	failed := 0
+	for _, p := range f.Probes {
+		if p.Failed {
+			failed++
+		}
+	}
+	var s string
+	switch f.Effect {
+	case Unreachable:
+		s = fmt.Sprintf("%d of %d requests to it failed or stalled", failed, len(f.Probes))
+	case Slower:
+		s = fmt.Sprintf("median latency %s, %s before", median(f.Probes).Round(time.Millisecond), median(f.Baseline).Round(time.Millisecond))
+	}
+	if f.LeaderBefore != 0 {
+		var others []string
+		for _, l := range f.LeadersSeen {
+			if l != 0 && l != f.LeaderBefore && !slices.Contains(others, fmt.Sprintf("%x", l)) {
+				others = append(others, fmt.Sprintf("%x", l))
+			}
+		}
+		s += fmt.Sprintf("; it was leader (%x), other leaders seen: [%s]", f.LeaderBefore, strings.Join(others, " "))
+	}
+	return s
+}
