@@ -188,41 +188,40 @@ func median(ps []Probe) time.Duration {
 	return ds[len(ds)/2]
 }
 
-// Acknowledged counts the operations of history that got a definite answer (any result
-// but Unknown).
-func Acknowledged(history []Op) int {
+// Acknowledged counts the requests of history and lists that got a definite answer (any
+// result but Unknown): each operation but a list's reads of its names, and each list once.
+func Acknowledged(history []Op, lists []List) int {
+	return AcknowledgedDuring(history, lists, time.Time{}, time.Unix(1<<62, 0))
+}
+
+// AcknowledgedDuring counts the requests of history and lists that got a definite answer
+// between from and to, as Acknowledged does.
+func AcknowledgedDuring(history []Op, lists []List, from, to time.Time) int {
 	n := 0
 	for _, o := range history {
-		if o.Result != Unknown {
+		if o.Result != Unknown && !o.ListRead && !o.Return.Before(from) && o.Return.Before(to) {
+			n++
+		}
+	}
+	for _, l := range lists {
+		if !l.Return.Before(from) && l.Return.Before(to) {
 			n++
 		}
 	}
 	return n
 }
 
-// AcknowledgedDuring counts the operations of history that got a definite answer between
-// from and to.
-func AcknowledgedDuring(history []Op, from, to time.Time) int {
-	n := 0
-	for _, o := range history {
-		if o.Result != Unknown && !o.Return.Before(from) && o.Return.Before(to) {
-			n++
-		}
-	}
-	return n
-}
-
-// CheckProgress fails a history with fewer than minTotal acknowledged operations, or with
+// CheckProgress fails a history with fewer than minTotal acknowledged requests, or with
 // fewer than minPerFault answered while one of the faults lasted: a run whose requests all
 // failed would otherwise pass every other check.
-func CheckProgress(history []Op, faults []Fault, minTotal, minPerFault int) error {
+func CheckProgress(history []Op, lists []List, faults []Fault, minTotal, minPerFault int) error {
 	var errs []error
-	if n := Acknowledged(history); n < minTotal {
-		errs = append(errs, fmt.Errorf("%d operations acknowledged, want at least %d", n, minTotal))
+	if n := Acknowledged(history, lists); n < minTotal {
+		errs = append(errs, fmt.Errorf("%d requests acknowledged, want at least %d", n, minTotal))
 	}
 	for _, f := range faults {
-		if n := AcknowledgedDuring(history, f.Start, f.End); n < minPerFault {
-			errs = append(errs, fmt.Errorf("%d operations acknowledged during the %s of %s (%s), want at least %d",
+		if n := AcknowledgedDuring(history, lists, f.Start, f.End); n < minPerFault {
+			errs = append(errs, fmt.Errorf("%d requests acknowledged during the %s of %s (%s), want at least %d",
 				n, f.Kind, f.Target, f.End.Sub(f.Start).Round(time.Millisecond), minPerFault))
 		}
 	}

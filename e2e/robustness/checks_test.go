@@ -106,20 +106,25 @@ func TestCheckProgress(t *testing.T) {
 	for i := 0; i < 10; i++ {
 		history = append(history, Op{Kind: Get, Result: OK, Call: at(i * 100), Return: at(i*100 + 50)})
 	}
+	// A list is one request, however many names it reads.
+	lists := []List{{Call: at(300), Return: at(360)}}
+	for _, n := range []string{"a", "b", "c"} {
+		history = append(history, Op{Name: n, Kind: Get, Result: NotFound, Call: at(300), Return: at(360), ListRead: true})
+	}
 	// Writes that failed during the fault do not count.
 	history = append(history, Op{Kind: Create, Result: Unknown, Call: at(1000), Return: at(1100)})
 	fault := Fault{Kind: "kill replica", Target: "replica0", Start: at(200), End: at(500)}
-	if err := CheckProgress(history, []Fault{fault}, 10, 3); err != nil {
+	if err := CheckProgress(history, lists, []Fault{fault}, 11, 4); err != nil {
 		t.Errorf("enough progress: %v", err)
 	}
-	err := CheckProgress(history, []Fault{fault}, 11, 4)
-	if err == nil || !strings.Contains(err.Error(), "10 operations acknowledged, want at least 11") ||
-		!strings.Contains(err.Error(), "3 operations acknowledged during the kill replica of replica0 (300ms), want at least 4") {
+	err := CheckProgress(history, lists, []Fault{fault}, 12, 5)
+	if err == nil || !strings.Contains(err.Error(), "11 requests acknowledged, want at least 12") ||
+		!strings.Contains(err.Error(), "4 requests acknowledged during the kill replica of replica0 (300ms), want at least 5") {
 		t.Errorf("too little progress: got %v", err)
 	}
 	// Every request answered 5xx: nothing acknowledged.
 	failing := []Op{{Kind: Create, Result: Unknown, Call: at(0), Return: at(10)}}
-	if err := CheckProgress(failing, nil, 1, 0); err == nil {
+	if err := CheckProgress(failing, nil, nil, 1, 0); err == nil {
 		t.Error("a history of failures passes the progress check")
 	}
 }
