@@ -163,7 +163,10 @@ func (f Fault) Effective() error {
 		}
 	}
 	if f.LeaderBefore != 0 && !slices.ContainsFunc(f.LeadersSeen, func(l uint64) bool { return l != 0 && l != f.LeaderBefore }) {
-		errs = append(errs, fmt.Errorf("%s of %s, etcd's leader: no other member became leader during the fault (leaders seen: %x)", f.Kind, f.Target, f.LeadersSeen))
+		seen := slices.Clone(f.LeadersSeen)
+		slices.Sort(seen)
+		errs = append(errs, fmt.Errorf("%s of %s, etcd's leader: no other member became leader during the fault (%d answers, leaders named: %x)",
+			f.Kind, f.Target, len(f.LeadersSeen), slices.Compact(seen)))
 	}
 	return errors.Join(errs...)
 }
