@@ -331,8 +331,8 @@ func (e *robustEnv) run(t recordingT, seed int64) string {
 		histMu.Unlock()
 	}
 	// list lists the key space through replica r and records it as a snapshot and as a
-	// read of every name at once.
-	list := func(rctx context.Context, client, r int) {
+	// read of every name at once; seen, if not nil, learns each item's resourceVersion.
+	list := func(rctx context.Context, client, r int, seen map[string]int64) {
 		call := time.Now()
 		l, err := e.clients[r].boats.Namespace(ns).List(rctx, metav1.ListOptions{})
 		ret := time.Now()
@@ -357,6 +357,9 @@ func (e *robustEnv) run(t recordingT, seed int64) string {
 				rd.Result = robustness.OK
 				rd.RV = snap.Items[k]
 				rd.Value, _, _ = unstructured.NestedInt64(o.Object, "spec", "lengthMeters")
+				if seen != nil {
+					seen[k] = rd.RV
+				}
 			}
 			reads = append(reads, rd)
 		}
@@ -395,7 +398,7 @@ func (e *robustEnv) run(t recordingT, seed int64) string {
 					op.Kind = robustness.Get
 					obj, opErr = rc.Get(rctx, name, metav1.GetOptions{})
 				default:
-					list(rctx, c, r)
+					list(rctx, c, r, seen)
 					rcancel()
 					continue
 				}
@@ -463,7 +466,7 @@ func (e *robustEnv) run(t recordingT, seed int64) string {
 			finalReads++
 		}
 		rctx, rcancel := context.WithTimeout(ctx, 10*time.Second)
-		list(rctx, clients+r, r)
+		list(rctx, clients+r, r, nil)
 		rcancel()
 	}
 
