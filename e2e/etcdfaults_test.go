@@ -19,6 +19,7 @@ import (
 
 	"github.com/aagen-dev/aagen/e2e/cluster"
 	"github.com/aagen-dev/aagen/e2e/faults"
+	"github.com/aagen-dev/aagen/e2e/robustness"
 )
 
 // faultMember is an etcd member whose client and peer traffic go through fault proxies:
@@ -284,14 +285,44 @@ func waitMemberCaughtUp(ctx context.Context, t *testing.T, members []*faultMembe
 	}
 }
 
+// etcdFaultsDefectEnv names the environment variable that makes TestEtcdFaults inject a
+// deliberate defect, to show that its checks fail on it; it is read by the test only. Its
+// one value, faultsNotInjected, leaves the leader's proxies passing traffic as usual
+// instead of partitioning or slowing it.
+const etcdFaultsDefectEnv = "AAGEN_ETCDFAULTS_DEFECT"
+
+const faultsNotInjected = "faults-not-injected"
+
+// probesStarted are the probes started in [from, to) as the robustness checks take them: how
+// long each took and whether it failed.
+func probesStarted(results []probeResult, from, to time.Time) []robustness.Probe {
+	var out []robustness.Probe
+	for _, r := range results {
+		if !r.start.Before(from) && r.start.Before(to) {
+			out = append(out, robustness.Probe{At: r.start, Took: r.end.Sub(r.start), Failed: r.err != nil})
+		}
+	}
+	return out
+}
+
 // TestEtcdFaults injects faults other than a process dying into a 3-member etcd cluster
 // under two replicas of the generated server, while a prober keeps starting writes: the
 // leader partitioned but alive (no connection reset), the leader slow, and a member whose
-// data directory is lost, replaced by member remove and add. Each fault has a bounded time
-// until newly started writes are acknowledged again, and every acknowledged write is
-// stored with its resourceVersion.
+// data directory is lost, replaced by member remove and add. Each fault is shown to take
+// effect (another leader or stalled writes; slower writes), has a bounded time until newly
+// started writes are acknowledged again, and every acknowledged write is stored with its
+// resourceVersion. AAGEN_ETCDFAULTS_DEFECT=faults-not-injected must make it fail.
 func TestEtcdFaults(t *testing.T) {
 	skipShort(t)
+	defect := false
+	switch d := os.Getenv(etcdFaultsDefectEnv); d {
+	case "":
+	case faultsNotInjected:
+		defect = true
+		t.Logf("deliberate defect injected (%s=%s): this run must fail", etcdFaultsDefectEnv, d)
+	default:
+		t.Fatalf("%s: unknown defect %q (known: %s)", etcdFaultsDefectEnv, d, faultsNotInjected)
+	}
 	etcdBin := cluster.EtcdBinary(t)
 	_, bin := buildExample(t)
 	members := startFaultEtcdCluster(t, etcdBin)
@@ -315,13 +346,42 @@ func TestEtcdFaults(t *testing.T) {
 	// A partitioned leader still runs and holds its connections open: its followers elect
 	// a new leader after the election timeout (1 s) and writes go through them; requests the
 	// replicas' etcd clients send to the partitioned member hang until their own timeout.
+	// The partition is shown to take effect: another member becomes leader during it, or
+	// no write is acknowledged while it lasts.
 	t.Run("partitioned leader", func(t *testing.T) {
 		p := startProber(ctx, clients, "part")
 		time.Sleep(2 * time.Second)
 		old := leader(t)
+		oldID, err := strconv.ParseUint(members[old].id, 16, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
 		faultAt := time.Now()
-		partition(members, old)
-		time.Sleep(8 * time.Second)
+		if defect {
+			t.Logf("defect %s: the partition is not applied", faultsNotInjected)
+		} else {
+			partition(members, old)
+		}
+		// The other members, asked directly (around the proxies), name the leader they follow.
+		var newLeaders []string
+		for time.Since(faultAt) < 8*time.Second {
+			for j, m := range members {
+				if j == old {
+					continue
+				}
+				sctx, scancel := context.WithTimeout(ctx, 500*time.Millisecond)
+				st, err := cli.Status(sctx, m.clientURL)
+				scancel()
+				if err == nil && st.Leader != 0 && st.Leader != oldID {
+					for _, l := range members {
+						if l.id == strconv.FormatUint(st.Leader, 16) && !slices.Contains(newLeaders, l.name) {
+							newLeaders = append(newLeaders, l.name)
+						}
+					}
+				}
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
 		healAt := time.Now()
 		heal(members)
 		time.Sleep(5 * time.Second)
@@ -335,6 +395,17 @@ func TestEtcdFaults(t *testing.T) {
 		summarize(t, "before the partition", results, time.Time{}, faultAt)
 		summarize(t, "during the partition", results, faultAt, healAt)
 		summarize(t, "after healing", results, healAt, time.Now())
+		ackedDuring := 0
+		for _, r := range results {
+			if r.err == nil && r.end.After(faultAt) && r.end.Before(healAt) {
+				ackedDuring++
+			}
+		}
+		t.Logf("during the partition: leaders other than %s seen: %v; %d writes acknowledged", members[old].name, newLeaders, ackedDuring)
+		if len(newLeaders) == 0 && ackedDuring > 0 {
+			t.Errorf("the partition of leader %s did not take effect: no other member became leader during its %s, and %d writes were acknowledged meanwhile (a stall for its length would show it)",
+				members[old].name, healAt.Sub(faultAt).Round(time.Millisecond), ackedDuring)
+		}
 		if took, ok := firstAckAfter(results, healAt); !ok || took > failover {
 			t.Errorf("writes after healing: first acknowledged after %s (found %v)", took, ok)
 		}
@@ -346,14 +417,21 @@ func TestEtcdFaults(t *testing.T) {
 	})
 
 	// A slow leader (300 ms more each way on its peer and client traffic, under the
-	// election timeout) stays leader: writes slow down but every one completes in time.
+	// election timeout) stays leader: writes slow down but every one completes in time. The
+	// slowdown is shown: the median latency of the writes started during it is at least the
+	// one-way delay above the median of those started in the 2 s before it.
 	t.Run("slow leader", func(t *testing.T) {
 		p := startProber(ctx, clients, "slow")
 		time.Sleep(2 * time.Second)
 		slow := leader(t)
 		faultAt := time.Now()
-		members[slow].clientProxy.Delay(300 * time.Millisecond)
-		members[slow].peerProxy.Delay(300 * time.Millisecond)
+		const delay = 300 * time.Millisecond
+		if defect {
+			t.Logf("defect %s: the delay is not applied", faultsNotInjected)
+		} else {
+			members[slow].clientProxy.Delay(delay)
+			members[slow].peerProxy.Delay(delay)
+		}
 		time.Sleep(8 * time.Second)
 		healAt := time.Now()
 		heal(members)
@@ -363,6 +441,12 @@ func TestEtcdFaults(t *testing.T) {
 		const bound = 5 * time.Second
 		if failed != 0 || acked == 0 || slowest > bound {
 			t.Errorf("slow leader %s: %d probes failed, %d acknowledged, slowest %s (bound %s)", members[slow].name, failed, acked, slowest, bound)
+		}
+		fault := robustness.Fault{Kind: "slow leader", Target: members[slow].name, Effect: robustness.Slower, Delay: delay,
+			Baseline: probesStarted(results, faultAt.Add(-2*time.Second), faultAt), Probes: probesStarted(results, faultAt, healAt)}
+		t.Logf("slow leader %s: %s", members[slow].name, fault.Observed())
+		if err := fault.Effective(); err != nil {
+			t.Errorf("the slowdown did not take effect: %v", err)
 		}
 		checkProbesStored(ctx, t, clients, results)
 	})

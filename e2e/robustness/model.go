@@ -60,6 +60,9 @@ type Op struct {
 	// RV is the resourceVersion a successful create, update or get answered.
 	RV           int64
 	Call, Return time.Time
+	// ListRead marks one of the reads a list is recorded as (one per name, each with the
+	// list's call and return times), so that requests are counted once.
+	ListRead bool
 }
 
 func (o Op) String() string {
