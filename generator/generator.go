@@ -432,7 +432,11 @@ func (r *run) goMod() error {
 func (r *run) reportWritten() {
 	plan := r.res.Plan
 	for _, rp := range plan.Replaced {
-		r.report(fmt.Sprintf("note: replaced %s, written by %s, with aagen's own (aagen runs %s itself; it never touches files without a generator's header)", rp.Path, rp.Tool, rp.Tool))
+		by := "aagen's own"
+		if rp.Owner != "aagen" {
+			by = rp.Owner + "'s, which aagen runs itself"
+		}
+		r.report(fmt.Sprintf("note: replaced %s, written by %s, with %s (the file's name is that generator's; aagen never touches files without a \"Code generated ... DO NOT EDIT.\" header)", rp.Path, rp.Tool, by))
 	}
 	for _, p := range plan.Chmod {
 		r.report(fmt.Sprintf("note: made %s readable by its owner only (mode 0600): it holds a private key", p))
