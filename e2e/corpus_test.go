@@ -16,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"sigs.k8s.io/yaml"
 )
 
 // corpusPackage is a published API package of the corpus (TestCorpus): taken from its Go
@@ -39,12 +41,18 @@ type corpusPackage struct {
 	Objects []corpusObject
 }
 
-// corpusObject is a sample object: a round-trip fixture of the module (testdata/HEAD),
-// whose metadata is replaced by a name, or a minimal valid object.
+// corpusObject is a sample object: a file of the module (an example manifest, JSON or
+// YAML, or a round-trip fixture of testdata/HEAD, whose metadata is then replaced by a
+// name), or a minimal valid object.
 type corpusObject struct {
-	// Fixture is a module-relative path of a JSON fixture; Manifest is a JSON object.
-	Fixture, Manifest string
-	// Namespaced says whether the kind is namespaced (the object is created in "default").
+	// File is a module-relative path, in the package's module or in FileModule.
+	File, FileModule string
+	// RoundTrip says File is a round-trip fixture: its metadata is a round trip's (uid,
+	// resourceVersion, managedFields, a deletion timestamp) and is replaced.
+	RoundTrip bool
+	// Manifest is a JSON object, when there is no File.
+	Manifest string
+	// Namespaced says whether the kind is namespaced (a fixture is created in "default").
 	Namespaced bool
 }
 
@@ -58,6 +66,7 @@ const (
 	corpusAPIExtension = "k8s.io/apiextensions-apiserver@v0.37.2"
 	corpusKueue        = "sigs.k8s.io/kueue@v0.17.0"
 	corpusCertManager  = "github.com/cert-manager/cert-manager@v1.21.2"
+	corpusWardle       = "k8s.io/sample-apiserver@v0.37.2"
 )
 
 // The refusals of today, each the message its check gives.
@@ -78,14 +87,20 @@ func corpus() []corpusPackage {
 		{Name: "k8s.io/metrics metrics/v1beta1", Module: corpusMetrics,
 			Pkgs: []string{"pkg/apis/metrics", "pkg/apis/metrics/v1beta1"},
 			Objects: []corpusObject{
-				{Fixture: "pkg/apis/testdata/HEAD/metrics.k8s.io.v1beta1.PodMetrics.json", Namespaced: true},
-				{Fixture: "pkg/apis/testdata/HEAD/metrics.k8s.io.v1beta1.NodeMetrics.json"},
+				{File: "pkg/apis/testdata/HEAD/metrics.k8s.io.v1beta1.PodMetrics.json", RoundTrip: true, Namespaced: true},
+				{File: "pkg/apis/testdata/HEAD/metrics.k8s.io.v1beta1.NodeMetrics.json", RoundTrip: true},
 			}},
 		{Name: "k8s.io/kube-aggregator apiregistration/v1", Module: corpusAggregator,
 			Pkgs: []string{"pkg/apis/apiregistration", "pkg/apis/apiregistration/v1"},
-			Objects: []corpusObject{{Manifest: `{"apiVersion":"apiregistration.k8s.io/v1","kind":"APIService","metadata":{"name":"v1alpha1.wardle.example.com"},
-				"spec":{"group":"wardle.example.com","version":"v1alpha1","groupPriorityMinimum":1000,"versionPriority":15,
-				"service":{"namespace":"wardle","name":"api","port":443},"insecureSkipTLSVerify":true}}`}}},
+			// sample-apiserver's own APIService manifest.
+			Objects: []corpusObject{{File: "artifacts/example/apiservice.yaml", FileModule: corpusWardle}}},
+		{Name: "k8s.io/sample-apiserver wardle (internal hub, v1alpha1, v1beta1)", Module: corpusWardle,
+			Pkgs:    []string{"pkg/apis/wardle", "pkg/apis/wardle/v1alpha1", "pkg/apis/wardle/v1beta1"},
+			Objects: []corpusObject{{File: "artifacts/flunders/01-flunder.yaml"}}},
+		{Name: "cert-manager acme/v1", Module: corpusCertManager, Pkgs: []string{"pkg/apis/acme/v1"},
+			Pins: []string{"sigs.k8s.io/gateway-api@v1.6.3"},
+			Objects: []corpusObject{{Namespaced: true, Manifest: `{"apiVersion":"acme.cert-manager.io/v1","kind":"Order","metadata":{"name":"example-order","namespace":"default"},
+				"spec":{"request":"Y3NyLWJ5dGVz","issuerRef":{"name":"letsencrypt","kind":"Issuer"},"commonName":"example.com","dnsNames":["example.com","www.example.com"],"duration":"2160h0m0s"}}`}}},
 		{Name: "openshift/api samples/v1", Module: corpusOpenShift, Pkgs: []string{"samples/v1"},
 			Objects: []corpusObject{{Manifest: `{"apiVersion":"samples.operator.openshift.io/v1","kind":"Config","metadata":{"name":"cluster"},
 				"spec":{"managementState":"Managed","samplesRegistry":"registry.example.com","architectures":["x86_64"],"skippedImagestreams":["jenkins"]}}`}}},
@@ -107,9 +122,20 @@ func corpus() []corpusPackage {
 		{Name: "cert-manager certmanager/v1", Module: corpusCertManager, Pkgs: []string{"pkg/apis/certmanager/v1"},
 			Pins:    []string{"sigs.k8s.io/gateway-api@v1.6.3"},
 			Refused: refusedHyphenGroup, Item: "issue 25: +groupGoName"},
-		{Name: "cert-manager acme/v1", Module: corpusCertManager, Pkgs: []string{"pkg/apis/acme/v1"},
-			Pins:    []string{"sigs.k8s.io/gateway-api@v1.6.3"},
-			Refused: refusedHyphenGroup, Item: "issue 25: +groupGoName"},
+		openshift("build"),
+		openshift("oauth"),
+		openshift("quota"),
+		openshift("network"),
+		openshift("authorization"),
+		{Name: "k8s.io/apiextensions-apiserver apiextensions/v1beta1", Module: corpusAPIExtension,
+			Pkgs:    []string{"pkg/apis/apiextensions", "pkg/apis/apiextensions/v1beta1"},
+			Refused: refusedRecursive, Item: "recursive types (JSONSchemaProps) are not served"},
+		{Name: "sigs.k8s.io/kueue kueue/v1alpha1", Module: corpusKueue, Pkgs: []string{"apis/kueue/v1alpha1"},
+			Refused: "?", Item: "?"},
+		{Name: "k8s.io/metrics custom_metrics/v1beta2", Module: corpusMetrics, Pkgs: []string{"pkg/apis/custom_metrics", "pkg/apis/custom_metrics/v1beta2"},
+			Refused: "?", Item: "?"},
+		{Name: "k8s.io/metrics external_metrics/v1beta1", Module: corpusMetrics, Pkgs: []string{"pkg/apis/external_metrics", "pkg/apis/external_metrics/v1beta1"},
+			Refused: "?", Item: "?"},
 	}
 }
 
@@ -260,20 +286,24 @@ func copyPackages(t *testing.T, modDir, modPath, project, sub string, pkgs []str
 func roundTripObject(t *testing.T, kubeconfig, modDir string, o corpusObject) string {
 	t.Helper()
 	var obj map[string]any
-	src := o.Manifest
-	if o.Fixture != "" {
-		b, err := os.ReadFile(filepath.Join(modDir, filepath.FromSlash(o.Fixture)))
+	src := []byte(o.Manifest)
+	if o.File != "" {
+		if o.FileModule != "" {
+			modDir = downloadModule(t, o.FileModule)
+		}
+		b, err := os.ReadFile(filepath.Join(modDir, filepath.FromSlash(o.File)))
 		if err != nil {
 			t.Fatal(err)
 		}
-		src = string(b)
+		if src, err = yaml.YAMLToJSON(b); err != nil {
+			t.Fatalf("%s: %v", o.File, err)
+		}
 	}
-	if err := json.Unmarshal([]byte(src), &obj); err != nil {
-		t.Fatalf("%s: %v", o.Fixture, err)
+	if err := json.Unmarshal(src, &obj); err != nil {
+		t.Fatalf("%s: %v", o.File, err)
 	}
-	if o.Fixture != "" {
-		// A fixture's metadata is a round trip's (uid, resourceVersion, managedFields, a
-		// deletion timestamp): a create sets those itself.
+	if o.RoundTrip {
+		// A create sets uid, resourceVersion, timestamps and managedFields itself.
 		meta := map[string]any{"name": "corpus-sample", "labels": map[string]any{"corpus": "yes"}}
 		if o.Namespaced {
 			meta["namespace"] = "default"
