@@ -75,6 +75,7 @@ const (
 	refusedHyphenGroup        = "it cannot contain '-'"
 	refusedDefaultNoOmitempty = "the field has no omitempty, so it is always set and a default never applies"
 	refusedRecursive          = "OpenAPI schemas of Kubernetes APIs cannot be recursive"
+	refusedNoKinds            = "but no kinds"
 )
 
 // corpus is the list TestCorpus serves or expects refused.
@@ -131,11 +132,11 @@ func corpus() []corpusPackage {
 			Pkgs:    []string{"pkg/apis/apiextensions", "pkg/apis/apiextensions/v1beta1"},
 			Refused: refusedRecursive, Item: "recursive types (JSONSchemaProps) are not served"},
 		{Name: "sigs.k8s.io/kueue kueue/v1alpha1", Module: corpusKueue, Pkgs: []string{"apis/kueue/v1alpha1"},
-			Refused: "?", Item: "?"},
-		{Name: "k8s.io/metrics custom_metrics/v1beta2", Module: corpusMetrics, Pkgs: []string{"pkg/apis/custom_metrics", "pkg/apis/custom_metrics/v1beta2"},
-			Refused: "?", Item: "?"},
-		{Name: "k8s.io/metrics external_metrics/v1beta1", Module: corpusMetrics, Pkgs: []string{"pkg/apis/external_metrics", "pkg/apis/external_metrics/v1beta1"},
-			Refused: "?", Item: "?"},
+			Refused: refusedNoKinds, Item: "right: an empty package (a //+genclient line and no types) kept for kube_codegen.sh"},
+		{Name: "k8s.io/metrics custom_metrics/v1beta2", Module: corpusMetrics, Pkgs: []string{"pkg/apis/custom_metrics/v1beta2"},
+			Refused: refusedNoKinds, Item: "right: MetricValueList is a virtual list without an object kind, served by a backend"},
+		{Name: "k8s.io/metrics external_metrics/v1beta1", Module: corpusMetrics, Pkgs: []string{"pkg/apis/external_metrics/v1beta1"},
+			Refused: refusedNoKinds, Item: "right: ExternalMetricValueList is a virtual list without an object kind, served by a backend"},
 	}
 }
 
@@ -369,5 +370,35 @@ func jsonSubsetDiff(at string, want, got any) []string {
 			return []string{fmt.Sprintf("%s: sent %v, read back %v", at, want, got)}
 		}
 		return nil
+	}
+}
+
+// TestCorpusDoc: docs/corpus.md has a row for each package of the corpus, in the table of
+// its outcome (served or refused), with its module version and, for a refusal, the
+// message TestCorpus asserts.
+func TestCorpusDoc(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "corpus.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	served, refused, ok := strings.Cut(doc, "## Refused today")
+	if !ok {
+		t.Fatal(`docs/corpus.md has no "## Refused today" section`)
+	}
+	rows := 0
+	for _, p := range corpus() {
+		row := "| " + p.Name + " | `" + p.Module + "` | "
+		section, want := served, row
+		if p.Refused != "" {
+			section, want = refused, row+p.Refused+" | "+p.Item+" |"
+		}
+		if !strings.Contains(section, want) {
+			t.Errorf("docs/corpus.md lacks, in its %s table, the row %q", map[bool]string{true: "refused", false: "served"}[p.Refused != ""], want)
+		}
+		rows++
+	}
+	if n := strings.Count(doc, "\n| ") - 2*strings.Count(doc, "\n| --- "); n != rows {
+		t.Errorf("docs/corpus.md has %d package rows, the corpus %d packages", n, rows)
 	}
 }
