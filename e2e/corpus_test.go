@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/aagen-dev/aagen/e2e/cluster"
 )
 
 // corpusPackage is a published API package of the corpus (TestCorpus): taken from its Go
@@ -316,14 +318,21 @@ func roundTripObject(t *testing.T, kubeconfig, modDir string, o corpusObject) st
 	if out, err := kubectl(t, kubeconfig, string(manifest), "create", "-f", "-"); err != nil {
 		return fmt.Sprintf("%s: kubectl create: %v\n%s", name, err, out)
 	}
-	out, err := kubectl(t, kubeconfig, string(manifest), "get", "-f", "-", "-o", "json")
+	// kubectl get -f - prints the object in a List (and warnings, such as a deprecated
+	// version's, on stderr).
+	cmd := exec.Command(cluster.KubeBinary(t, "kubectl"), "--kubeconfig", kubeconfig, "get", "-f", "-", "-o", "json")
+	cmd.Stdin = strings.NewReader(string(manifest))
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	if err != nil {
-		return fmt.Sprintf("%s: kubectl get: %v\n%s", name, err, out)
+		return fmt.Sprintf("%s: kubectl get: %v\n%s", name, err, stderr.String())
 	}
-	var got map[string]any
-	if err := json.Unmarshal([]byte(out), &got); err != nil {
-		return fmt.Sprintf("%s: %v\n%s", name, err, out)
+	var list struct{ Items []map[string]any }
+	if err := json.Unmarshal(out, &list); err != nil || len(list.Items) != 1 {
+		return fmt.Sprintf("%s: kubectl get -o json: %v, want a List of the object:\n%s", name, err, out)
 	}
+	got := list.Items[0]
 	if diffs := jsonSubsetDiff("", obj, got); len(diffs) > 0 {
 		return fmt.Sprintf("%s: read back differs from what was created:\n\t\t%s", name, strings.Join(diffs, "\n\t\t"))
 	}
