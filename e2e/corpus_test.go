@@ -78,6 +78,7 @@ const (
 	refusedDefaultNoOmitempty = "the field has no omitempty, so it is always set and a default never applies"
 	refusedRecursive          = "OpenAPI schemas of Kubernetes APIs cannot be recursive"
 	refusedNoKinds            = "but no kinds"
+	refusedNoAPIPackage       = "no API types packages"
 )
 
 // corpus is the list TestCorpus serves or expects refused.
@@ -136,9 +137,9 @@ func corpus() []corpusPackage {
 		{Name: "sigs.k8s.io/kueue kueue/v1alpha1", Module: corpusKueue, Pkgs: []string{"apis/kueue/v1alpha1"},
 			Refused: refusedNoKinds, Item: "right: an empty package (a //+genclient line and no types) kept for kube_codegen.sh"},
 		{Name: "k8s.io/metrics custom_metrics/v1beta2", Module: corpusMetrics, Pkgs: []string{"pkg/apis/custom_metrics/v1beta2"},
-			Refused: refusedNoKinds, Item: "right: MetricValueList is a virtual list without an object kind, served by a backend"},
+			Refused: refusedNoAPIPackage, Item: "right: no +groupName and no kinds; MetricValueList is a virtual list a backend serves"},
 		{Name: "k8s.io/metrics external_metrics/v1beta1", Module: corpusMetrics, Pkgs: []string{"pkg/apis/external_metrics/v1beta1"},
-			Refused: refusedNoKinds, Item: "right: ExternalMetricValueList is a virtual list without an object kind, served by a backend"},
+			Refused: refusedNoAPIPackage, Item: "right: no +groupName and no kinds; ExternalMetricValueList is a virtual list a backend serves"},
 	}
 }
 
