@@ -385,7 +385,7 @@ func jsonSubsetDiff(at string, want, got any) []string {
 
 // TestCorpusDoc: docs/corpus.md has a row for each package of the corpus, in the table of
 // its outcome (served or refused), with its module version and, for a refusal, the
-// message TestCorpus asserts.
+// message TestCorpus asserts; a served package has a sample object.
 func TestCorpusDoc(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "corpus.md"))
 	if err != nil {
@@ -402,6 +402,9 @@ func TestCorpusDoc(t *testing.T) {
 		section, want := served, row
 		if p.Refused != "" {
 			section, want = refused, row+p.Refused+" | "+p.Item+" |"
+		}
+		if p.Refused == "" && len(p.Objects) == 0 {
+			t.Errorf("corpus: %s is served without a sample object to read back", p.Name)
 		}
 		if !strings.Contains(section, want) {
 			t.Errorf("docs/corpus.md lacks, in its %s table, the row %q", map[bool]string{true: "refused", false: "served"}[p.Refused != ""], want)
