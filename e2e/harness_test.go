@@ -183,7 +183,13 @@ func startUp(t *testing.T, dir string, timeout time.Duration, serverArgs ...stri
 // startUpPattern runs `aagen up <pattern>` in dir and waits for the KUBECONFIG line.
 func startUpPattern(t *testing.T, dir, pattern string, timeout time.Duration, serverArgs ...string) *upProcess {
 	t.Helper()
-	args := append([]string{"up", pattern, "--"}, append([]string{"--secure-port=0"}, serverArgs...)...)
+	return startUpPatterns(t, dir, []string{pattern}, timeout, serverArgs...)
+}
+
+// startUpPatterns runs `aagen up <patterns...>` in dir and waits for the KUBECONFIG line.
+func startUpPatterns(t *testing.T, dir string, patterns []string, timeout time.Duration, serverArgs ...string) *upProcess {
+	t.Helper()
+	args := append(append([]string{"up"}, patterns...), append([]string{"--", "--secure-port=0"}, serverArgs...)...)
 	cmd := exec.Command(aagen(t), args...)
 	cmd.Dir = dir
 	// A process group of its own, so that stop can signal it the way a terminal does.

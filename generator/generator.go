@@ -14,6 +14,7 @@ package generator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -299,6 +300,10 @@ func (r *run) runCodegen() error {
 	r.logf("running code generators (deepcopy, openapi, clientset, listers, informers, apply configurations)")
 	files, stats, err := codegen.RunWithStats(r.ctx, in)
 	if err != nil {
+		var te *codegen.TypeError
+		if errors.As(err, &te) {
+			return &model.Error{Diags: []model.Diagnostic{typeErrorDiagnostic(r.m, te)}}
+		}
 		return fmt.Errorf("code generation: %w", err)
 	}
 	if r.o.Verbose {
@@ -312,6 +317,32 @@ func (r *run) runCodegen() error {
 		r.files = append(r.files, emit.File{Path: f.Path, Content: f.Content, Owner: emit.Generated})
 	}
 	return nil
+}
+
+// typeErrorDiagnostic puts a code generator's error on a type (openapi-gen's, which names
+// neither type nor field) at the field's markers, or the type's declaration, with what the
+// generator asks for.
+func typeErrorDiagnostic(m *model.Model, te *codegen.TypeError) model.Diagnostic {
+	d := model.Diagnostic{
+		Msg: fmt.Sprintf("%s refuses %s: %v", te.Tool, te.Name, te.Err),
+		Fix: fmt.Sprintf("change the markers or struct tags %s names (a marker such as +patchMergeKey takes one value, the struct tag's); the message is %s's own", te.Tool, te.Tool),
+	}
+	t := m.Types.Lookup(model.GoType{Pkg: te.Pkg, Name: te.Name})
+	if t == nil {
+		d.Msg = fmt.Sprintf("%s refuses %s.%s: %v", te.Tool, te.Pkg, te.Name, te.Err)
+		return d
+	}
+	d.Pos = t.Pos
+	for _, f := range t.Fields() {
+		if te.Field != "" && f.GoName == te.Field {
+			d.Msg = fmt.Sprintf("%s refuses field %s.%s: %v", te.Tool, te.Name, te.Field, te.Err)
+			d.Pos = f.Pos
+			if f.MarkerPos.IsValid() {
+				d.Pos = f.MarkerPos
+			}
+		}
+	}
+	return d
 }
 
 // emitOptions are the options of aagen's emitters.
@@ -432,7 +463,11 @@ func (r *run) goMod() error {
 func (r *run) reportWritten() {
 	plan := r.res.Plan
 	for _, rp := range plan.Replaced {
-		r.report(fmt.Sprintf("note: replaced %s, written by %s, with aagen's own (aagen runs %s itself; it never touches files without a generator's header)", rp.Path, rp.Tool, rp.Tool))
+		by := "aagen's own"
+		if rp.Owner != "aagen" {
+			by = rp.Owner + "'s, which aagen runs itself"
+		}
+		r.report(fmt.Sprintf("note: replaced %s, written by %s, with %s (the file's name is that generator's; aagen never touches files without a \"Code generated ... DO NOT EDIT.\" header)", rp.Path, rp.Tool, by))
 	}
 	for _, p := range plan.Chmod {
 		r.report(fmt.Sprintf("note: made %s readable by its owner only (mode 0600): it holds a private key", p))

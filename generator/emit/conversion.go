@@ -64,7 +64,15 @@ func MissingConversions(v *model.Version, generated []byte) ([]MissingConversion
 	}
 	seen := map[string]bool{}
 	var out []MissingConversion
-	ast.Inspect(f, func(n ast.Node) bool {
+	var visit func(n ast.Node) bool
+	visit = func(n ast.Node) bool {
+		if sel, ok := n.(*ast.SelectorExpr); ok {
+			// pkg.Convert_X (metav1.Convert_Pointer_int32_To_int32, another version's
+			// conversion) is another package's function, declared there: only the
+			// qualifier can hold a reference to this package.
+			ast.Inspect(sel.X, visit)
+			return false
+		}
 		id, ok := n.(*ast.Ident)
 		if !ok || !strings.HasPrefix(id.Name, "Convert_") || defined[id.Name] != nil || own[id.Name] || seen[id.Name] {
 			return true
@@ -89,7 +97,8 @@ func MissingConversions(v *model.Version, generated []byte) ([]MissingConversion
 		}
 		out = append(out, mc)
 		return true
-	})
+	}
+	ast.Inspect(f, visit)
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
 }
@@ -169,6 +178,12 @@ func ConversionFile(m *model.Model, v *model.Version, missing []MissingConversio
 		if in == "" || out == "" {
 			in, out = guessParams(v, mc.Name)
 		}
+		for _, typ := range []string{in, out} {
+			if !isTypeExpr(typ) {
+				return File{}, fmt.Errorf("%s: zz_generated.conversion.go calls %s, which neither it nor a file of %s declares, and its parameter types cannot be read from its name (%q is not a Go type): write %s in %s by hand",
+					v.GroupVersion(), mc.Name, v.ImportPath, typ, mc.Name, path.Join(m.RelPath(v.Dir), ConversionFileName))
+			}
+		}
 		fmt.Fprintf(&b, "\n// %s is written by hand: conversion-gen cannot convert every field.\n", mc.Name)
 		fmt.Fprintf(&b, "func %s(in %s, out %s, s conversion.Scope) error {\n", mc.Name, in, out)
 		if mc.In != "" {
@@ -183,9 +198,31 @@ func ConversionFile(m *model.Model, v *model.Version, missing []MissingConversio
 	}
 	src, err := format.Source(b.Bytes())
 	if err != nil {
-		return File{}, fmt.Errorf("rendering %s: %w", ConversionFileName, err)
+		// Every piece was checked above; a failure here is aagen's bug, named as one.
+		return File{}, fmt.Errorf("internal error: rendering %s for %s: %w", path.Join(m.RelPath(v.Dir), ConversionFileName), v.GroupVersion(), err)
 	}
 	return File{Path: path.Join(m.RelPath(v.Dir), ConversionFileName), Content: src, Owner: UserOwned}, nil
+}
+
+// isTypeExpr reports whether s is a conversion parameter's type: a pointer to a named type,
+// local or qualified (*T, *pkg.T).
+func isTypeExpr(s string) bool {
+	e, err := parser.ParseExpr(s)
+	if err != nil {
+		return false
+	}
+	star, ok := e.(*ast.StarExpr)
+	if !ok {
+		return false
+	}
+	switch x := star.X.(type) {
+	case *ast.Ident:
+		return token.IsIdentifier(x.Name)
+	case *ast.SelectorExpr:
+		_, ok := x.X.(*ast.Ident)
+		return ok
+	}
+	return false
 }
 
 // guessParams derives the parameter types from a conversion function's name,

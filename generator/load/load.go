@@ -14,6 +14,7 @@ import (
 	"go/token"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -70,6 +71,12 @@ func Packages(ctx context.Context, dir string, patterns []string) (*Result, erro
 				// Hand-written code calls what the generated files define, and the
 				// load leaves those out (see generatedRef).
 				continue
+			}
+			if e.Kind != packages.TypeError {
+				var left bool
+				if msg, left = withoutGeneratedRefs(msg); !left {
+					continue
+				}
 			}
 			if why := importError(p, e); why != "" {
 				// "could not import X (invalid package name: "")" hides the cause, which
@@ -159,6 +166,41 @@ func generatedNames() []string {
 		"RegisterDefaults", "SetObjectDefaults_"}, RegistrationNames()...)
 }
 
+// withoutGeneratedRefs takes the references to generated code (generatedRef) out of an
+// error block of the go command, the compiler's output when go list compiles the package:
+// "# <package>" and then one "file:line:col: message" line per error. left is false when
+// only such references were in it (and the compiler's "too many errors", which the type
+// checker's own errors, each reported, make up for).
+func withoutGeneratedRefs(msg string) (string, bool) {
+	var head, kept []string
+	for _, line := range strings.Split(msg, "\n") {
+		trimmed := strings.TrimSpace(line)
+		switch {
+		case trimmed == "":
+		case strings.HasPrefix(trimmed, "# "), strings.HasPrefix(trimmed, "-: # "):
+			head = append(head, line)
+		case generatedRef(trimmed), strings.HasSuffix(trimmed, ": too many errors"), trimmed == "too many errors":
+		default:
+			kept = append(kept, line)
+		}
+	}
+	if len(kept) == 0 {
+		return "", false
+	}
+	return strings.Join(append(head, kept...), "\n"), true
+}
+
+// undefinedMethodRE matches go/types' error for a selector naming a method the type lacks,
+// "<expr>.<name> undefined (type <T> has no field or method <name>...)"; its group is the name.
+var undefinedMethodRE = regexp.MustCompile(`\.(\w+) undefined \(type .* has no (?:field or )?method \w+`)
+
+// generatedMethod reports whether name is a method the generators declare on the types:
+// deepcopy-gen's DeepCopy, DeepCopyInto, DeepCopyObject and DeepCopy<Interface>, and
+// openapi-gen's OpenAPIModelName.
+func generatedMethod(name string) bool {
+	return strings.HasPrefix(name, "DeepCopy") || name == "OpenAPIModelName"
+}
+
 // generatedRef reports whether a type error is hand-written code's reference to what a
 // generated file declares: the load leaves generated files out (so that stale ones never
 // hide or break the types), and the run generates them again. Upstream's layout relies on
@@ -169,6 +211,11 @@ func generatedNames() []string {
 func generatedRef(msg string) bool {
 	if strings.Contains(msg, "missing method DeepCopy") {
 		return true
+	}
+	if m := undefinedMethodRE.FindStringSubmatch(msg); m != nil {
+		// A method call or value, in whatever expression: (*in).DeepCopyInto(out),
+		// (*in)[i].DeepCopyInto(&(*out)[i]), c.DeepCopy(), val.DeepCopy().
+		return generatedMethod(m[1])
 	}
 	_, name, ok := strings.Cut(msg, "undefined: ")
 	if !ok {

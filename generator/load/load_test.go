@@ -83,3 +83,43 @@ func writeFiles(t *testing.T, dir string, files map[string]string) {
 		}
 	}
 }
+
+// TestHandWrittenCallsOfGeneratedMethodsLoad: hand-written code in a types package calling
+// the methods deepcopy-gen generates (left out of the load) loads whatever the expression's
+// shape: apiextensions' (*in).DeepCopyInto(out) and (*in)[i].DeepCopyInto, cert-manager's
+// c.DeepCopy(), a value's val.DeepCopy(), a method expression; any other undefined method
+// is still an error at its file:line.
+func TestHandWrittenCallsOfGeneratedMethodsLoad(t *testing.T) {
+	// No imports: what is tested is the type checker's errors on the package's own types.
+	types := "package v1\n\n" +
+		"// +genclient\n// +kubebuilder:object:root=true\ntype Issuer struct {\n\tItems []Props `json:\"items,omitempty\"`\n}\n\n" +
+		"type Props struct {\n\tMore *Props `json:\"more,omitempty\"`\n}\n"
+	deepcopy := "package v1\n\n" +
+		"func (in *Props) DeepCopyJSON(out *Props) {\n\tif in.More != nil {\n\t\tin, out := &in.More, &out.More\n\t\t*out = new(Props)\n\t\t(*in).DeepCopyInto(*out)\n\t}\n}\n\n" +
+		"func copyItems(in, out *[]Props) {\n\tfor i := range *in {\n\t\t(*in)[i].DeepCopyInto(&(*out)[i])\n\t}\n}\n\n" +
+		"func (c *Issuer) Copy() *Issuer { return c.DeepCopy() }\n\n" +
+		"func byValue(val Props) *Props { return val.DeepCopy() }\n\n" +
+		"var copyIssuer = (*Issuer).DeepCopyObject\n"
+	files := map[string]string{
+		"go.mod":                     "module example.com/issuers\n\ngo 1.26.0\n",
+		"pkg/apis/ci/v1/doc.go":      "// +groupName=ci.example.com\npackage v1\n",
+		"pkg/apis/ci/v1/types.go":    types,
+		"pkg/apis/ci/v1/deepcopy.go": deepcopy,
+	}
+	dir := t.TempDir()
+	writeFiles(t, dir, files)
+	if _, err := Packages(context.Background(), dir, []string{"./pkg/apis/..."}); err != nil {
+		t.Fatalf("hand-written calls of generated methods were refused:\n%v", err)
+	}
+
+	files["pkg/apis/ci/v1/deepcopy.go"] = deepcopy + "\nfunc (c *Issuer) Other() { c.Validate() }\n"
+	dir = t.TempDir()
+	writeFiles(t, dir, files)
+	_, err := Packages(context.Background(), dir, []string{"./pkg/apis/..."})
+	if err == nil || !strings.Contains(err.Error(), "pkg/apis/ci/v1/deepcopy.go:") || !strings.Contains(err.Error(), "c.Validate undefined") {
+		t.Fatalf("a call of a method no generator declares: err = %v, want it at deepcopy.go's line", err)
+	}
+	if strings.Contains(err.Error(), "DeepCopy") {
+		t.Errorf("the error still lists calls of generated methods:\n%v", err)
+	}
+}

@@ -1,0 +1,417 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"go/parser"
+	"go/token"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/aagen-dev/aagen/e2e/cluster"
+)
+
+// corpusPackage is a published API package of the corpus (TestCorpus): taken from its Go
+// module unchanged except the import path, it either serves or is refused with Refused.
+type corpusPackage struct {
+	// Name is what the log calls it.
+	Name string
+	// Module is the Go module, module@version.
+	Module string
+	// Pkgs are the module-relative directories of the packages aagen generates for (the
+	// types packages, and a group's internal hub package); the packages of the module they
+	// import are copied with them.
+	Pkgs []string
+	// Pins are module@version requirements written before go mod tidy, where tidy's choice
+	// needs a newer Go than the toolchain (gateway-api v1.7.0 needs Go 1.27).
+	Pins []string
+	// Refused is, for a package aagen refuses today, the message aagen must give, with
+	// Item naming what would make it serve (an item of issue 25 or another limitation).
+	Refused, Item string
+	// Objects are created in a served package and read back equal, field by field.
+	Objects []corpusObject
+}
+
+// corpusObject is a sample object: a file of the module (an example manifest, JSON or
+// YAML, or a round-trip fixture of testdata/HEAD, whose metadata is then replaced by a
+// name), or a minimal valid object.
+type corpusObject struct {
+	// File is a module-relative path, in the package's module or in FileModule.
+	File, FileModule string
+	// RoundTrip says File is a round-trip fixture: its metadata is a round trip's (uid,
+	// resourceVersion, managedFields, a deletion timestamp) and is replaced.
+	RoundTrip bool
+	// Manifest is a JSON object, when there is no File.
+	Manifest string
+	// Namespaced says whether the kind is namespaced (a fixture is created in "default").
+	Namespaced bool
+}
+
+// Pinned versions. openshift/api has no release tags: a commit of its master branch that
+// the module proxy and the checksum database serve. The k8s.io modules are the release
+// aagen pins (v0.37.2); the others are their newest releases on the module proxy.
+const (
+	corpusOpenShift    = "github.com/openshift/api@v0.0.0-20251020135558-286504b695bc"
+	corpusMetrics      = "k8s.io/metrics@v0.37.2"
+	corpusAggregator   = "k8s.io/kube-aggregator@v0.37.2"
+	corpusAPIExtension = "k8s.io/apiextensions-apiserver@v0.37.2"
+	corpusKueue        = "sigs.k8s.io/kueue@v0.17.0"
+	corpusCertManager  = "github.com/cert-manager/cert-manager@v1.21.2"
+	corpusWardle       = "k8s.io/sample-apiserver@v0.37.2"
+)
+
+// The refusals of today, each the message its check gives.
+const (
+	refusedVarGroupName       = "declares GroupName, but not as the constant"
+	refusedHyphenGroup        = "it cannot contain '-'"
+	refusedDefaultNoOmitempty = "the field has no omitempty, so it is always set and a default never applies"
+	refusedRecursive          = "OpenAPI schemas of Kubernetes APIs cannot be recursive"
+	refusedNoKinds            = "but no kinds"
+	refusedNoAPIPackage       = "no API types packages"
+)
+
+// corpus is the list TestCorpus serves or expects refused.
+func corpus() []corpusPackage {
+	openshift := func(group string) corpusPackage {
+		return corpusPackage{Name: "openshift/api " + group + "/v1", Module: corpusOpenShift, Pkgs: []string{group + "/v1"},
+			Refused: refusedVarGroupName, Item: "issue 25: var GroupName"}
+	}
+	return []corpusPackage{
+		{Name: "k8s.io/metrics metrics/v1beta1", Module: corpusMetrics,
+			Pkgs: []string{"pkg/apis/metrics", "pkg/apis/metrics/v1beta1"},
+			Objects: []corpusObject{
+				{File: "pkg/apis/testdata/HEAD/metrics.k8s.io.v1beta1.PodMetrics.json", RoundTrip: true, Namespaced: true},
+				{File: "pkg/apis/testdata/HEAD/metrics.k8s.io.v1beta1.NodeMetrics.json", RoundTrip: true},
+			}},
+		{Name: "k8s.io/kube-aggregator apiregistration/v1", Module: corpusAggregator,
+			Pkgs: []string{"pkg/apis/apiregistration", "pkg/apis/apiregistration/v1"},
+			// sample-apiserver's own APIService manifest.
+			Objects: []corpusObject{{File: "artifacts/example/apiservice.yaml", FileModule: corpusWardle}}},
+		{Name: "k8s.io/sample-apiserver wardle (internal hub, v1alpha1, v1beta1)", Module: corpusWardle,
+			Pkgs:    []string{"pkg/apis/wardle", "pkg/apis/wardle/v1alpha1", "pkg/apis/wardle/v1beta1"},
+			Objects: []corpusObject{{File: "artifacts/flunders/01-flunder.yaml"}}},
+		{Name: "cert-manager acme/v1", Module: corpusCertManager, Pkgs: []string{"pkg/apis/acme/v1"},
+			Pins: []string{"sigs.k8s.io/gateway-api@v1.6.3"},
+			Objects: []corpusObject{{Namespaced: true, Manifest: `{"apiVersion":"acme.cert-manager.io/v1","kind":"Order","metadata":{"name":"example-order","namespace":"default"},
+				"spec":{"request":"Y3NyLWJ5dGVz","issuerRef":{"name":"letsencrypt","kind":"Issuer"},"commonName":"example.com","dnsNames":["example.com","www.example.com"],"duration":"2160h0m0s"}}`}}},
+		{Name: "openshift/api samples/v1", Module: corpusOpenShift, Pkgs: []string{"samples/v1"},
+			Objects: []corpusObject{{Manifest: `{"apiVersion":"samples.operator.openshift.io/v1","kind":"Config","metadata":{"name":"cluster"},
+				"spec":{"managementState":"Managed","samplesRegistry":"registry.example.com","architectures":["x86_64"],"skippedImagestreams":["jenkins"]}}`}}},
+
+		openshift("route"),
+		openshift("apps"),
+		openshift("project"),
+		openshift("template"),
+		openshift("user"),
+		openshift("image"),
+		openshift("security"),
+		{Name: "sigs.k8s.io/kueue kueue/v1beta2", Module: corpusKueue, Pkgs: []string{"apis/kueue/v1beta2"},
+			Refused: refusedDefaultNoOmitempty, Item: "issue 25: defaults on non-omitempty fields"},
+		{Name: "sigs.k8s.io/kueue kueue/v1beta1", Module: corpusKueue, Pkgs: []string{"apis/kueue/v1beta1"},
+			Refused: refusedDefaultNoOmitempty, Item: "issue 25: defaults on non-omitempty fields"},
+		{Name: "k8s.io/apiextensions-apiserver apiextensions/v1", Module: corpusAPIExtension,
+			Pkgs:    []string{"pkg/apis/apiextensions", "pkg/apis/apiextensions/v1"},
+			Refused: refusedRecursive, Item: "recursive types (JSONSchemaProps) are not served"},
+		{Name: "cert-manager certmanager/v1", Module: corpusCertManager, Pkgs: []string{"pkg/apis/certmanager/v1"},
+			Pins:    []string{"sigs.k8s.io/gateway-api@v1.6.3"},
+			Refused: refusedHyphenGroup, Item: "issue 25: +groupGoName"},
+		openshift("build"),
+		openshift("oauth"),
+		openshift("quota"),
+		openshift("network"),
+		openshift("authorization"),
+		{Name: "k8s.io/apiextensions-apiserver apiextensions/v1beta1", Module: corpusAPIExtension,
+			Pkgs:    []string{"pkg/apis/apiextensions", "pkg/apis/apiextensions/v1beta1"},
+			Refused: refusedRecursive, Item: "recursive types (JSONSchemaProps) are not served"},
+		{Name: "sigs.k8s.io/kueue kueue/v1alpha1", Module: corpusKueue, Pkgs: []string{"apis/kueue/v1alpha1"},
+			Refused: refusedNoKinds, Item: "right: an empty package (a //+genclient line and no types) kept for kube_codegen.sh"},
+		{Name: "k8s.io/metrics custom_metrics/v1beta2", Module: corpusMetrics, Pkgs: []string{"pkg/apis/custom_metrics/v1beta2"},
+			Refused: refusedNoAPIPackage, Item: "right: no +groupName and no kinds; MetricValueList is a virtual list a backend serves"},
+		{Name: "k8s.io/metrics external_metrics/v1beta1", Module: corpusMetrics, Pkgs: []string{"pkg/apis/external_metrics/v1beta1"},
+			Refused: refusedNoAPIPackage, Item: "right: no +groupName and no kinds; ExternalMetricValueList is a virtual list a backend serves"},
+	}
+}
+
+// TestCorpus takes each package of the corpus from its Go module at test time (the module
+// cache, filled through the module proxy), copies it with the packages of its module it
+// imports, unchanged except the import path, into one project (each module under a
+// directory of its own), and then: a package aagen refuses today is generated alone and must
+// fail with its expected message; the others are generated, built and served together by
+// one `aagen up`, and each sample object is created and read back equal, field by field.
+// One log line per package says which.
+func TestCorpus(t *testing.T) {
+	skipShort(t)
+	start := time.Now()
+	dir := t.TempDir()
+	run(t, dir, aagen(t), "init", "--domain", "example.com", "--module", "example.com/corpus")
+	modDirs := map[string]string{}
+	copied := map[string]bool{}
+	var pins []string
+	for _, p := range corpus() {
+		if modDirs[p.Module] == "" {
+			modDirs[p.Module] = downloadModule(t, p.Module)
+		}
+		copyPackages(t, modDirs[p.Module], modulePath(p.Module), dir, corpusDir(p), p.Pkgs, copied)
+		pins = append(pins, p.Pins...)
+	}
+	for _, pin := range pins {
+		run(t, dir, "go", "mod", "edit", "-require="+pin)
+	}
+	run(t, dir, "go", "mod", "tidy")
+	t.Logf("corpus: %d packages copied in %s", len(corpus()), time.Since(start).Round(time.Second))
+
+	var served []corpusPackage
+	var patterns []string
+	for _, p := range corpus() {
+		if p.Refused == "" {
+			served = append(served, p)
+			patterns = append(patterns, corpusPatterns(p)...)
+			continue
+		}
+		cmd := exec.Command(aagen(t), append([]string{"generate"}, corpusPatterns(p)...)...)
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		switch {
+		case err == nil:
+			t.Errorf("corpus: %s (%s): generated, but the corpus expects it refused (%s): update corpus()", p.Name, p.Module, p.Item)
+		case !strings.Contains(string(out), p.Refused):
+			t.Errorf("corpus: %s (%s): refused, but not with %q:\n%s", p.Name, p.Module, p.Refused, out)
+		default:
+			t.Logf("corpus: %-50s %-70s refused as expected (%s): %s", p.Name, p.Module, p.Item, p.Refused)
+		}
+	}
+
+	// Generate first, on its own: a refusal is reported with its own message.
+	cmd := exec.Command(aagen(t), append([]string{"generate"}, patterns...)...)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("corpus: generating the served packages (%s): %v\n%s", strings.Join(patterns, " "), err, out)
+	}
+	up := startUpPatterns(t, dir, patterns, 25*time.Minute)
+	for _, p := range served {
+		var failed []string
+		for _, o := range p.Objects {
+			if why := roundTripObject(t, up.kubeconfig, modDirs[p.Module], o); why != "" {
+				failed = append(failed, why)
+			}
+		}
+		if len(failed) > 0 {
+			t.Errorf("corpus: %s (%s): served, but:\n\t%s", p.Name, p.Module, strings.Join(failed, "\n\t"))
+			continue
+		}
+		t.Logf("corpus: %-50s %-70s served: %d object(s) created and read back equal", p.Name, p.Module, len(p.Objects))
+	}
+	t.Logf("corpus: %d packages in %s", len(corpus()), time.Since(start).Round(time.Second))
+}
+
+// modulePath is module@version's path.
+func modulePath(modVersion string) string {
+	p, _, _ := strings.Cut(modVersion, "@")
+	return p
+}
+
+// corpusDir is the project directory the package's module is copied under.
+func corpusDir(p corpusPackage) string {
+	return strings.NewReplacer(".", "-", "/", "-").Replace(modulePath(p.Module))
+}
+
+// corpusPatterns are the package patterns of p in the project.
+func corpusPatterns(p corpusPackage) []string {
+	var out []string
+	for _, d := range p.Pkgs {
+		out = append(out, "./"+path.Join(corpusDir(p), d))
+	}
+	return out
+}
+
+// copyPackages copies the packages pkgs of the module at modDir (path modPath), and every
+// package of that module they import, directly or not, into project/sub, unchanged except
+// the module's import path, which becomes the project's: in import declarations and in
+// markers that name packages (+k8s:conversion-gen=<path>). copied holds the project
+// directories already copied, by this call or an earlier one.
+func copyPackages(t *testing.T, modDir, modPath, project, sub string, pkgs []string, copied map[string]bool) {
+	t.Helper()
+	projectModule := "example.com/corpus/" + sub
+	rewrite := regexp.MustCompile(`([\s"=])` + regexp.QuoteMeta(modPath) + `/`)
+	queue := append([]string(nil), pkgs...)
+	for len(queue) > 0 {
+		rel := queue[0]
+		queue = queue[1:]
+		src, dst := filepath.Join(modDir, filepath.FromSlash(rel)), filepath.Join(project, sub, filepath.FromSlash(rel))
+		if copied[dst] {
+			continue
+		}
+		copied[dst] = true
+		if err := os.MkdirAll(dst, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		entries, err := os.ReadDir(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if e.IsDir() || !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
+				continue
+			}
+			b, err := os.ReadFile(filepath.Join(src, e.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := parser.ParseFile(token.NewFileSet(), e.Name(), b, parser.ImportsOnly)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, imp := range f.Imports {
+				p, _ := strconv.Unquote(imp.Path.Value)
+				if dep, ok := strings.CutPrefix(p, modPath+"/"); ok {
+					queue = append(queue, dep)
+				}
+			}
+			out := rewrite.ReplaceAll(b, []byte("${1}"+projectModule+"/"))
+			if err := os.WriteFile(filepath.Join(dst, e.Name()), out, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// roundTripObject creates o and reads it back; it returns what differs, or "".
+func roundTripObject(t *testing.T, kubeconfig, modDir string, o corpusObject) string {
+	t.Helper()
+	var obj map[string]any
+	src := []byte(o.Manifest)
+	if o.File != "" {
+		if o.FileModule != "" {
+			modDir = downloadModule(t, o.FileModule)
+		}
+		b, err := os.ReadFile(filepath.Join(modDir, filepath.FromSlash(o.File)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if src, err = yaml.YAMLToJSON(b); err != nil {
+			t.Fatalf("%s: %v", o.File, err)
+		}
+	}
+	if err := json.Unmarshal(src, &obj); err != nil {
+		t.Fatalf("%s: %v", o.File, err)
+	}
+	if o.RoundTrip {
+		// A create sets uid, resourceVersion, timestamps and managedFields itself.
+		meta := map[string]any{"name": "corpus-sample", "labels": map[string]any{"corpus": "yes"}}
+		if o.Namespaced {
+			meta["namespace"] = "default"
+		}
+		obj["metadata"] = meta
+	}
+	manifest, _ := json.Marshal(obj)
+	name := fmt.Sprintf("%v %v", obj["kind"], obj["metadata"].(map[string]any)["name"])
+	if out, err := kubectl(t, kubeconfig, string(manifest), "create", "-f", "-"); err != nil {
+		return fmt.Sprintf("%s: kubectl create: %v\n%s", name, err, out)
+	}
+	// kubectl get -f - prints the object in a List (and warnings, such as a deprecated
+	// version's, on stderr).
+	cmd := exec.Command(cluster.KubeBinary(t, "kubectl"), "--kubeconfig", kubeconfig, "get", "-f", "-", "-o", "json")
+	cmd.Stdin = strings.NewReader(string(manifest))
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return fmt.Sprintf("%s: kubectl get: %v\n%s", name, err, stderr.String())
+	}
+	var list struct{ Items []map[string]any }
+	if err := json.Unmarshal(out, &list); err != nil || len(list.Items) != 1 {
+		return fmt.Sprintf("%s: kubectl get -o json: %v, want a List of the object:\n%s", name, err, out)
+	}
+	got := list.Items[0]
+	if diffs := jsonSubsetDiff("", obj, got); len(diffs) > 0 {
+		return fmt.Sprintf("%s: read back differs from what was created:\n\t\t%s", name, strings.Join(diffs, "\n\t\t"))
+	}
+	return ""
+}
+
+// jsonSubsetDiff lists the paths where want (what was sent) is not in got (what was read
+// back): every field sent must come back equal; the server may add others (defaults,
+// metadata).
+func jsonSubsetDiff(at string, want, got any) []string {
+	switch w := want.(type) {
+	case map[string]any:
+		g, ok := got.(map[string]any)
+		if !ok {
+			return []string{fmt.Sprintf("%s: sent an object, read back %v", at, got)}
+		}
+		var out []string
+		keys := make([]string, 0, len(w))
+		for k := range w {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			gv, ok := g[k]
+			if !ok {
+				out = append(out, fmt.Sprintf("%s.%s: sent %v, read back absent", at, k, w[k]))
+				continue
+			}
+			out = append(out, jsonSubsetDiff(at+"."+k, w[k], gv)...)
+		}
+		return out
+	case []any:
+		g, ok := got.([]any)
+		if !ok || len(g) != len(w) {
+			return []string{fmt.Sprintf("%s: sent %v, read back %v", at, want, got)}
+		}
+		var out []string
+		for i := range w {
+			out = append(out, jsonSubsetDiff(fmt.Sprintf("%s[%d]", at, i), w[i], g[i])...)
+		}
+		return out
+	default:
+		if !reflect.DeepEqual(want, got) {
+			return []string{fmt.Sprintf("%s: sent %v, read back %v", at, want, got)}
+		}
+		return nil
+	}
+}
+
+// TestCorpusDoc: docs/corpus.md has a row for each package of the corpus, in the table of
+// its outcome (served or refused), with its module version and, for a refusal, the
+// message TestCorpus asserts; a served package has a sample object.
+func TestCorpusDoc(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "corpus.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	served, refused, ok := strings.Cut(doc, "## Refused today")
+	if !ok {
+		t.Fatal(`docs/corpus.md has no "## Refused today" section`)
+	}
+	rows := 0
+	for _, p := range corpus() {
+		row := "| " + p.Name + " | `" + p.Module + "` | "
+		section, want := served, row
+		if p.Refused != "" {
+			section, want = refused, row+p.Refused+" | "+p.Item+" |"
+		}
+		if p.Refused == "" && len(p.Objects) == 0 {
+			t.Errorf("corpus: %s is served without a sample object to read back", p.Name)
+		}
+		if !strings.Contains(section, want) {
+			t.Errorf("docs/corpus.md lacks, in its %s table, the row %q", map[bool]string{true: "refused", false: "served"}[p.Refused != ""], want)
+		}
+		rows++
+	}
+	if n := strings.Count(doc, "\n| ") - 2*strings.Count(doc, "\n| --- "); n != rows {
+		t.Errorf("docs/corpus.md has %d package rows, the corpus %d packages", n, rows)
+	}
+}
