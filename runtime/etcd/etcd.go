@@ -15,6 +15,7 @@ import (
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/aagen-dev/aagen/runtime/atomicfile"
 	"github.com/aagen-dev/aagen/runtime/filelock"
 	"github.com/aagen-dev/aagen/runtime/socketdir"
 )
@@ -268,11 +269,11 @@ func lockDataDir(dir string) (*filelock.Lock, error) {
 	return lock, nil
 }
 
-// prepareDir creates the data directory if needed and checks that it is a
-// writable directory, so that etcd does not fail later in harder-to-read
-// ways.
+// prepareDir creates the data directory if needed (durably: atomicfile.MkdirAll) and
+// checks that it is a writable directory, so that etcd does not fail later in
+// harder-to-read ways.
 func prepareDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := atomicfile.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("etcd: cannot create data directory %q: %w; set Config.Dir to a directory this process can write", dir, err)
 	}
 	fi, err := os.Stat(dir)
