@@ -84,6 +84,8 @@ type crashWriters struct {
 	wg     sync.WaitGroup
 	stop   chan struct{}
 	writes map[string]*crashWrite
+	// firstErr is the first error a write got, for a failure's message.
+	firstErr error
 }
 
 func startCrashWriters(ctx context.Context, bc dynamic.ResourceInterface, prefix string) *crashWriters {
@@ -105,6 +107,7 @@ func startCrashWriters(ctx context.Context, bc dynamic.ResourceInterface, prefix
 				cw.mu.Unlock()
 				created, err := bc.Create(ctx, boat(name, nil, int64(i)), metav1.CreateOptions{})
 				if err != nil {
+					cw.failed(err)
 					continue
 				}
 				cw.mu.Lock()
@@ -114,6 +117,7 @@ func startCrashWriters(ctx context.Context, bc dynamic.ResourceInterface, prefix
 				_ = unstructured.SetNestedField(created.Object, int64(i)+100000, "spec", "lengthMeters")
 				updated, err := bc.Update(ctx, created, metav1.UpdateOptions{})
 				if err != nil {
+					cw.failed(err)
 					continue
 				}
 				cw.mu.Lock()
@@ -124,6 +128,14 @@ func startCrashWriters(ctx context.Context, bc dynamic.ResourceInterface, prefix
 		}(w)
 	}
 	return cw
+}
+
+func (cw *crashWriters) failed(err error) {
+	cw.mu.Lock()
+	defer cw.mu.Unlock()
+	if cw.firstErr == nil {
+		cw.firstErr = err
+	}
 }
 
 // finish stops the writers (call it once the server is killed, so that what was in flight

@@ -132,6 +132,20 @@ func MkdirAll(dir string, perm fs.FileMode) error {
 	return nil
 }
 
+// SyncTree syncs dir and every directory under it, so that every entry made in them so far
+// is durable: for a tree another program created without syncing its directories.
+func SyncTree(dir string) error {
+	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return SyncDir(p)
+		}
+		return nil
+	})
+}
+
 // syncUnsupported reports whether err says that the directory cannot be synced at all, as
 // on Windows or on file systems without fsync for directories.
 func syncUnsupported(err error) bool {

@@ -19,7 +19,9 @@
 // etcd.
 //
 // SQLite goes through github.com/mattn/go-sqlite3 when the binary is built with cgo and
-// through the pure-Go modernc.org/sqlite when it is not (kine picks by build tag).
+// through the pure-Go modernc.org/sqlite when it is not (kine picks by build tag). It runs
+// with synchronous=FULL unless the DSN names a mode, so that an acknowledged write survives
+// a power cut (sqliteDSN).
 package datastore
 
 import (

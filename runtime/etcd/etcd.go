@@ -409,6 +409,14 @@ func start(ctx context.Context, c completed, lock *filelock.Lock) (s *Server, ke
 		return fail(fmt.Errorf("etcd: not ready after %s in %q; set Config.LogOutput and Config.LogLevel \"info\" to see why, or raise Config.ReadyTimeout", c.readyTimeout, c.dir))
 	}
 
+	// etcd creates its member directory without syncing the data directory (and its
+	// snapshot directory and database likewise): a power cut before the file system
+	// happens to write them would take the whole member. Sync them before the first
+	// write can be acknowledged (TestPowerCutKeepsAcknowledgedPuts).
+	if err := atomicfile.SyncTree(c.dir); err != nil {
+		return fail(fmt.Errorf("etcd: syncing its data directory %q: %w", c.dir, err))
+	}
+
 	// The directory already keeps others out; a private socket mode is a
 	// second wall should the directory's mode ever be widened.
 	if err := os.Chmod(clientURL.Path, 0o600); err != nil {
