@@ -115,11 +115,11 @@ func startServer(t *testing.T, bin, state string, extra ...string) (*exec.Cmd, d
 	return cmd, dyn.Resource(boats).Namespace("harbour")
 }
 
-// powerCutRound runs crash writers for two seconds, writes the sentinels, SIGKILLs the
+// powerCutRound runs crash writers (Boats named <prefix>-...) for two seconds, writes the sentinels, SIGKILLs the
 // server and then kill (the etcd members whose power goes), and returns what was written.
-func powerCutRound(ctx context.Context, t *testing.T, what string, server *exec.Cmd, bc dynamic.ResourceInterface, mounts []string, kill func(), diagnose func() string) (writes map[string]*crashWrite, acked, inFlight int, sentinels []string) {
+func powerCutRound(ctx context.Context, t *testing.T, what, prefix string, server *exec.Cmd, bc dynamic.ResourceInterface, mounts []string, kill func(), diagnose func() string) (writes map[string]*crashWrite, acked, inFlight int, sentinels []string) {
 	t.Helper()
-	writers := startCrashWriters(ctx, bc, strings.ReplaceAll(what, " ", "-"))
+	writers := startCrashWriters(ctx, bc, prefix)
 	time.Sleep(2 * time.Second)
 	for _, mnt := range mounts {
 		sentinels = append(sentinels, writeCutSentinel(t, mnt))
@@ -160,7 +160,7 @@ func powerCutOneNode(t *testing.T, bin string, storage func(mnt string) []string
 	server, bc := startServer(t, bin, mnt, extra...)
 	for round := 0; round < 2; round++ {
 		what := fmt.Sprintf("round %d", round)
-		writes, acked, inFlight, sentinels := powerCutRound(ctx, t, what, server, bc, []string{mnt}, nil, func() string { return "" })
+		writes, acked, inFlight, sentinels := powerCutRound(ctx, t, what, fmt.Sprintf("r%d", round), server, bc, []string{mnt}, nil, func() string { return "" })
 		lost := cutPower(t, what, f, sentinels[0])
 		server, bc = startServer(t, bin, mnt, extra...)
 		stored := listStored(ctx, t, bc)
@@ -213,7 +213,7 @@ func powerCutCluster(t *testing.T, bin string) {
 		for _, i := range cut {
 			cutMounts = append(cutMounts, mounts[i])
 		}
-		writes, acked, inFlight, sentinels := powerCutRound(ctx, t, what, server, bc, cutMounts, func() {
+		writes, acked, inFlight, sentinels := powerCutRound(ctx, t, what, fmt.Sprintf("r%d", round), server, bc, cutMounts, func() {
 			for _, i := range cut {
 				members[i].proc.Kill()
 			}
