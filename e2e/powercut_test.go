@@ -115,8 +115,9 @@ func startServer(t *testing.T, bin, state string, extra ...string) (*exec.Cmd, d
 	return cmd, dyn.Resource(boats).Namespace("harbour")
 }
 
-// powerCutRound runs crash writers (Boats named <prefix>-...) for two seconds, writes the sentinels, SIGKILLs the
-// server and then kill (the etcd members whose power goes), and returns what was written.
+// powerCutRound runs crash writers (Boats named <prefix>-...) for two seconds, writes the
+// sentinels, SIGKILLs the server and then kill (the etcd members whose power goes), and
+// returns what was written.
 func powerCutRound(ctx context.Context, t *testing.T, what, prefix string, server *exec.Cmd, bc dynamic.ResourceInterface, mounts []string, kill func(), diagnose func() string) (writes map[string]*crashWrite, acked, inFlight int, sentinels []string) {
 	t.Helper()
 	writers := startCrashWriters(ctx, bc, prefix)
@@ -192,9 +193,10 @@ func powerCutCluster(t *testing.T, bin string) {
 	// cut before the kernel writes its dirty metadata back (within about 30 s; lazyfs never
 	// does) loses the member's whole state (TestPowerCutKeepsAcknowledgedPuts in
 	// runtime/etcd shows it; runtime/etcd syncs them for the embedded etcd). Here they are
-	// synced once the cluster has started, as that writeback would.
-	for _, dir := range dataDirs {
-		if err := atomicfile.SyncTree(dir); err != nil {
+	// synced once the cluster has started, as that writeback would: the data directories
+	// too, which etcd makes in the mounts' top directories.
+	for _, mnt := range mounts {
+		if err := atomicfile.SyncTree(mnt); err != nil {
 			t.Fatal(err)
 		}
 	}
