@@ -76,6 +76,123 @@ func readStoredBoats(t *testing.T, items []unstructured.Unstructured) map[string
 	return out
 }
 
+// crashWriters are four writers that create Boats named <prefix>-w<writer>-<i> and update
+// each once (resourceVersion as precondition), going on through errors until finish: an
+// error leaves the write in flight.
+type crashWriters struct {
+	mu     sync.Mutex
+	wg     sync.WaitGroup
+	stop   chan struct{}
+	writes map[string]*crashWrite
+	// firstErr is the first error a write got, for a failure's message.
+	firstErr error
+}
+
+func startCrashWriters(ctx context.Context, bc dynamic.ResourceInterface, prefix string) *crashWriters {
+	cw := &crashWriters{stop: make(chan struct{}), writes: map[string]*crashWrite{}}
+	for w := 0; w < 4; w++ {
+		cw.wg.Add(1)
+		go func(w int) {
+			defer cw.wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-cw.stop:
+					return
+				default:
+				}
+				name := fmt.Sprintf("%s-w%d-%d", prefix, w, i)
+				rec := &crashWrite{inFlight: true, inFlightLength: int64(i)}
+				cw.mu.Lock()
+				cw.writes[name] = rec
+				cw.mu.Unlock()
+				created, err := bc.Create(ctx, boat(name, nil, int64(i)), metav1.CreateOptions{})
+				if err != nil {
+					cw.failed(err)
+					continue
+				}
+				cw.mu.Lock()
+				*rec = crashWrite{acked: true, ackedRV: created.GetResourceVersion(), ackedLength: int64(i), ackedRVs: []string{created.GetResourceVersion()},
+					inFlight: true, inFlightLength: int64(i) + 100000}
+				cw.mu.Unlock()
+				_ = unstructured.SetNestedField(created.Object, int64(i)+100000, "spec", "lengthMeters")
+				updated, err := bc.Update(ctx, created, metav1.UpdateOptions{})
+				if err != nil {
+					cw.failed(err)
+					continue
+				}
+				cw.mu.Lock()
+				rec.ackedRV, rec.ackedLength, rec.inFlight = updated.GetResourceVersion(), int64(i)+100000, false
+				rec.ackedRVs = append(rec.ackedRVs, updated.GetResourceVersion())
+				cw.mu.Unlock()
+			}
+		}(w)
+	}
+	return cw
+}
+
+func (cw *crashWriters) failed(err error) {
+	cw.mu.Lock()
+	defer cw.mu.Unlock()
+	if cw.firstErr == nil {
+		cw.firstErr = err
+	}
+}
+
+// finish stops the writers (call it once the server is killed, so that what was in flight
+// stays in flight) and returns what they wrote, the number of acknowledged writes and of
+// objects with a write in flight.
+func (cw *crashWriters) finish() (writes map[string]*crashWrite, acked, inFlight int) {
+	close(cw.stop)
+	cw.wg.Wait()
+	for _, rec := range cw.writes {
+		acked += len(rec.ackedRVs)
+		if rec.inFlight {
+			inFlight++
+		}
+	}
+	return cw.writes, acked, inFlight
+}
+
+// checkStored checks the Boats stored after a crash against what the client knows: objects
+// verified before (known) unchanged, every acknowledged write stored with the
+// resourceVersion and spec it was acknowledged with, and an object stored without its last
+// write acknowledged only with the content of the write in flight. It returns how many
+// writes in flight were stored.
+func checkStored(t *testing.T, what string, stored, known map[string]storedBoat, writes map[string]*crashWrite) (inFlightStored int) {
+	t.Helper()
+	for name, got := range stored {
+		if want, ok := known[name]; ok {
+			if got != want {
+				t.Errorf("%s: %s from an earlier round changed: %+v, was %+v", what, name, got, want)
+			}
+			continue
+		}
+		rec := writes[name]
+		switch {
+		case rec == nil:
+			t.Errorf("%s: %s stored but never written", what, name)
+		case rec.acked && got.rv == rec.ackedRV && got.length == rec.ackedLength:
+		case rec.inFlight && got.length == rec.inFlightLength:
+			inFlightStored++ // the answer was lost, the write applied: allowed
+		case rec.acked:
+			t.Errorf("%s: %s stored as %+v, acknowledged as resourceVersion %s length %d", what, name, got, rec.ackedRV, rec.ackedLength)
+		default:
+			t.Errorf("%s: %s stored as %+v but never acknowledged nor in flight with that content", what, name, got)
+		}
+	}
+	for name, rec := range writes {
+		if _, ok := stored[name]; rec.acked && !ok {
+			t.Errorf("%s: acknowledged write %s (resourceVersion %s) lost", what, name, rec.ackedRV)
+		}
+	}
+	for name, want := range known {
+		if _, ok := stored[name]; !ok {
+			t.Errorf("%s: %s (resourceVersion %s), verified earlier, lost", what, name, want.rv)
+		}
+	}
+	return inFlightStored
+}
+
 // TestCrashRecovery kills the server with SIGKILL in the middle of a stream of writes on
 // its embedded etcd, restarts it, and checks by content that every acknowledged write
 // survived, that only writes whose answer never came are stored unacknowledged, and that a
@@ -101,59 +218,11 @@ func TestCrashRecovery(t *testing.T) {
 		}
 		startRV := list.GetResourceVersion()
 
-		// Four writers create objects and update each once (resourceVersion as precondition),
-		// going on through errors until the kill: an error leaves the write in flight.
-		var mu sync.Mutex
-		var wg sync.WaitGroup
-		stop := make(chan struct{})
-		writes := map[string]*crashWrite{}
-		for w := 0; w < 4; w++ {
-			wg.Add(1)
-			go func(w int) {
-				defer wg.Done()
-				for i := 0; ; i++ {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					name := fmt.Sprintf("r%d-w%d-%d", round, w, i)
-					rec := &crashWrite{inFlight: true, inFlightLength: int64(i)}
-					mu.Lock()
-					writes[name] = rec
-					mu.Unlock()
-					created, err := bc.Create(ctx, boat(name, nil, int64(i)), metav1.CreateOptions{})
-					if err != nil {
-						continue
-					}
-					mu.Lock()
-					*rec = crashWrite{acked: true, ackedRV: created.GetResourceVersion(), ackedLength: int64(i), ackedRVs: []string{created.GetResourceVersion()},
-						inFlight: true, inFlightLength: int64(i) + 100000}
-					mu.Unlock()
-					_ = unstructured.SetNestedField(created.Object, int64(i)+100000, "spec", "lengthMeters")
-					updated, err := bc.Update(ctx, created, metav1.UpdateOptions{})
-					if err != nil {
-						continue
-					}
-					mu.Lock()
-					rec.ackedRV, rec.ackedLength, rec.inFlight = updated.GetResourceVersion(), int64(i)+100000, false
-					rec.ackedRVs = append(rec.ackedRVs, updated.GetResourceVersion())
-					mu.Unlock()
-				}
-			}(w)
-		}
+		writers := startCrashWriters(ctx, bc, fmt.Sprintf("r%d", round))
 		time.Sleep(1500 * time.Millisecond)
 		_ = cmd.Process.Signal(syscall.SIGKILL)
-		close(stop)
+		writes, ackedWrites, inFlight := writers.finish()
 		_ = cmd.Wait()
-		wg.Wait()
-		ackedWrites, inFlight := 0, 0
-		for _, rec := range writes {
-			ackedWrites += len(rec.ackedRVs)
-			if rec.inFlight {
-				inFlight++
-			}
-		}
 		if ackedWrites == 0 {
 			t.Fatalf("round %d: no write was acknowledged", round)
 		}
@@ -165,32 +234,7 @@ func TestCrashRecovery(t *testing.T) {
 			t.Fatal(err)
 		}
 		stored := readStoredBoats(t, list.Items)
-		inFlightStored := 0
-		for name, got := range stored {
-			if want, ok := known[name]; ok {
-				if got != want {
-					t.Errorf("round %d: %s from an earlier round changed: %+v, was %+v", round, name, got, want)
-				}
-				continue
-			}
-			rec := writes[name]
-			switch {
-			case rec == nil:
-				t.Errorf("round %d: %s stored but never written", round, name)
-			case rec.acked && got.rv == rec.ackedRV && got.length == rec.ackedLength:
-			case rec.inFlight && got.length == rec.inFlightLength:
-				inFlightStored++ // the answer was lost, the write applied: allowed
-			case rec.acked:
-				t.Errorf("round %d: %s stored as %+v, acknowledged as resourceVersion %s length %d", round, name, got, rec.ackedRV, rec.ackedLength)
-			default:
-				t.Errorf("round %d: %s stored as %+v but never acknowledged nor in flight with that content", round, name, got)
-			}
-		}
-		for name, rec := range writes {
-			if _, ok := stored[name]; rec.acked && !ok {
-				t.Errorf("round %d: acknowledged write %s (resourceVersion %s) lost", round, name, rec.ackedRV)
-			}
-		}
+		inFlightStored := checkStored(t, fmt.Sprintf("round %d", round), stored, known, writes)
 		// A watch from before the crash resumes (the runtime serves it from etcd, which
 		// still has the events, although the restarted watch cache starts after them) and
 		// delivers every acknowledged write, in resourceVersion order; it may also deliver

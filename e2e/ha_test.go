@@ -45,7 +45,8 @@ type haReplica struct {
 }
 
 // startEtcdCluster starts a static 3-member etcd cluster on loopback and waits for a leader.
-func startEtcdCluster(t *testing.T, bin string) []*haMember {
+// The members' data directories are dataDirs when given (one each), else temporary ones.
+func startEtcdCluster(t *testing.T, bin string, dataDirs ...string) []*haMember {
 	t.Helper()
 	const n = 3
 	var peers []string
@@ -56,11 +57,18 @@ func startEtcdCluster(t *testing.T, bin string) []*haMember {
 		peerURLs[i] = fmt.Sprintf("http://127.0.0.1:%d", cluster.FreePort(t))
 		peers = append(peers, members[i].name+"="+peerURLs[i])
 	}
+	if len(dataDirs) != 0 && len(dataDirs) != n {
+		t.Fatalf("startEtcdCluster: %d data directories for %d members", len(dataDirs), n)
+	}
 	for i, m := range members {
+		dataDir := filepath.Join(t.TempDir(), m.name)
+		if len(dataDirs) != 0 {
+			dataDir = dataDirs[i]
+		}
 		// The data directory survives the member's restart; the --initial-* flags are
 		// ignored then.
 		m.args = []string{
-			"--name=" + m.name, "--data-dir=" + filepath.Join(t.TempDir(), m.name),
+			"--name=" + m.name, "--data-dir=" + dataDir,
 			"--listen-client-urls=" + m.clientURL, "--advertise-client-urls=" + m.clientURL,
 			"--listen-peer-urls=" + peerURLs[i], "--initial-advertise-peer-urls=" + peerURLs[i],
 			"--initial-cluster=" + strings.Join(peers, ","), "--initial-cluster-state=new",

@@ -103,6 +103,49 @@ func SyncDir(dir string) error {
 	return nil
 }
 
+// MkdirAll creates dir and its missing parents with permissions perm, as os.MkdirAll does,
+// and syncs the parent of each directory it creates: a new directory's entry is durable
+// only once its parent is synced, and without that a power cut can take the directory
+// with everything synced inside it.
+func MkdirAll(dir string, perm fs.FileMode) error {
+	dir = filepath.Clean(dir)
+	var missing []string // deepest first
+	for p := dir; ; p = filepath.Dir(p) {
+		if _, err := os.Lstat(p); err == nil {
+			break
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		missing = append(missing, p)
+		if filepath.Dir(p) == p {
+			break
+		}
+	}
+	if err := os.MkdirAll(dir, perm); err != nil {
+		return err
+	}
+	for i := len(missing) - 1; i >= 0; i-- {
+		if err := SyncDir(filepath.Dir(missing[i])); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SyncTree syncs dir and every directory under it, so that every entry made in them so far
+// is durable: for a tree another program created without syncing its directories.
+func SyncTree(dir string) error {
+	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return SyncDir(p)
+		}
+		return nil
+	})
+}
+
 // syncUnsupported reports whether err says that the directory cannot be synced at all, as
 // on Windows or on file systems without fsync for directories.
 func syncUnsupported(err error) bool {

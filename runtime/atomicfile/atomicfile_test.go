@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+
+	"github.com/aagen-dev/aagen/e2e/lazyfs"
 )
 
 // entries lists dir's names.
@@ -132,5 +134,43 @@ func TestSyncDir(t *testing.T) {
 	}
 	if err := SyncDir(filepath.Join(t.TempDir(), "missing")); err == nil {
 		t.Fatal("SyncDir of a missing directory succeeded")
+	}
+}
+
+// TestMkdirAllSurvivesPowerCut creates directories on e2e/lazyfs, which drops every
+// directory entry whose parent was not synced when the power is cut: os.MkdirAll's
+// directories are gone after a cut, MkdirAll's stay with the synced file inside.
+func TestMkdirAllSurvivesPowerCut(t *testing.T) {
+	if err := lazyfs.Available(); err != nil {
+		t.Fatalf("this test needs a FUSE mount: %v", err)
+	}
+	mnt := t.TempDir()
+	f, err := lazyfs.Mount(t.TempDir(), mnt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	plain, durable := filepath.Join(mnt, "plain", "a"), filepath.Join(mnt, "durable", "a")
+	// MkdirAll first: syncing the mount's top directory for it would make os.MkdirAll's
+	// entry there durable too.
+	if err := MkdirAll(durable, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(plain, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{plain, durable} {
+		if err := WriteFile(filepath.Join(dir, "f"), []byte("synced"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := f.Cut(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(mnt, "plain")); !os.IsNotExist(err) {
+		t.Fatalf("os.MkdirAll's directory survived the power cut (%v): the cut does not test anything", err)
+	}
+	if got, err := os.ReadFile(filepath.Join(durable, "f")); err != nil || string(got) != "synced" {
+		t.Fatalf("after the power cut: %q, %v; want the file in MkdirAll's directory", got, err)
 	}
 }

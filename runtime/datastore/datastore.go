@@ -19,7 +19,9 @@
 // etcd.
 //
 // SQLite goes through github.com/mattn/go-sqlite3 when the binary is built with cgo and
-// through the pure-Go modernc.org/sqlite when it is not (kine picks by build tag).
+// through the pure-Go modernc.org/sqlite when it is not (kine picks by build tag). It runs
+// with synchronous=FULL unless the DSN names a mode, so that an acknowledged write survives
+// a power cut (sqliteDSN).
 package datastore
 
 import (
@@ -28,6 +30,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -36,6 +39,7 @@ import (
 	"github.com/k3s-io/kine/pkg/drivers/sqlite"
 	"github.com/k3s-io/kine/pkg/endpoint"
 
+	"github.com/aagen-dev/aagen/runtime/atomicfile"
 	"github.com/aagen-dev/aagen/runtime/socketdir"
 )
 
@@ -98,11 +102,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		if err := ensureSQLiteDir(cfg.Endpoint); err != nil {
 			return nil, err
 		}
-		if !strings.Contains(cfg.Endpoint, "?") {
-			// kine's defaults (WAL, busy timeout, immediate transactions) apply only to
-			// its default file; a DSN without parameters would run without them.
-			cfg.Endpoint += "?" + sqlite.DefaultParams
-		}
+		cfg.Endpoint = sqliteDSN(cfg.Endpoint)
 	}
 	s := &Server{socketDir: cfg.SocketDir, wg: &sync.WaitGroup{}}
 	if s.socketDir == "" {
@@ -160,13 +160,47 @@ func (s *Server) Close() {
 	})
 }
 
-// ensureSQLiteDir creates the directory of an SQLite database file, which SQLite does not.
+// durableSynchronous is the SQLite synchronous mode that syncs every commit to disk.
+const durableSynchronous = "_synchronous=FULL"
+
+// sqliteDSN completes an SQLite DSN. Without parameters it gets kine's defaults (WAL, busy
+// timeout, immediate transactions), which kine applies only to its own default file. And
+// it gets synchronous=FULL unless it names a synchronous mode itself: kine's defaults say
+// NORMAL, and NORMAL is also what both SQLite drivers' builds use in WAL mode, where it
+// does not sync a commit; a power cut then loses writes the clients were told had
+// succeeded (e2e TestPowerCut lost every acknowledged write that way).
+func sqliteDSN(dsn string) string {
+	base, params, _ := strings.Cut(dsn, "?")
+	var segs []string
+	if params == "" {
+		for _, seg := range strings.Split(sqlite.DefaultParams, "&") {
+			if !isSynchronousParam(seg) {
+				segs = append(segs, seg)
+			}
+		}
+	} else {
+		segs = strings.Split(params, "&")
+	}
+	if !slices.ContainsFunc(segs, isSynchronousParam) {
+		segs = append(segs, durableSynchronous)
+	}
+	return base + "?" + strings.Join(segs, "&")
+}
+
+// isSynchronousParam says whether a DSN parameter (key=value) sets the synchronous mode.
+func isSynchronousParam(seg string) bool {
+	key, _, _ := strings.Cut(seg, "=")
+	return key == "_synchronous" || key == "_sync"
+}
+
+// ensureSQLiteDir creates the directory of an SQLite database file, which SQLite does not,
+// durably (SQLite syncs the database's directory, not the directories above it).
 func ensureSQLiteDir(dsn string) error {
 	path, _, _ := strings.Cut(strings.TrimPrefix(dsn, "sqlite://"), "?")
 	if path == "" {
 		return fmt.Errorf("datastore endpoint %s: name the database file, e.g. sqlite:///var/lib/marina/state.db", dsn)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	if err := atomicfile.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("creating the directory of SQLite database %s: %w", path, err)
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/k3s-io/kine/pkg/drivers/sqlite"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -79,5 +80,25 @@ func TestSQLite(t *testing.T) {
 		if _, err := os.Stat(filepath.Dir(sock)); !os.IsNotExist(err) {
 			t.Errorf("socket directory left behind: %v", err)
 		}
+	}
+}
+
+// TestSQLiteDSNSyncsEveryCommit: an SQLite DSN runs with synchronous=FULL (every commit
+// synced) unless it names a mode itself; without parameters it also gets kine's other
+// defaults.
+func TestSQLiteDSNSyncsEveryCommit(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"sqlite:///x/state.db", "sqlite:///x/state.db?_journal_mode=WAL&_busy_timeout=30000&_txlock=immediate&_stmt_cache_size=20&cache=shared&_synchronous=FULL"},
+		{"sqlite:///x/state.db?_journal_mode=WAL", "sqlite:///x/state.db?_journal_mode=WAL&_synchronous=FULL"},
+		{"sqlite:///x/state.db?_journal_mode=WAL&_synchronous=NORMAL", "sqlite:///x/state.db?_journal_mode=WAL&_synchronous=NORMAL"},
+		{"sqlite:///x/state.db?_sync=OFF", "sqlite:///x/state.db?_sync=OFF"},
+	} {
+		if got := sqliteDSN(c.in); got != c.want {
+			t.Errorf("sqliteDSN(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+	// The first case spells out kine's defaults but synchronous: they are still kine's.
+	if want := "_journal_mode=WAL&_busy_timeout=30000&_synchronous=NORMAL&_txlock=immediate&_stmt_cache_size=20&cache=shared"; sqlite.DefaultParams != want {
+		t.Errorf("kine's SQLite defaults are now %q, not %q: update the first case", sqlite.DefaultParams, want)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/aagen-dev/aagen/runtime/atomicfile"
 	"github.com/aagen-dev/aagen/runtime/filelock"
 	"github.com/aagen-dev/aagen/runtime/socketdir"
 )
@@ -268,11 +269,11 @@ func lockDataDir(dir string) (*filelock.Lock, error) {
 	return lock, nil
 }
 
-// prepareDir creates the data directory if needed and checks that it is a
-// writable directory, so that etcd does not fail later in harder-to-read
-// ways.
+// prepareDir creates the data directory if needed (durably: atomicfile.MkdirAll) and
+// checks that it is a writable directory, so that etcd does not fail later in
+// harder-to-read ways.
 func prepareDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := atomicfile.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("etcd: cannot create data directory %q: %w; set Config.Dir to a directory this process can write", dir, err)
 	}
 	fi, err := os.Stat(dir)
@@ -406,6 +407,14 @@ func start(ctx context.Context, c completed, lock *filelock.Lock) (s *Server, ke
 		return fail(fmt.Errorf("etcd: start in %q cancelled before it became ready: %w", c.dir, ctx.Err()))
 	case <-timer.C:
 		return fail(fmt.Errorf("etcd: not ready after %s in %q; set Config.LogOutput and Config.LogLevel \"info\" to see why, or raise Config.ReadyTimeout", c.readyTimeout, c.dir))
+	}
+
+	// etcd creates its member directory without syncing the data directory (and its
+	// snapshot directory and database likewise): a power cut before the file system
+	// happens to write them would take the whole member. Sync them before the first
+	// write can be acknowledged (TestPowerCutKeepsAcknowledgedPuts).
+	if err := atomicfile.SyncTree(c.dir); err != nil {
+		return fail(fmt.Errorf("etcd: syncing its data directory %q: %w", c.dir, err))
 	}
 
 	// The directory already keeps others out; a private socket mode is a

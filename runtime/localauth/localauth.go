@@ -476,7 +476,7 @@ func writePair(certPath, keyPath string, p *certs.Pair) error {
 
 // prepareDir creates dir with mode 0700, or restricts an existing one to it.
 func prepareDir(dir string) error {
-	if err := os.MkdirAll(dir, dirMode); err != nil {
+	if err := atomicfile.MkdirAll(dir, dirMode); err != nil {
 		return fmt.Errorf("localauth: cannot create directory %q: %w; set Options.Dir to a directory this process can write", dir, err)
 	}
 	fi, err := os.Stat(dir)
