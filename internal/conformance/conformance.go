@@ -204,12 +204,7 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 			logf("%d/%d cases", i, len(b.cases))
 		}
 		a, cr := aagenSide.run(ctx, c), crdSide.run(ctx, c)
-		res.Cases++
-		if a.String() == cr.String() {
-			res.Equal++
-			continue
-		}
-		res.classify(c.ID(), a, cr, o.Intended)
+		res.compare(c.ID(), a, cr, o.Intended)
 	}
 	logf("sent in %s", time.Since(start).Round(time.Millisecond))
 	res.print(o.Out, b.cases, o.Intended)
@@ -226,10 +221,24 @@ func checkListed(listed []IntendedDifference) error {
 	return nil
 }
 
+// compare counts a case and records it as a difference when the answers differ, or when
+// the generated server's breaks a protocol rule (a WatchList without its
+// initial-events-end bookmark), even if the CRD's answer breaks it too.
+func (res *Result) compare(id string, a, cr answer, listed []IntendedDifference) {
+	res.Cases++
+	if a.String() == cr.String() && a.violation() == "" {
+		res.Equal++
+		return
+	}
+	res.classify(id, a, cr, listed)
+}
+
 // classify records a difference: listed when one listed difference names the case, or when
-// the rewrites of listed differences, together, make the answers equal.
+// the rewrites of listed differences, together, make the answers equal; a protocol
+// violation of the generated server is never listed.
 func (res *Result) classify(id string, a, cr answer, listed []IntendedDifference) {
 	d := Difference{ID: id, AAGen: a.String(), CRD: cr.String()}
+	violation := a.violation()
 	var reasons []string
 	for _, in := range listed {
 		if in.Case != "" && !regexp.MustCompile(in.Case).MatchString(id) {
@@ -246,7 +255,7 @@ func (res *Result) classify(id string, a, cr answer, listed []IntendedDifference
 			a, cr = na, nc
 		}
 	}
-	if len(reasons) > 0 && a.String() == cr.String() {
+	if len(reasons) > 0 && a.String() == cr.String() && violation == "" {
 		d.Listed = reasons
 		for _, n := range reasons {
 			res.ListedSeen[n]++
