@@ -48,9 +48,6 @@ var exampleKnownDifferences = []string{
 	`Dock | unknown field unknownField, fieldValidation=Strict | merge-patch`,
 	`Dock | unknown field spec.unknownField, fieldValidation=Strict | merge-patch`,
 	`Fleet | unknown field unknownField, fieldValidation=Strict | merge-patch`,
-	// Pages of a list.
-	`Boat | second page | list`,
-	`Dock | label selector conformance!=yes, limit=2 | list`,
 	// A spec change written through /status: the generated server warns about the unknown
 	// spec field it drops and answers "spec": {}.
 	`Fleet | status written through /status with a spec change | status update`,
