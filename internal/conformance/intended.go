@@ -121,6 +121,13 @@ var Intended = []IntendedDifference{
 		Case: `\| unknown field [\w.]+, fieldValidation=Strict \| merge-patch$`,
 	},
 	{
+		Name:  "unknown field outside status written through /status: warned",
+		Known: true,
+		Reason: "a write through /status decodes the whole body into the Go type, whose decoder warns about an unknown field " +
+			"under spec (which /status then drops); kube-apiserver's status handler of testdata/example's Fleet CRD does not warn about it",
+		Case: `\| status written through /status with a spec change \| status update$`,
+	},
+	{
 		Name: "watch from resourceVersion 1: too old depends on the server's history",
 		Reason: "which resourceVersions a watch can start from depends on each server's history: the generated server's etcd is " +
 			"its own, begun at revision 1, and its watch cache holds the events since it started, so a watch from 1 replays them; " +
