@@ -315,7 +315,16 @@ func describe(r *response) string {
 	} else if r.body == nil {
 		fmt.Fprintf(&b, " %q", strings.TrimSpace(r.raw))
 	} else if r.body["kind"] == "Status" && r.body["apiVersion"] == "v1" {
-		fmt.Fprintf(&b, " %v: %v", r.body["reason"], r.body["message"])
+		msg, _ := r.body["message"].(string)
+		if d, ok := r.body["details"].(map[string]any); ok && d["causes"] != nil {
+			// An Invalid's message lists its errors in the order validation found them,
+			// which follows Go map order on both servers; the causes below say the same,
+			// sorted.
+			if head, _, ok := strings.Cut(msg, " is invalid: ["); ok && strings.HasSuffix(msg, "]") {
+				msg = head + " is invalid: [the causes below]"
+			}
+		}
+		fmt.Fprintf(&b, " %v: %v", r.body["reason"], msg)
 		if d, ok := r.body["details"].(map[string]any); ok {
 			var causes []string
 			if cs, ok := d["causes"].([]any); ok {
