@@ -3,6 +3,8 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -11,46 +13,17 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
+	"github.com/aagen-dev/aagen/e2e/cluster"
 	"github.com/aagen-dev/aagen/generator"
 	"github.com/aagen-dev/aagen/internal/conformance"
+	"github.com/aagen-dev/aagen/runtime/etcd"
 )
 
 // exampleKnownDifferences are the differences between testdata/example's generated server and
 // controller-gen's CRD that aagen conformance finds and that are neither by design nor fixed
 // yet (not in conformance.Intended): the test asserts exactly this set, so a new difference
 // fails it, and so does one fixed without updating the list.
-var exampleKnownDifferences = []string{
-	// "" for a string without omitempty: the typed server reports spec.dock as Required
-	// (a Go zero value cannot be told from an absent field); the CRD accepts "".
-	`Boat | spec.dock Pattern=^[a-z0-9-]*$: "" | create`,
-	`Boat | spec.dock Pattern=^[a-z0-9-]*$: "" | update`,
-	`Boat | spec.dock Pattern=^[a-z0-9-]*$: "" | merge-patch`,
-	`Boat | spec.dock Pattern=^[a-z0-9-]*$: "" | json-patch`,
-	`Boat | spec.dock Pattern=^[a-z0-9-]*$: "" | apply`,
-	// A zero int32 without omitempty set on create: the generated server's managedFields
-	// leave f:berths out.
-	`Dock | spec.berths Minimum=0: 0 | create`,
-	// The /scale spec path below Minimum: the CRD adds a second cause from its scale
-	// validation (".spec.replicas: should be a non-negative integer").
-	`Fleet | spec.replicas Minimum=0: -1 | create`,
-	`Fleet | spec.replicas Minimum=0: -1 | update`,
-	`Fleet | spec.replicas Minimum=0: -1 | merge-patch`,
-	`Fleet | spec.replicas Minimum=0: -1 | json-patch`,
-	`Fleet | spec.replicas Minimum=0: -1 | apply`,
-	// An unknown field in a merge patch under fieldValidation=Strict: both refuse it, but
-	// the message quotes the patched object, serialized differently.
-	`Boat | unknown field unknownField, fieldValidation=Strict | merge-patch`,
-	`Boat | unknown field spec.unknownField, fieldValidation=Strict | merge-patch`,
-	`Dock | unknown field unknownField, fieldValidation=Strict | merge-patch`,
-	`Dock | unknown field spec.unknownField, fieldValidation=Strict | merge-patch`,
-	`Fleet | unknown field unknownField, fieldValidation=Strict | merge-patch`,
-	// Pages of a list.
-	`Boat | second page | list`,
-	`Dock | label selector conformance!=yes, limit=2 | list`,
-	// A spec change written through /status: the generated server warns about the unknown
-	// spec field it drops and answers "spec": {}.
-	`Fleet | status written through /status with a spec change | status update`,
-}
+var exampleKnownDifferences = []string{}
 
 // TestConformanceExample runs `aagen conformance` (package internal/conformance) on
 // testdata/example: the same corpus, derived from the types, is sent to the generated server
@@ -86,23 +59,13 @@ func TestConformanceExample(t *testing.T) {
 		if res.Cases < 300 {
 			t.Errorf("%d cases; want at least 300", res.Cases)
 		}
-		var got []string
-		for _, d := range res.Unlisted {
-			got = append(got, d.ID)
-		}
-		for _, id := range got {
-			if !slices.Contains(exampleKnownDifferences, id) {
-				t.Errorf("a difference neither listed nor known:\n%s", describeDifference(res, id))
-			}
-		}
-		for _, id := range exampleKnownDifferences {
-			if !slices.Contains(got, id) {
-				t.Errorf("the known difference %q is gone: take it off exampleKnownDifferences", id)
-			}
-		}
+		assertKnownDifferences(t, res, exampleKnownDifferences)
 		for _, name := range []string{"cluster scope from +genclient:nonNamespaced", "empty struct member", "list items without apiVersion and kind",
 			"status subresource without +kubebuilder:subresource:status", "managedFields: no \".\" entry for spec and status",
-			"list metadata without continue \"\"", "unsupported field selector message lists the supported ones"} {
+			"list metadata without continue \"\"", "unsupported field selector message lists the supported ones",
+			"managedFields: zero values sent on create not owned", "unknown field in a merge patch under Strict: the message quotes the patched object",
+			"unknown field outside status written through /status: warned",
+			"watch from resourceVersion 1: too old depends on the server's history"} {
 			if res.ListedSeen[name] == 0 {
 				t.Errorf("the listed difference %q was not seen", name)
 			}
@@ -151,4 +114,156 @@ func describeDifference(res *conformance.Result, id string) string {
 		}
 	}
 	return id
+}
+
+// conformanceInput is one API TestConformanceInputs runs the command on.
+type conformanceInput struct {
+	name string
+	// project returns the module's directory, ready as a user has it.
+	project  func(t *testing.T) string
+	patterns []string
+	// known names the file of e2e/conformance_known that lists, one case ID a line, the
+	// differences found on it that are neither fixed nor listed as intended (as
+	// exampleKnownDifferences for testdata/example): the gaps of aagen, or of the corpus,
+	// that these published APIs show and that are not fixed yet.
+	known string
+}
+
+// TestConformanceInputs runs `aagen conformance` on testdata/kbexample and on Gateway
+// API's apis/v1 taken unchanged from its module (as TestPublishedAPI serves it), on one
+// etcd and kube-apiserver that both runs share (their groups differ): each must send at
+// least 200 cases, and find no difference that is neither listed as intended nor one of
+// its known differences. The log prints each table's counts and how long each input took.
+func TestConformanceInputs(t *testing.T) {
+	skipShort(t)
+	root := repoRoot(t)
+	e, err := etcd.Start(context.Background(), etcd.Config{Dir: t.TempDir(), UnsafeNoFsync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Close() })
+	start := time.Now()
+	oracle := cluster.StartControlPlane(t, e.ClientURL()).Admin
+	t.Logf("etcd and kube-apiserver %s started (shared by the inputs) in %s", conformance.KubeVersion, time.Since(start).Round(time.Second))
+
+	for _, in := range []conformanceInput{
+		{name: "testdata/kbexample", patterns: []string{"./api/..."}, known: "kbexample.txt", project: func(t *testing.T) string {
+			dir := t.TempDir()
+			copyTree(t, filepath.Join(root, "testdata", "kbexample"), dir, nil)
+			return dir
+		}},
+		{name: "Gateway API " + gatewayAPI + " apis/v1", patterns: []string{"./apis/..."}, known: "gatewayapi.txt", project: func(t *testing.T) string {
+			dir, _ := gatewayAPIProject(t)
+			return dir
+		}},
+	} {
+		t.Run(in.name, func(t *testing.T) {
+			start := time.Now()
+			dir := in.project(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+			defer cancel()
+			var out, log bytes.Buffer
+			res, err := conformance.Run(ctx, conformance.Options{
+				Generate: generator.Options{Dir: dir, Patterns: in.patterns, Runtime: generator.RuntimeRef{Replace: root}},
+				BinDir:   filepath.Join(root, ".cache", "bin"),
+				Out:      &out, Log: &log,
+				Oracle: oracle,
+			})
+			if err != nil {
+				t.Fatalf("conformance: %v\n%s", err, log.String())
+			}
+			t.Logf("%s: %d cases, %d equal, %d different (%d listed, %d not listed), in %s", in.name, res.Cases, res.Equal, len(res.Differences),
+				len(res.Differences)-len(res.Unlisted), len(res.Unlisted), time.Since(start).Round(time.Second))
+			t.Logf("table:\n%s", out.String()[:strings.Index(out.String(), "\n\n")])
+			if res.Cases < 200 {
+				t.Errorf("%d cases; want at least 200", res.Cases)
+			}
+			data, err := os.ReadFile(filepath.Join(root, "e2e", "conformance_known", in.known))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var known []string
+			for _, line := range strings.Split(string(data), "\n") {
+				if line != "" && !strings.HasPrefix(line, "#") {
+					known = append(known, line)
+				}
+			}
+			assertKnownDifferences(t, res, known)
+		})
+	}
+}
+
+// assertKnownDifferences fails on a difference neither listed as intended nor in known,
+// and on a known one that is gone.
+func assertKnownDifferences(t *testing.T, res *conformance.Result, known []string) {
+	t.Helper()
+	var got []string
+	for _, d := range res.Unlisted {
+		got = append(got, d.ID)
+	}
+	for _, id := range got {
+		if !slices.Contains(known, id) {
+			t.Errorf("a difference neither listed nor known:\n%s", describeDifference(res, id))
+		} else {
+			t.Logf("known difference:\n%s", describeDifference(res, id))
+		}
+	}
+	for _, id := range known {
+		if !slices.Contains(got, id) {
+			t.Errorf("the known difference %q is gone: take it off the known differences", id)
+		}
+	}
+}
+
+// TestConformanceNewUser does what a new user does: aagen init, aagen create api, a few
+// validation markers added to the scaffolded spec, then aagen conformance with no other
+// step (no generate, no go mod tidy). The command must run to its table, printing progress on
+// the way; it may exit non-zero only for differences it names in the table.
+func TestConformanceNewUser(t *testing.T) {
+	skipShort(t)
+	root := repoRoot(t)
+	bin := aagen(t)
+	dir := t.TempDir()
+	run(t, dir, bin, "init", "--domain", "example.com", "--module", "example.com/shipyard")
+	run(t, dir, bin, "create", "api", "--group", "ships", "--version", "v1alpha1", "--kind", "Frigate", "--status")
+	types := filepath.Join(dir, "pkg", "apis", "ships", "v1alpha1", "frigate_types.go")
+	src, err := os.ReadFile(types)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const anchor = "type FrigateSpec struct {\n"
+	if !strings.Contains(string(src), anchor) {
+		t.Fatalf("%s has no %q:\n%s", types, anchor, src)
+	}
+	fields := "\t// Captain is the name of the frigate's captain.\n\t// +optional\n\t// +kubebuilder:validation:MinLength=2\n\t// +kubebuilder:validation:MaxLength=20\n" +
+		"\t// +kubebuilder:validation:Pattern=`^[A-Z][a-z]+$`\n\tCaptain string `json:\"captain,omitempty\"`\n\n" +
+		"\t// Guns is the number of guns aboard.\n\t// +optional\n\t// +kubebuilder:validation:Minimum=0\n\t// +kubebuilder:validation:Maximum=60\n\tGuns int32 `json:\"guns,omitempty\"`\n\n" +
+		"\t// Rig is how the frigate is rigged.\n\t// +optional\n\t// +kubebuilder:validation:Enum=ship;barque\n\t// +kubebuilder:default=ship\n\tRig string `json:\"rig,omitempty\"`\n\n" +
+		"\t// Ports are the ports the frigate may call at.\n\t// +optional\n\t// +listType=set\n\t// +kubebuilder:validation:MaxItems=3\n\tPorts []string `json:\"ports,omitempty\"`\n\n"
+	if err := os.WriteFile(types, []byte(strings.Replace(string(src), anchor, anchor+fields, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	start := time.Now()
+	cmd := exec.Command(bin, "conformance", "--bin-dir", filepath.Join(root, ".cache", "bin"), "./pkg/apis/...")
+	cmd.Dir = dir
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err = cmd.Run()
+	t.Logf("aagen conformance in %s; progress:\n%s", time.Since(start).Round(time.Second), stderr.String())
+	t.Logf("table:\n%s", stdout.String())
+	for _, want := range []string{"aagen conformance: writing CRDs with controller-gen", "aagen conformance: building", "aagen conformance: sending"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("no progress line %q", want)
+		}
+	}
+	if !strings.HasPrefix(stdout.String(), "KIND ") || !strings.Contains(stdout.String(), "\nFrigate ") || !strings.Contains(stdout.String(), "\nTOTAL ") {
+		t.Errorf("the command did not print its table with a row for Frigate")
+	}
+	// The types above hold what a new user writes, and what the command is for: Guns, an
+	// int32 with omitempty, cannot hold an explicit 0 (Go drops it on encoding), where the
+	// CRD keeps "guns": 0; such differences make the command exit non-zero, naming them.
+	if err != nil && !strings.Contains(stderr.String(), "difference(s) between the generated server and the CRD not listed as intended") {
+		t.Errorf("aagen conformance: %v", err)
+	}
 }

@@ -24,31 +24,7 @@ const gatewayAPI = "sigs.k8s.io/gateway-api@v1.6.3"
 // Gateway and an HTTPRoute are created and read back with the defaults of their markers.
 func TestPublishedAPI(t *testing.T) {
 	skipShort(t)
-	modDir := downloadModule(t, gatewayAPI)
-	dir := t.TempDir()
-	run(t, dir, aagen(t), "init", "--domain", "example.com", "--module", "example.com/gatewayapi")
-	src := filepath.Join(modDir, "apis", "v1")
-	dst := filepath.Join(dir, "apis", "v1")
-	if err := os.MkdirAll(dst, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	entries, err := os.ReadDir(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		if e.IsDir() || !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(src, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dst, e.Name()), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	run(t, dir, "go", "mod", "tidy")
+	dir, modDir := gatewayAPIProject(t)
 	// generate first, on its own: what it still refuses is reported with its own message.
 	run(t, dir, aagen(t), "generate", "./apis/...")
 	up := startUpPattern(t, dir, "./apis/...", 20*time.Minute)
@@ -110,4 +86,38 @@ func downloadModule(t *testing.T, modVersion string) string {
 		t.Fatalf("go mod download %s: %v %s\n%s", modVersion, err, mod.Error, out)
 	}
 	return mod.Dir
+}
+
+// gatewayAPIProject makes the project TestPublishedAPI and TestConformanceInputs serve: a
+// new project (aagen init) holding Gateway API's apis/v1, its Go files copied unchanged
+// from its module (the module cache, filled through the module proxy), and go mod tidy.
+// It returns the project's directory and the module's.
+func gatewayAPIProject(t *testing.T) (dir, modDir string) {
+	t.Helper()
+	modDir = downloadModule(t, gatewayAPI)
+	dir = t.TempDir()
+	run(t, dir, aagen(t), "init", "--domain", "example.com", "--module", "example.com/gatewayapi")
+	src := filepath.Join(modDir, "apis", "v1")
+	dst := filepath.Join(dir, "apis", "v1")
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dst, e.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run(t, dir, "go", "mod", "tidy")
+	return dir, modDir
 }

@@ -136,11 +136,10 @@ func (b *builder) kindCases(t *target) {
 	lmd["labels"] = map[string]any{"conformance": "yes"}
 	add("labelled", "create", post(lbl, ""))
 	add("label selector conformance=yes", "list", Step{Method: "GET", Path: coll, Query: "labelSelector=conformance%3Dyes"})
-	add("label selector conformance!=yes, limit=2", "list", Step{Method: "GET", Path: coll, Query: "labelSelector=conformance%21%3Dyes&limit=2"})
 	add("invalid label selector", "list", Step{Method: "GET", Path: coll, Query: "labelSelector=%3D%3D%3D"})
 	add("field selector metadata.name=cf-labelled", "list", Step{Method: "GET", Path: coll, Query: "fieldSelector=metadata.name%3Dcf-labelled"})
 	add("unsupported field selector", "list", Step{Method: "GET", Path: coll, Query: "fieldSelector=spec.nothing%3Dx"})
-	add("second page", "list", Step{Method: "GET", Path: coll, Query: "limit=1"}, Step{Method: "GET", Path: coll, Query: "limit=1", ContinueFromPrevious: true})
+	b.watchCases(t, add, post)
 	add("deletecollection conformance=yes", "deletecollection", Step{Method: "DELETE", Path: coll, Query: "labelSelector=conformance%3Dyes"})
 	add("after deletecollection", "list", Step{Method: "GET", Path: coll, Query: "labelSelector=conformance%3Dyes"})
 }
@@ -168,4 +167,57 @@ func (b *builder) statusValue(t *target) any {
 		return st
 	}
 	return nil
+}
+
+// watchCases are the cases of watches, resourceVersions and pages, on objects of their
+// own (labelled, so that what other cases leave in the collection does not count): a
+// watch from the resourceVersion of a write, a WatchList and its initial-events-end
+// bookmark, a watch from a resourceVersion too old, lists at an exact resourceVersion and
+// not older than one, and three pages of one object (and a set-based selector with a limit).
+func (b *builder) watchCases(t *target, add func(name, opName string, steps ...Step), post func(map[string]any, string) Step) {
+	coll := t.collection(b.ns)
+	labelled := func(name, key string) map[string]any {
+		o := t.object(name, b.ns)
+		o["metadata"].(map[string]any)["labels"] = map[string]any{key: "yes"}
+		return o
+	}
+	const watched = "labelSelector=conformance-watch%3Dyes"
+	annotate := Step{Method: "PATCH", Path: coll + "/cf-w-a", ContentType: "application/merge-patch+json",
+		Body: jsonBody(map[string]any{"metadata": map[string]any{"annotations": map[string]any{"conformance": "changed"}}})}
+	add("watch from the resourceVersion of a create", "watch", post(labelled("cf-w-a", "conformance-watch"), ""), annotate,
+		post(labelled("cf-w-b", "conformance-watch"), ""),
+		Step{Method: "GET", Path: coll, Query: "watch=true&" + watched, ResourceVersionFrom: 1, Watch: &WatchRead{Events: 2}})
+	add("WatchList: sendInitialEvents=true, resourceVersionMatch=NotOlderThan, allowWatchBookmarks=true", "watch", watchListStep(coll, watched))
+	add("sendInitialEvents=true without resourceVersionMatch", "watch",
+		Step{Method: "GET", Path: coll, Query: "watch=true&sendInitialEvents=true&" + watched, Watch: &WatchRead{InitialEventsEnd: true}})
+	add("watch from resourceVersion 1 (too old)", "watch", Step{Method: "GET", Path: coll, Query: "watch=true&resourceVersion=1&" + watched, Watch: &WatchRead{Events: 1}})
+	add("list at the exact resourceVersion of a create (deleted since)", "list", post(labelled("cf-w-c", "conformance-watch"), ""),
+		Step{Method: "DELETE", Path: coll + "/cf-w-c"},
+		Step{Method: "GET", Path: coll, Query: "resourceVersionMatch=Exact&" + watched, ResourceVersionFrom: 1})
+	add("list not older than the resourceVersion of a list", "list", Step{Method: "GET", Path: coll, Query: watched},
+		Step{Method: "GET", Path: coll, Query: "resourceVersionMatch=NotOlderThan&" + watched, ResourceVersionFrom: 1})
+	add("list at resourceVersion 0 (any)", "list", Step{Method: "GET", Path: coll, Query: "resourceVersion=0&" + watched})
+	add("resourceVersionMatch=Exact without resourceVersion", "list", Step{Method: "GET", Path: coll, Query: "resourceVersionMatch=Exact&" + watched})
+	add("invalid continue token", "list", Step{Method: "GET", Path: coll, Query: "limit=1&continue=not-a-token&" + watched})
+
+	const paged = "labelSelector=conformance-page%3Dyes&limit=1"
+	add("objects to page through", "create", post(labelled("cf-p-1", "conformance-page"), ""), post(labelled("cf-p-2", "conformance-page"), ""),
+		post(labelled("cf-p-3", "conformance-page"), ""))
+	page := Step{Method: "GET", Path: coll, Query: paged}
+	next := Step{Method: "GET", Path: coll, Query: paged, ContinueFromPrevious: true}
+	add("page 1 of 3, limit=1", "list", page)
+	add("page 2 of 3, limit=1", "list", page, next)
+	add("page 3 of 3, limit=1", "list", page, next, next)
+	add("label selector conformance-page=yes,conformance!=yes, limit=2", "list", Step{Method: "GET", Path: coll, Query: "labelSelector=conformance-page%3Dyes%2Cconformance%21%3Dyes&limit=2"})
+	add("continue with a resourceVersion", "list", page,
+		Step{Method: "GET", Path: coll, Query: paged + "&resourceVersion=1", ContinueFromPrevious: true})
+}
+
+// watchListStep is a WatchList of the collection at path coll (a watch with
+// sendInitialEvents=true, resourceVersionMatch=NotOlderThan and bookmarks, as an informer
+// that lists by watching sends it) with the query selector: its initial events must end with
+// the initial-events-end bookmark.
+func watchListStep(coll, selector string) Step {
+	return Step{Method: "GET", Path: coll, Query: "watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&" + selector,
+		Watch: &WatchRead{InitialEventsEnd: true}}
 }

@@ -1,6 +1,10 @@
 package conformance
 
-import "testing"
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
 
 // TestIntendedCasesCompile: every listed difference's Case is a regular expression, so a
 // bad one fails here and not after a run's minutes of building; a bad one is refused.
@@ -10,5 +14,35 @@ func TestIntendedCasesCompile(t *testing.T) {
 	}
 	if err := checkListed([]IntendedDifference{{Name: "broken", Case: "Boat | ("}}); err == nil {
 		t.Fatal("a Case that does not compile was accepted")
+	}
+}
+
+// TestZeroValuesOwnedOnCreate: the rewrite of "managedFields: zero values sent on create not
+// owned" makes a CRD's answer, whose manager owns a 0 and an "" it was sent, equal to the
+// generated server's, whose manager does not, and leaves owned non-zero members alone.
+func TestZeroValuesOwnedOnCreate(t *testing.T) {
+	answer := func(fields string) map[string]any {
+		var o map[string]any
+		body := `{"metadata":{"managedFields":[{"manager":"m","fieldsV1":` + fields + `}]},"spec":{"berths":0,"dock":"","depth":"3m","sub":{"n":0}}}`
+		if err := json.Unmarshal([]byte(body), &o); err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	crd := answer(`{"f:spec":{"f:berths":{},"f:dock":{},"f:depth":{},"f:sub":{"f:n":{}}}}`)
+	aagen := answer(`{"f:spec":{"f:depth":{}}}`)
+	var rewrite func(map[string]any, bool)
+	for _, in := range Intended {
+		if in.Name == "managedFields: zero values sent on create not owned" {
+			rewrite = in.Rewrite
+		}
+	}
+	rewrite(crd, false)
+	rewrite(aagen, true)
+	if a, c := string(jsonBody(aagen)), string(jsonBody(crd)); a != c {
+		t.Errorf("after the rewrite:\naagen: %s\ncrd:   %s", a, c)
+	}
+	if !strings.Contains(string(jsonBody(crd)), `"f:depth":{}`) {
+		t.Errorf("the rewrite dropped a non-zero member: %s", jsonBody(crd))
 	}
 }

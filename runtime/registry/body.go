@@ -76,6 +76,10 @@ type BodyReport struct {
 	// status excepted): validation demands nothing of them unless something after decoding
 	// (a hook) gave them a required value.
 	AbsentObjects [][]string
+	// Read is set when Absent and AbsentObjects were read from the body (a JSON or YAML
+	// create or update of a kind whose schema needs it): a field they do not list was
+	// sent, so an empty string there is a value the client set, not decoding's zero value.
+	Read bool
 }
 
 var _ BodyInspector = &REST{}
@@ -154,6 +158,7 @@ func (r *REST) InspectBody(version string, body []byte, format BodyFormat, opts 
 	}
 	if opts.Absent && v.presence() {
 		out.Absent, out.AbsentObjects = absences(obj, v.structural, nil, true)
+		out.Read = true
 	}
 	return out
 }
@@ -306,8 +311,9 @@ func stringMap(v any) (map[string]string, bool) {
 	return out, true
 }
 
-// hasHiddenRequired reports whether s has, anywhere, a required property that is not a
-// string and has no default other than its zero value.
+// hasHiddenRequired reports whether s has, anywhere, a required property with no default
+// other than its zero value: decoding leaves the zero value (0, false, "") both where the
+// body sent it and where it left the field out.
 func hasHiddenRequired(s *structuralschema.Structural) bool {
 	if s == nil {
 		return false
@@ -315,7 +321,7 @@ func hasHiddenRequired(s *structuralschema.Structural) bool {
 	if s.ValueValidation != nil {
 		for _, name := range s.ValueValidation.Required {
 			p, ok := s.Properties[name]
-			if ok && p.Type != "string" && (p.Default.Object == nil || zeroJSON(p.Default.Object)) {
+			if ok && (p.Default.Object == nil || zeroJSON(p.Default.Object)) {
 				return true
 			}
 		}

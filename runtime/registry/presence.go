@@ -22,12 +22,14 @@ import (
 // holds only because a Go value cannot be absent, so that the schema sees the object as a
 // CRD sees the JSON a client sent:
 //
-//   - the empty string in a required string field that is not a pointer: it reads as unset,
-//     and a CRD-identical "Required value" is reported (Go cannot tell "" sent from a field
-//     left out; as in k8s.io/api's own validation, a required string is never empty).
-//     A field whose own constraints refuse "" (minLength, enum, pattern) keeps it, so that
-//     the error names the constraint, as a CRD's does for a "" sent. Numbers and booleans keep their zero value, which clients do set (0 replicas,
-//     false): make such a field a pointer for a missing one to be reported;
+//   - unless bodyKnown (the request's body was read: its absences say which fields it left
+//     out, and dropAbsent removes those), the empty string in a required string field
+//     that is not a pointer: it reads as unset, and a CRD-identical "Required value" is
+//     reported (Go cannot tell "" sent from a field left out; as in k8s.io/api's own
+//     validation, a required string is never empty). A field whose own constraints refuse
+//     "" (minLength, enum, pattern) keeps it, so that the error names the constraint, as a
+//     CRD's does for a "" sent. Numbers and booleans keep their zero value, which clients do
+//     set (0 replicas, false): their absence is known only from the body;
 //   - a struct field holding its zero value that is optional (omitempty), or the top-level
 //     status: a parent that is absent has no required fields (a status nobody has written
 //     yet, an optional struct left out). The other top-level fields (the spec) are always
@@ -35,7 +37,7 @@ import (
 //
 // Types with their own JSON form (metav1.Time, resource.Quantity, IntOrString,
 // RawExtension) are left as they are. Unstructured objects have nothing to drop.
-func dropUnset(obj runtime.Object, u map[string]any, s *structuralschema.Structural) {
+func dropUnset(obj runtime.Object, u map[string]any, s *structuralschema.Structural, bodyKnown bool) {
 	if _, ok := obj.(runtime.Unstructured); ok {
 		return
 	}
@@ -47,7 +49,7 @@ func dropUnset(obj runtime.Object, u map[string]any, s *structuralschema.Structu
 		v = v.Elem()
 	}
 	if v.Kind() == reflect.Struct {
-		dropUnsetFields(v, u, s, true)
+		dropUnsetFields(v, u, s, true, bodyKnown)
 	}
 }
 
@@ -62,7 +64,7 @@ func ownJSON(t reflect.Type) bool {
 		t.Implements(textMarshaler) || reflect.PointerTo(t).Implements(textMarshaler)
 }
 
-func dropUnsetFields(v reflect.Value, u map[string]any, s *structuralschema.Structural, top bool) {
+func dropUnsetFields(v reflect.Value, u map[string]any, s *structuralschema.Structural, top, bodyKnown bool) {
 	t := v.Type()
 	for i := range t.NumField() {
 		f := t.Field(i)
@@ -83,7 +85,7 @@ func dropUnsetFields(v reflect.Value, u map[string]any, s *structuralschema.Stru
 				fv = fv.Elem()
 			}
 			if fv.Kind() == reflect.Struct && !ownJSON(fv.Type()) {
-				dropUnsetFields(fv, u, s, top)
+				dropUnsetFields(fv, u, s, top, bodyKnown)
 			}
 			continue
 		}
@@ -106,7 +108,7 @@ func dropUnsetFields(v reflect.Value, u map[string]any, s *structuralschema.Stru
 		omitempty := slices.Contains(strings.Split(opts, ","), "omitempty")
 		switch fv.Kind() {
 		case reflect.String:
-			if fv.Len() == 0 && required(s, name) && !ownJSON(fv.Type()) && !rejectsEmpty(prop) {
+			if !bodyKnown && fv.Len() == 0 && required(s, name) && !ownJSON(fv.Type()) && !rejectsEmpty(prop) {
 				delete(u, name)
 			}
 		case reflect.Struct:
@@ -118,14 +120,14 @@ func dropUnsetFields(v reflect.Value, u map[string]any, s *structuralschema.Stru
 				continue
 			}
 			if m, ok := val.(map[string]any); ok {
-				dropUnsetFields(fv, m, prop, false)
+				dropUnsetFields(fv, m, prop, false, bodyKnown)
 			}
 		case reflect.Pointer:
 			if fv.IsNil() || fv.Elem().Kind() != reflect.Struct || ownJSON(fv.Elem().Type()) {
 				continue
 			}
 			if m, ok := val.(map[string]any); ok {
-				dropUnsetFields(fv.Elem(), m, prop, false)
+				dropUnsetFields(fv.Elem(), m, prop, false, bodyKnown)
 			}
 		case reflect.Slice:
 			items, ok := val.([]any)
@@ -137,7 +139,7 @@ func dropUnsetFields(v reflect.Value, u map[string]any, s *structuralschema.Stru
 				itemSchema = prop.Items
 			}
 			for j := range items {
-				dropUnsetElem(fv.Index(j), items[j], itemSchema)
+				dropUnsetElem(fv.Index(j), items[j], itemSchema, bodyKnown)
 			}
 		case reflect.Map:
 			m, ok := val.(map[string]any)
@@ -151,7 +153,7 @@ func dropUnsetFields(v reflect.Value, u map[string]any, s *structuralschema.Stru
 			iter := fv.MapRange()
 			for iter.Next() {
 				if ev, ok := m[iter.Key().String()]; ok {
-					dropUnsetElem(iter.Value(), ev, valueSchema)
+					dropUnsetElem(iter.Value(), ev, valueSchema, bodyKnown)
 				}
 			}
 		}
@@ -159,7 +161,7 @@ func dropUnsetFields(v reflect.Value, u map[string]any, s *structuralschema.Stru
 }
 
 // dropUnsetElem applies dropUnset to one element of a list or map that is a struct.
-func dropUnsetElem(ev reflect.Value, val any, s *structuralschema.Structural) {
+func dropUnsetElem(ev reflect.Value, val any, s *structuralschema.Structural, bodyKnown bool) {
 	if ev.Kind() == reflect.Pointer {
 		if ev.IsNil() {
 			return
@@ -170,7 +172,7 @@ func dropUnsetElem(ev reflect.Value, val any, s *structuralschema.Structural) {
 		return
 	}
 	if m, ok := val.(map[string]any); ok {
-		dropUnsetFields(ev, m, s, false)
+		dropUnsetFields(ev, m, s, false, bodyKnown)
 	}
 }
 
@@ -210,6 +212,28 @@ func WithAbsentFields(ctx context.Context, paths [][]string) context.Context {
 		return ctx
 	}
 	return context.WithValue(ctx, absentFieldsKey{}, paths)
+}
+
+// bodyReadKey is the context key that marks a create's or update's body as read.
+type bodyReadKey struct{}
+
+// WithBodyRead returns ctx marking that the body of a create or update was read for its
+// absences (BodyReport.Read): the required fields it left out are those WithAbsentFields
+// carries, so an empty string in another required field was sent, and is validated as
+// a CRD validates "" (accepted unless a constraint refuses it).
+func WithBodyRead(ctx context.Context) context.Context {
+	return context.WithValue(ctx, bodyReadKey{}, true)
+}
+
+func bodyRead(ctx context.Context) bool {
+	read, _ := ctx.Value(bodyReadKey{}).(bool)
+	return read
+}
+
+// hasPatch reports whether ctx carries a patch's body (WithPatch).
+func hasPatch(ctx context.Context) bool {
+	_, ok := ctx.Value(patchKey{}).(patchBody)
+	return ok
 }
 
 // absentObjectsKey is the context key of the optional objects a request's body left out.

@@ -235,3 +235,52 @@ func TestAbsencesOfPatches(t *testing.T) {
 		t.Errorf("a create with an empty spec: %v; want 4 errors", errs)
 	}
 }
+
+// TestEmptyStringSentOrLeftOut checks that, once the body of a create was read
+// (WithBodyRead), an empty string sent in a required string field is validated as a CRD
+// validates "" (accepted by a schema that allows it, refused by a minLength), while the
+// same field left out is "Required value": the typed object holds "" in both cases.
+func TestEmptyStringSentOrLeftOut(t *testing.T) {
+	v, err := newSchemaValidator(&Schema{Definitions: presenceDefs, Name: "com.example.v1.Widget"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, body string
+		obj        *presenceWidget // as decoded
+		want       []string
+	}{
+		{"both sent empty", `{"spec":{"dock":"","code":"","size":0,"enabled":false}}`, &presenceWidget{},
+			[]string{`spec.code: Invalid value: "": spec.code in body should be at least 1 chars long`}},
+		{"dock left out", `{"spec":{"code":"n","size":0,"enabled":false}}`, &presenceWidget{Spec: presenceSpec{Code: "n"}}, []string{"spec.dock: Required value"}},
+		{"code left out", `{"spec":{"dock":"","size":0,"enabled":false}}`, &presenceWidget{}, []string{"spec.code: Required value"}},
+	} {
+		var body map[string]any
+		if err := json.Unmarshal([]byte(c.body), &body); err != nil {
+			t.Fatal(err)
+		}
+		fields, objects := absences(body, v.structural, nil, true)
+		ctx := WithBodyRead(WithAbsentObjects(WithAbsentFields(context.Background(), fields), objects))
+		var got []string
+		for _, e := range v.validate(ctx, c.obj, nil) {
+			got = append(got, e.Error())
+		}
+		if messages(got) != messages(c.want) {
+			t.Errorf("%s:\n%s\nwant:\n%s", c.name, messages(got), messages(c.want))
+		}
+	}
+	// A merge patch that sends "" keeps it; one that removes the field leaves it absent.
+	old := &presenceWidget{Spec: presenceSpec{Dock: "north", Code: "n"}}
+	for patch, want := range map[string][]string{
+		`{"spec":{"dock":""}}`:   nil,
+		`{"spec":{"dock":null}}`: {"spec.dock: Required value"},
+	} {
+		var got []string
+		for _, e := range v.validate(WithPatch(context.Background(), mediaMergePatch, []byte(patch)), &presenceWidget{Spec: presenceSpec{Code: "n"}}, old) {
+			got = append(got, e.Error())
+		}
+		if messages(got) != messages(want) {
+			t.Errorf("merge patch %s:\n%s\nwant:\n%s", patch, messages(got), messages(want))
+		}
+	}
+}

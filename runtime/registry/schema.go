@@ -53,9 +53,9 @@ type schemaValidator struct {
 	structural *structuralschema.Structural
 	validator  apiextensionsvalidation.SchemaValidator
 	cel        *cel.Validator // nil without CEL rules
-	// hiddenRequired is set when the schema has a required property that is not a string
-	// and has no default: one decoding cannot tell apart from its zero value, so a body
-	// that leaves it out must be read (BodyInspector).
+	// hiddenRequired is set when the schema has a required property without a default:
+	// one decoding cannot tell apart from its zero value (0, false, ""), so a body that
+	// leaves it out must be read (BodyInspector).
 	hiddenRequired bool
 	// optionalRequired is set when the schema has an optional object (a struct) with
 	// required properties: decoding cannot tell it absent, where a CRD demands nothing of
@@ -190,14 +190,17 @@ func (v *schemaValidator) validate(ctx context.Context, obj, old runtime.Object)
 	}
 	// A typed object has nulls for nil pointers, slices and maps without omitempty, and
 	// zero values where a request left fields out; drop them, so that the schema sees
-	// what a CRD would (see dropUnset).
-	dropUnset(obj, u, v.structural)
+	// what a CRD would (see dropUnset). When the request's body was read (a create's or
+	// update's, or a patch), the absences below say which fields it left out, and an
+	// empty string elsewhere was sent.
+	bodyKnown := v.presence() && (bodyRead(ctx) || hasPatch(ctx))
+	dropUnset(obj, u, v.structural, bodyKnown)
 	var ou map[string]any
 	if old != nil {
 		if ou, err = schemaInput(old); err != nil {
 			return field.ErrorList{field.InternalError(nil, err)}
 		}
-		dropUnset(old, ou, v.structural)
+		dropUnset(old, ou, v.structural, false)
 	}
 	if v.presence() {
 		// What the request left out (a create's or update's body) or what is absent from the

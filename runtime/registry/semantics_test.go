@@ -357,3 +357,27 @@ func TestScaleManagedFields(t *testing.T) {
 func schemaGV(group, version string) schema.GroupVersion {
 	return schema.GroupVersion{Group: group, Version: version}
 }
+
+// TestScaleSpecValidated: the spec replicas of a kind with /scale are checked on every
+// create and update of the object, as kube-apiserver checks a custom resource's: a
+// negative value is invalid at the SpecReplicasPath, with the CRD's message, whatever the
+// schema says; unset replicas are not checked.
+func TestScaleSpecValidated(t *testing.T) {
+	s := newStrategy(runtime.NewScheme(), widgetResource(), hooks[*widget]{}, nil)
+	ctx := context.Background()
+	named := func(replicas *int32) *widget {
+		return &widget{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns", ResourceVersion: "1"}, Spec: widgetSpec{Replicas: replicas}}
+	}
+	const want = ".spec.replicas: Invalid value: -1: should be a non-negative integer"
+	if errs := s.Validate(ctx, named(int32p(-1))); len(errs) != 1 || errs[0].Error() != want {
+		t.Errorf("create with -1 replicas: %v; want %q", errs, want)
+	}
+	if errs := s.ValidateUpdate(ctx, named(int32p(-1)), named(int32p(1))); len(errs) != 1 || errs[0].Error() != want {
+		t.Errorf("update to -1 replicas: %v; want %q", errs, want)
+	}
+	for _, r := range []*int32{nil, int32p(0), int32p(3)} {
+		if errs := s.Validate(ctx, named(r)); len(errs) != 0 {
+			t.Errorf("create with replicas %v: %v", r, errs)
+		}
+	}
+}

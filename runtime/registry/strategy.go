@@ -71,6 +71,7 @@ func (s *strategy[T]) Validate(ctx context.Context, obj runtime.Object) field.Er
 		apimachineryvalidation.NameIsDNSSubdomain, field.NewPath("metadata"))
 	errs = append(errs, objectMetadataCounts(objectMeta(o), nil)...)
 	errs = append(errs, s.schema.validate(ctx, o, nil)...)
+	errs = append(errs, s.validateScaleSpec(o)...)
 	if s.hooks.validate != nil {
 		errs = append(errs, s.hooks.validate.Validate(ctx, o)...)
 	}
@@ -82,6 +83,7 @@ func (s *strategy[T]) ValidateUpdate(ctx context.Context, obj, old runtime.Objec
 	errs := apimachineryvalidation.ValidateObjectMetaAccessorUpdate(objectMeta(o), objectMeta(prev), field.NewPath("metadata"))
 	errs = append(errs, objectMetadataCounts(objectMeta(o), objectMeta(prev))...)
 	errs = append(errs, s.schema.validate(ctx, o, prev)...)
+	errs = append(errs, s.validateScaleSpec(o)...)
 	if s.hooks.validate != nil {
 		errs = append(errs, s.hooks.validate.Validate(ctx, o)...)
 	}
@@ -89,6 +91,20 @@ func (s *strategy[T]) ValidateUpdate(ctx context.Context, obj, old runtime.Objec
 		errs = append(errs, s.hooks.validateUpdate.ValidateUpdate(ctx, o, prev)...)
 	}
 	return errs
+}
+
+// validateScaleSpec checks the spec replicas of a kind with the /scale subresource as
+// kube-apiserver checks a custom resource's (ValidateScaleSpec of apiextensions-apiserver):
+// a negative value is invalid at the path SpecReplicasPath names, whatever the schema
+// says. Values above MaxInt32, its other check, do not fit the int32 field.
+func (s *strategy[T]) validateScaleSpec(o T) field.ErrorList {
+	if s.res.Scale == nil {
+		return nil
+	}
+	if n, ok := s.res.Scale.SpecReplicas(o); ok && n < 0 {
+		return field.ErrorList{field.Invalid(field.NewPath(s.res.Scale.SpecReplicasPath), int64(n), "should be a non-negative integer")}
+	}
+	return nil
 }
 
 func (s *strategy[T]) WarningsOnCreate(ctx context.Context, obj runtime.Object) []string {

@@ -108,6 +108,9 @@ func withBodyInspection(h http.Handler, inspectors bodyInspectors, codecs runtim
 			return
 		}
 		ctx = registry.WithAbsentObjects(registry.WithAbsentFields(ctx, report.Absent), report.AbsentObjects)
+		if report.Read {
+			ctx = registry.WithBodyRead(ctx)
+		}
 		h.ServeHTTP(w, req.WithContext(ctx))
 	})
 }
