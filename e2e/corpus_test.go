@@ -49,6 +49,9 @@ type corpusPackage struct {
 type corpusObject struct {
 	// File is a module-relative path, in the package's module or in FileModule.
 	File, FileModule string
+	// Doc is the index of the object's YAML document in File, counting the non-empty
+	// documents separated by "---" lines.
+	Doc int
 	// RoundTrip says File is a round-trip fixture: its metadata is a round trip's (uid,
 	// resourceVersion, managedFields, a deletion timestamp) and is replaced.
 	RoundTrip bool
@@ -73,19 +76,18 @@ const (
 
 // The refusals of today, each the message its check gives.
 const (
-	refusedVarGroupName       = "declares GroupName, but not as the constant"
-	refusedHyphenGroup        = "it cannot contain '-'"
-	refusedDefaultNoOmitempty = "the field has no omitempty, so it is always set and a default never applies"
-	refusedRecursive          = "OpenAPI schemas of Kubernetes APIs cannot be recursive"
-	refusedNoKinds            = "but no kinds"
-	refusedNoAPIPackage       = "no API types packages"
+	refusedRecursive    = "OpenAPI schemas of Kubernetes APIs cannot be recursive"
+	refusedNoKinds      = "but no kinds"
+	refusedNoAPIPackage = "no API types packages"
 )
 
 // corpus is the list TestCorpus serves or expects refused.
 func corpus() []corpusPackage {
-	openshift := func(group string) corpusPackage {
+	// openshift is an openshift/api group (declared with var GroupName), served with a
+	// minimal valid object of one of its kinds (openshift/api ships no example manifests).
+	openshift := func(group string, namespaced bool, manifest string) corpusPackage {
 		return corpusPackage{Name: "openshift/api " + group + "/v1", Module: corpusOpenShift, Pkgs: []string{group + "/v1"},
-			Refused: refusedVarGroupName, Item: "issue 25: var GroupName"}
+			Objects: []corpusObject{{Namespaced: namespaced, Manifest: manifest}}}
 	}
 	return []corpusPackage{
 		{Name: "k8s.io/metrics metrics/v1beta1", Module: corpusMetrics,
@@ -109,28 +111,48 @@ func corpus() []corpusPackage {
 			Objects: []corpusObject{{Manifest: `{"apiVersion":"samples.operator.openshift.io/v1","kind":"Config","metadata":{"name":"cluster"},
 				"spec":{"managementState":"Managed","samplesRegistry":"registry.example.com","architectures":["x86_64"],"skippedImagestreams":["jenkins"]}}`}}},
 
-		openshift("route"),
-		openshift("apps"),
-		openshift("project"),
-		openshift("template"),
-		openshift("user"),
-		openshift("image"),
-		openshift("security"),
+		openshift("route", true, `{"apiVersion":"route.openshift.io/v1","kind":"Route","metadata":{"name":"frontend","namespace":"default"},
+			"spec":{"host":"www.example.com","path":"/","to":{"kind":"Service","name":"frontend","weight":100},"port":{"targetPort":"http"},"tls":{"termination":"edge"}}}`),
+		openshift("apps", true, `{"apiVersion":"apps.openshift.io/v1","kind":"DeploymentConfig","metadata":{"name":"frontend","namespace":"default"},
+			"spec":{"replicas":2,"selector":{"app":"frontend"},"triggers":[{"type":"ConfigChange"}],
+				"template":{"metadata":{"labels":{"app":"frontend"}},"spec":{"containers":[{"name":"web","image":"registry.example.com/web:1"}]}}}}`),
+		openshift("project", false, `{"apiVersion":"project.openshift.io/v1","kind":"Project","metadata":{"name":"example-project"},"spec":{"finalizers":["kubernetes"]}}`),
+		openshift("template", true, `{"apiVersion":"template.openshift.io/v1","kind":"Template","metadata":{"name":"frontend","namespace":"default"},
+			"message":"frontend created","labels":{"template":"frontend"},"parameters":[{"name":"NAME","description":"the service name","value":"frontend","required":true}],
+			"objects":[{"apiVersion":"v1","kind":"Service","metadata":{"name":"${NAME}"},"spec":{"ports":[{"port":80}]}}]}`),
+		openshift("user", false, `{"apiVersion":"user.openshift.io/v1","kind":"User","metadata":{"name":"alice"},"fullName":"Alice Example","identities":["htpasswd:alice"],"groups":["admins"]}`),
+		openshift("image", true, `{"apiVersion":"image.openshift.io/v1","kind":"ImageStream","metadata":{"name":"ruby","namespace":"default"},
+			"spec":{"lookupPolicy":{"local":true},"tags":[{"name":"latest","from":{"kind":"DockerImage","name":"registry.example.com/ruby:3.3"},"referencePolicy":{"type":"Source"}}]}}`),
+		openshift("security", false, `{"apiVersion":"security.openshift.io/v1","kind":"SecurityContextConstraints","metadata":{"name":"restricted-example"},
+			"allowHostDirVolumePlugin":false,"allowHostIPC":false,"allowHostNetwork":false,"allowHostPID":false,"allowHostPorts":false,"allowPrivilegedContainer":false,
+			"readOnlyRootFilesystem":false,"allowedCapabilities":["NET_BIND_SERVICE"],"defaultAddCapabilities":["CHOWN"],"requiredDropCapabilities":["KILL","MKNOD"],
+			"fsGroup":{"type":"MustRunAs"},"runAsUser":{"type":"MustRunAsRange"},"seLinuxContext":{"type":"MustRunAs"},"supplementalGroups":{"type":"RunAsAny"},
+			"users":["system:admin"],"groups":["system:authenticated"],"volumes":["configMap","emptyDir","secret"]}`),
 		{Name: "sigs.k8s.io/kueue kueue/v1beta2", Module: corpusKueue, Pkgs: []string{"apis/kueue/v1beta2"},
-			Refused: refusedDefaultNoOmitempty, Item: "issue 25: defaults on non-omitempty fields"},
+			// kueueviz's example ResourceFlavors: the "spot" one, with node labels, taints and tolerations.
+			Objects: []corpusObject{{File: "cmd/kueueviz/examples/00-resource-flavor.yaml", Doc: 2}}},
 		{Name: "sigs.k8s.io/kueue kueue/v1beta1", Module: corpusKueue, Pkgs: []string{"apis/kueue/v1beta1"},
-			Refused: refusedDefaultNoOmitempty, Item: "issue 25: defaults on non-omitempty fields"},
+			// the performance test's ResourceFlavor.
+			Objects: []corpusObject{{File: "test/performance/e2e/jobs/prerequisites/resource-flavor.yaml"}}},
 		{Name: "k8s.io/apiextensions-apiserver apiextensions/v1", Module: corpusAPIExtension,
 			Pkgs:    []string{"pkg/apis/apiextensions", "pkg/apis/apiextensions/v1"},
 			Refused: refusedRecursive, Item: "recursive types (JSONSchemaProps) are not served"},
 		{Name: "cert-manager certmanager/v1", Module: corpusCertManager, Pkgs: []string{"pkg/apis/certmanager/v1"},
-			Pins:    []string{"sigs.k8s.io/gateway-api@v1.6.3"},
-			Refused: refusedHyphenGroup, Item: "issue 25: +groupGoName"},
-		openshift("build"),
-		openshift("oauth"),
-		openshift("quota"),
-		openshift("network"),
-		openshift("authorization"),
+			Pins: []string{"sigs.k8s.io/gateway-api@v1.6.3"},
+			// cert-manager's test fixture: an Issuer and a Certificate it issues.
+			Objects: []corpusObject{{File: "test/fixtures/cert-manager-resources.yaml", Doc: 0, Namespaced: true},
+				{File: "test/fixtures/cert-manager-resources.yaml", Doc: 1, Namespaced: true}}},
+		openshift("build", true, `{"apiVersion":"build.openshift.io/v1","kind":"BuildConfig","metadata":{"name":"ruby-sample","namespace":"default"},
+			"spec":{"runPolicy":"Serial","triggers":[{"type":"ConfigChange"}],"source":{"type":"Git","git":{"uri":"https://github.com/openshift/ruby-hello-world"}},
+				"strategy":{"type":"Source","sourceStrategy":{"from":{"kind":"ImageStreamTag","name":"ruby:latest"}}},
+				"output":{"to":{"kind":"ImageStreamTag","name":"ruby-sample:latest"}}}}`),
+		openshift("oauth", false, `{"apiVersion":"oauth.openshift.io/v1","kind":"OAuthClient","metadata":{"name":"example-client"},
+			"secret":"c2VjcmV0","redirectURIs":["https://example.com/callback"],"grantMethod":"auto"}`),
+		openshift("quota", false, `{"apiVersion":"quota.openshift.io/v1","kind":"ClusterResourceQuota","metadata":{"name":"for-alice"},
+			"spec":{"selector":{"annotations":{"openshift.io/requester":"alice"}},"quota":{"hard":{"pods":"10","secrets":"20"}}}}`),
+		openshift("network", false, `{"apiVersion":"network.openshift.io/v1","kind":"NetNamespace","metadata":{"name":"example"},"netname":"example","netid":100}`),
+		openshift("authorization", true, `{"apiVersion":"authorization.openshift.io/v1","kind":"RoleBindingRestriction","metadata":{"name":"match-alice","namespace":"default"},
+			"spec":{"userrestriction":{"users":["alice"]}}}`),
 		{Name: "k8s.io/apiextensions-apiserver apiextensions/v1beta1", Module: corpusAPIExtension,
 			Pkgs:    []string{"pkg/apis/apiextensions", "pkg/apis/apiextensions/v1beta1"},
 			Refused: refusedRecursive, Item: "recursive types (JSONSchemaProps) are not served"},
@@ -299,6 +321,9 @@ func roundTripObject(t *testing.T, kubeconfig, modDir string, o corpusObject) st
 		if err != nil {
 			t.Fatal(err)
 		}
+		if b, err = yamlDocument(b, o.Doc); err != nil {
+			t.Fatalf("%s: %v", o.File, err)
+		}
 		if src, err = yaml.YAMLToJSON(b); err != nil {
 			t.Fatalf("%s: %v", o.File, err)
 		}
@@ -338,6 +363,21 @@ func roundTripObject(t *testing.T, kubeconfig, modDir string, o corpusObject) st
 		return fmt.Sprintf("%s: read back differs from what was created:\n\t\t%s", name, strings.Join(diffs, "\n\t\t"))
 	}
 	return ""
+}
+
+// yamlDocument is the doc'th non-empty document of a YAML stream (documents are separated
+// by "---" lines; a document of only comments is empty).
+func yamlDocument(stream []byte, doc int) ([]byte, error) {
+	var docs [][]byte
+	for _, d := range regexp.MustCompile(`(?m)^---[ \t]*$`).Split(string(stream), -1) {
+		if regexp.MustCompile(`(?m)^[^#\s]`).MatchString(d) {
+			docs = append(docs, []byte(d))
+		}
+	}
+	if doc >= len(docs) {
+		return nil, fmt.Errorf("document %d wanted, the file has %d", doc, len(docs))
+	}
+	return docs[doc], nil
 }
 
 // jsonSubsetDiff lists the paths where want (what was sent) is not in got (what was read
