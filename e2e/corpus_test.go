@@ -76,9 +76,11 @@ const (
 
 // The refusals of today, each the message its check gives.
 const (
-	refusedRecursive    = "OpenAPI schemas of Kubernetes APIs cannot be recursive"
-	refusedNoKinds      = "but no kinds"
-	refusedNoAPIPackage = "no API types packages"
+	refusedNoListType       = "has no list type"
+	refusedRawExtensionList = "a field of type []runtime.RawExtension keeps only the fields its Go type declares"
+	refusedRecursive        = "OpenAPI schemas of Kubernetes APIs cannot be recursive"
+	refusedNoKinds          = "but no kinds"
+	refusedNoAPIPackage     = "no API types packages"
 )
 
 // corpus is the list TestCorpus serves or expects refused.
@@ -89,6 +91,13 @@ func corpus() []corpusPackage {
 		return corpusPackage{Name: "openshift/api " + group + "/v1", Module: corpusOpenShift, Pkgs: []string{group + "/v1"},
 			Objects: []corpusObject{{Namespaced: namespaced, Manifest: manifest}}}
 	}
+	// openshiftRefused is an openshift/api group refused for another reason than its var
+	// GroupName (which is accepted).
+	openshiftRefused := func(group, refused, item string) corpusPackage {
+		return corpusPackage{Name: "openshift/api " + group + "/v1", Module: corpusOpenShift, Pkgs: []string{group + "/v1"},
+			Refused: refused, Item: item}
+	}
+	const virtualKinds = "virtual kinds without a list type (create-only reviews, mappings, imports) are not served"
 	return []corpusPackage{
 		{Name: "k8s.io/metrics metrics/v1beta1", Module: corpusMetrics,
 			Pkgs: []string{"pkg/apis/metrics", "pkg/apis/metrics/v1beta1"},
@@ -116,18 +125,11 @@ func corpus() []corpusPackage {
 		openshift("apps", true, `{"apiVersion":"apps.openshift.io/v1","kind":"DeploymentConfig","metadata":{"name":"frontend","namespace":"default"},
 			"spec":{"replicas":2,"selector":{"app":"frontend"},"triggers":[{"type":"ConfigChange"}],
 				"template":{"metadata":{"labels":{"app":"frontend"}},"spec":{"containers":[{"name":"web","image":"registry.example.com/web:1"}]}}}}`),
-		openshift("project", false, `{"apiVersion":"project.openshift.io/v1","kind":"Project","metadata":{"name":"example-project"},"spec":{"finalizers":["kubernetes"]}}`),
-		openshift("template", true, `{"apiVersion":"template.openshift.io/v1","kind":"Template","metadata":{"name":"frontend","namespace":"default"},
-			"message":"frontend created","labels":{"template":"frontend"},"parameters":[{"name":"NAME","description":"the service name","value":"frontend","required":true}],
-			"objects":[{"apiVersion":"v1","kind":"Service","metadata":{"name":"${NAME}"},"spec":{"ports":[{"port":80}]}}]}`),
-		openshift("user", false, `{"apiVersion":"user.openshift.io/v1","kind":"User","metadata":{"name":"alice"},"fullName":"Alice Example","identities":["htpasswd:alice"],"groups":["admins"]}`),
-		openshift("image", true, `{"apiVersion":"image.openshift.io/v1","kind":"ImageStream","metadata":{"name":"ruby","namespace":"default"},
-			"spec":{"lookupPolicy":{"local":true},"tags":[{"name":"latest","from":{"kind":"DockerImage","name":"registry.example.com/ruby:3.3"},"referencePolicy":{"type":"Source"}}]}}`),
-		openshift("security", false, `{"apiVersion":"security.openshift.io/v1","kind":"SecurityContextConstraints","metadata":{"name":"restricted-example"},
-			"allowHostDirVolumePlugin":false,"allowHostIPC":false,"allowHostNetwork":false,"allowHostPID":false,"allowHostPorts":false,"allowPrivilegedContainer":false,
-			"readOnlyRootFilesystem":false,"allowedCapabilities":["NET_BIND_SERVICE"],"defaultAddCapabilities":["CHOWN"],"requiredDropCapabilities":["KILL","MKNOD"],
-			"fsGroup":{"type":"MustRunAs"},"runAsUser":{"type":"MustRunAsRange"},"seLinuxContext":{"type":"MustRunAs"},"supplementalGroups":{"type":"RunAsAny"},
-			"users":["system:admin"],"groups":["system:authenticated"],"volumes":["configMap","emptyDir","secret"]}`),
+		openshiftRefused("project", refusedNoListType, virtualKinds),
+		openshiftRefused("template", refusedRawExtensionList, "+kubebuilder:pruning:PreserveUnknownFields on a []runtime.RawExtension (Template.objects) is refused"),
+		openshiftRefused("user", refusedNoListType, virtualKinds),
+		openshiftRefused("image", refusedNoListType, virtualKinds),
+		openshiftRefused("security", refusedNoListType, virtualKinds),
 		{Name: "sigs.k8s.io/kueue kueue/v1beta2", Module: corpusKueue, Pkgs: []string{"apis/kueue/v1beta2"},
 			// kueueviz's example ResourceFlavors: the "spot" one, with node labels, taints and tolerations.
 			Objects: []corpusObject{{File: "cmd/kueueviz/examples/00-resource-flavor.yaml", Doc: 2}}},
@@ -151,8 +153,7 @@ func corpus() []corpusPackage {
 		openshift("quota", false, `{"apiVersion":"quota.openshift.io/v1","kind":"ClusterResourceQuota","metadata":{"name":"for-alice"},
 			"spec":{"selector":{"annotations":{"openshift.io/requester":"alice"}},"quota":{"hard":{"pods":"10","secrets":"20"}}}}`),
 		openshift("network", false, `{"apiVersion":"network.openshift.io/v1","kind":"NetNamespace","metadata":{"name":"example"},"netname":"example","netid":100}`),
-		openshift("authorization", true, `{"apiVersion":"authorization.openshift.io/v1","kind":"RoleBindingRestriction","metadata":{"name":"match-alice","namespace":"default"},
-			"spec":{"userrestriction":{"users":["alice"]}}}`),
+		openshiftRefused("authorization", refusedNoListType, virtualKinds),
 		{Name: "k8s.io/apiextensions-apiserver apiextensions/v1beta1", Module: corpusAPIExtension,
 			Pkgs:    []string{"pkg/apis/apiextensions", "pkg/apis/apiextensions/v1beta1"},
 			Refused: refusedRecursive, Item: "recursive types (JSONSchemaProps) are not served"},
@@ -217,8 +218,22 @@ func TestCorpus(t *testing.T) {
 	// Generate first, on its own: a refusal is reported with its own message.
 	cmd := exec.Command(aagen(t), append([]string{"generate"}, patterns...)...)
 	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
+	out, err := cmd.CombinedOutput()
+	if err != nil {
 		t.Fatalf("corpus: generating the served packages (%s): %v\n%s", strings.Join(patterns, " "), err, out)
+	}
+	// A package with protobuf methods of its own (a generated.pb.go from go-to-protobuf) is
+	// served in protobuf through them: no warning may say it is JSON and YAML only.
+	for _, p := range served {
+		for _, d := range p.Pkgs {
+			if _, err := os.Stat(filepath.Join(dir, corpusDir(p), filepath.FromSlash(d), "generated.pb.go")); err != nil {
+				continue
+			}
+			pkg := "example.com/corpus/" + path.Join(corpusDir(p), d)
+			if warn := "no protobuf for package " + pkg + ":"; strings.Contains(string(out), warn) {
+				t.Errorf("corpus: %s: generate warns %q although the package has its own protobuf methods:\n%s", p.Name, warn, out)
+			}
+		}
 	}
 	up := startUpPatterns(t, dir, patterns, 25*time.Minute)
 	for _, p := range served {
