@@ -59,6 +59,10 @@ type corpusObject struct {
 	Manifest string
 	// Namespaced says whether the kind is namespaced (a fixture is created in "default").
 	Namespaced bool
+	// ReadOnly says the kind is +genclient:readonly, served from etcd with get, list and
+	// watch only: the create must be answered 405 MethodNotAllowed, and reading the object
+	// back 404 NotFound (so kubectl found the resource the kind is served as).
+	ReadOnly bool
 }
 
 // Pinned versions. openshift/api has no release tags: a commit of its master branch that
@@ -103,8 +107,8 @@ func corpus() []corpusPackage {
 		{Name: "k8s.io/metrics metrics/v1beta1", Module: corpusMetrics,
 			Pkgs: []string{"pkg/apis/metrics", "pkg/apis/metrics/v1beta1"},
 			Objects: []corpusObject{
-				{File: "pkg/apis/testdata/HEAD/metrics.k8s.io.v1beta1.PodMetrics.json", RoundTrip: true, Namespaced: true},
-				{File: "pkg/apis/testdata/HEAD/metrics.k8s.io.v1beta1.NodeMetrics.json", RoundTrip: true},
+				{File: "pkg/apis/testdata/HEAD/metrics.k8s.io.v1beta1.PodMetrics.json", RoundTrip: true, Namespaced: true, ReadOnly: true},
+				{File: "pkg/apis/testdata/HEAD/metrics.k8s.io.v1beta1.NodeMetrics.json", RoundTrip: true, ReadOnly: true},
 			}},
 		{Name: "k8s.io/kube-aggregator apiregistration/v1", Module: corpusAggregator,
 			Pkgs: []string{"pkg/apis/apiregistration", "pkg/apis/apiregistration/v1"},
@@ -247,6 +251,16 @@ func TestCorpus(t *testing.T) {
 			t.Errorf("corpus: %s (%s): served, but:\n\t%s", p.Name, p.Module, strings.Join(failed, "\n\t"))
 			continue
 		}
+		readOnly := 0
+		for _, o := range p.Objects {
+			if o.ReadOnly {
+				readOnly++
+			}
+		}
+		if readOnly > 0 {
+			t.Logf("corpus: %-50s %-70s served read-only: %d object(s) refused on create (405) and not found on get (404)", p.Name, p.Module, readOnly)
+			continue
+		}
 		t.Logf("corpus: %-50s %-70s served: %d object(s) created and read back equal", p.Name, p.Module, len(p.Objects))
 	}
 	t.Logf("corpus: %d packages in %s", len(corpus()), time.Since(start).Round(time.Second))
@@ -356,6 +370,16 @@ func roundTripObject(t *testing.T, kubeconfig, modDir string, o corpusObject) st
 	}
 	manifest, _ := json.Marshal(obj)
 	name := fmt.Sprintf("%v %v", obj["kind"], obj["metadata"].(map[string]any)["name"])
+	if o.ReadOnly {
+		out, err := kubectl(t, kubeconfig, string(manifest), "create", "-f", "-")
+		if err == nil || !strings.Contains(out, "MethodNotAllowed") {
+			return fmt.Sprintf("%s: kind is +genclient:readonly: kubectl create: want MethodNotAllowed, got %v\n%s", name, err, out)
+		}
+		if out, err := kubectl(t, kubeconfig, string(manifest), "get", "-f", "-"); err == nil || !strings.Contains(out, "NotFound") {
+			return fmt.Sprintf("%s: kind is +genclient:readonly: kubectl get: want NotFound, got %v\n%s", name, err, out)
+		}
+		return ""
+	}
 	if out, err := kubectl(t, kubeconfig, string(manifest), "create", "-f", "-"); err != nil {
 		return fmt.Sprintf("%s: kubectl create: %v\n%s", name, err, out)
 	}
