@@ -136,8 +136,7 @@ func corpus() []corpusPackage {
 		openshiftRefused("image", refusedNoListType, virtualKinds),
 		openshiftRefused("security", refusedNoListType, virtualKinds),
 		{Name: "sigs.k8s.io/kueue kueue/v1beta2", Module: corpusKueue, Pkgs: []string{"apis/kueue/v1beta2"},
-			// kueueviz's example ResourceFlavors: the "spot" one, with node labels, taints and tolerations.
-			Objects: []corpusObject{{File: "cmd/kueueviz/examples/00-resource-flavor.yaml", Doc: 2}}},
+			Refused: refusedTwoPatchMergeKeys, Item: "two +patchMergeKey markers on SchedulingStats.Evictions: openapi-gen's refusal, reported at file:line"},
 		{Name: "sigs.k8s.io/kueue kueue/v1beta1", Module: corpusKueue, Pkgs: []string{"apis/kueue/v1beta1"},
 			Refused: refusedTwoPatchMergeKeys, Item: "two +patchMergeKey markers on SchedulingStats.Evictions: openapi-gen's refusal, reported at file:line"},
 		{Name: "k8s.io/apiextensions-apiserver apiextensions/v1", Module: corpusAPIExtension,
