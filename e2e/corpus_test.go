@@ -247,7 +247,7 @@ func TestCorpus(t *testing.T) {
 			}
 		}
 		if len(failed) > 0 {
-			t.Errorf("corpus: %s (%s): served, but:\n\t%s", p.Name, p.Module, strings.Join(failed, "\n\t"))
+			t.Errorf("corpus: %s (%s): served, but:\n\t%s\nthe server's log ends:\n%s", p.Name, p.Module, strings.Join(failed, "\n\t"), serverLogAtPanic(up.stderr.String()))
 			continue
 		}
 		readOnly := 0
@@ -263,6 +263,16 @@ func TestCorpus(t *testing.T) {
 		t.Logf("corpus: %-50s %-70s served: %d object(s) created and read back equal", p.Name, p.Module, len(p.Objects))
 	}
 	t.Logf("corpus: %d packages in %s", len(corpus()), time.Since(start).Round(time.Second))
+}
+
+// serverLogAtPanic is the server's log from its first panic (the handler's panic and
+// stack), or its end when it has none.
+func serverLogAtPanic(log string) string {
+	if i := strings.Index(log, "panic"); i >= 0 {
+		log = log[max(0, i-2000):]
+		return log[:min(len(log), 8000)]
+	}
+	return cluster.Tail(log, 6000)
 }
 
 // modulePath is module@version's path.
