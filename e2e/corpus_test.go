@@ -49,6 +49,9 @@ type corpusPackage struct {
 type corpusObject struct {
 	// File is a module-relative path, in the package's module or in FileModule.
 	File, FileModule string
+	// Doc is the index of the object's YAML document in File, counting the non-empty
+	// documents separated by "---" lines.
+	Doc int
 	// RoundTrip says File is a round-trip fixture: its metadata is a round trip's (uid,
 	// resourceVersion, managedFields, a deletion timestamp) and is replaced.
 	RoundTrip bool
@@ -56,6 +59,10 @@ type corpusObject struct {
 	Manifest string
 	// Namespaced says whether the kind is namespaced (a fixture is created in "default").
 	Namespaced bool
+	// ReadOnly says the kind is +genclient:readonly, served from etcd with get, list and
+	// watch only: the create must be answered 405 MethodNotAllowed, and reading the object
+	// back 404 NotFound (so kubectl found the resource the kind is served as).
+	ReadOnly bool
 }
 
 // Pinned versions. openshift/api has no release tags: a commit of its master branch that
@@ -73,26 +80,35 @@ const (
 
 // The refusals of today, each the message its check gives.
 const (
-	refusedVarGroupName       = "declares GroupName, but not as the constant"
-	refusedHyphenGroup        = "it cannot contain '-'"
-	refusedDefaultNoOmitempty = "the field has no omitempty, so it is always set and a default never applies"
-	refusedRecursive          = "OpenAPI schemas of Kubernetes APIs cannot be recursive"
-	refusedNoKinds            = "but no kinds"
-	refusedNoAPIPackage       = "no API types packages"
+	refusedNoListType        = "has no list type"
+	refusedRawExtensionList  = "a field of type []runtime.RawExtension keeps only the fields its Go type declares"
+	refusedTwoPatchMergeKeys = "multiple values are not allowed for tag patchMergeKey"
+	refusedRecursive         = "OpenAPI schemas of Kubernetes APIs cannot be recursive"
+	refusedNoKinds           = "but no kinds"
+	refusedNoAPIPackage      = "no API types packages"
 )
 
 // corpus is the list TestCorpus serves or expects refused.
 func corpus() []corpusPackage {
-	openshift := func(group string) corpusPackage {
+	// openshift is an openshift/api group (declared with var GroupName), served with a
+	// minimal valid object of one of its kinds (openshift/api ships no example manifests).
+	openshift := func(group string, namespaced bool, manifest string) corpusPackage {
 		return corpusPackage{Name: "openshift/api " + group + "/v1", Module: corpusOpenShift, Pkgs: []string{group + "/v1"},
-			Refused: refusedVarGroupName, Item: "issue 25: var GroupName"}
+			Objects: []corpusObject{{Namespaced: namespaced, Manifest: manifest}}}
 	}
+	// openshiftRefused is an openshift/api group refused for another reason than its var
+	// GroupName (which is accepted).
+	openshiftRefused := func(group, refused, item string) corpusPackage {
+		return corpusPackage{Name: "openshift/api " + group + "/v1", Module: corpusOpenShift, Pkgs: []string{group + "/v1"},
+			Refused: refused, Item: item}
+	}
+	const virtualKinds = "virtual kinds without a list type (create-only reviews, mappings, imports) are not served"
 	return []corpusPackage{
 		{Name: "k8s.io/metrics metrics/v1beta1", Module: corpusMetrics,
 			Pkgs: []string{"pkg/apis/metrics", "pkg/apis/metrics/v1beta1"},
 			Objects: []corpusObject{
-				{File: "pkg/apis/testdata/HEAD/metrics.k8s.io.v1beta1.PodMetrics.json", RoundTrip: true, Namespaced: true},
-				{File: "pkg/apis/testdata/HEAD/metrics.k8s.io.v1beta1.NodeMetrics.json", RoundTrip: true},
+				{File: "pkg/apis/testdata/HEAD/metrics.k8s.io.v1beta1.PodMetrics.json", RoundTrip: true, Namespaced: true, ReadOnly: true},
+				{File: "pkg/apis/testdata/HEAD/metrics.k8s.io.v1beta1.NodeMetrics.json", RoundTrip: true, ReadOnly: true},
 			}},
 		{Name: "k8s.io/kube-aggregator apiregistration/v1", Module: corpusAggregator,
 			Pkgs: []string{"pkg/apis/apiregistration", "pkg/apis/apiregistration/v1"},
@@ -109,28 +125,38 @@ func corpus() []corpusPackage {
 			Objects: []corpusObject{{Manifest: `{"apiVersion":"samples.operator.openshift.io/v1","kind":"Config","metadata":{"name":"cluster"},
 				"spec":{"managementState":"Managed","samplesRegistry":"registry.example.com","architectures":["x86_64"],"skippedImagestreams":["jenkins"]}}`}}},
 
-		openshift("route"),
-		openshift("apps"),
-		openshift("project"),
-		openshift("template"),
-		openshift("user"),
-		openshift("image"),
-		openshift("security"),
+		openshift("route", true, `{"apiVersion":"route.openshift.io/v1","kind":"Route","metadata":{"name":"frontend","namespace":"default"},
+			"spec":{"host":"www.example.com","path":"/","to":{"kind":"Service","name":"frontend","weight":100},"port":{"targetPort":"http"},"tls":{"termination":"edge"}}}`),
+		openshift("apps", true, `{"apiVersion":"apps.openshift.io/v1","kind":"DeploymentConfig","metadata":{"name":"frontend","namespace":"default"},
+			"spec":{"replicas":2,"selector":{"app":"frontend"},"triggers":[{"type":"ConfigChange"}],
+				"template":{"metadata":{"labels":{"app":"frontend"}},"spec":{"containers":[{"name":"web","image":"registry.example.com/web:1"}]}}}}`),
+		openshiftRefused("project", refusedNoListType, virtualKinds),
+		openshiftRefused("template", refusedRawExtensionList, "+kubebuilder:pruning:PreserveUnknownFields on a []runtime.RawExtension (Template.objects) is refused"),
+		openshiftRefused("user", refusedNoListType, virtualKinds),
+		openshiftRefused("image", refusedNoListType, virtualKinds),
+		openshiftRefused("security", refusedNoListType, virtualKinds),
 		{Name: "sigs.k8s.io/kueue kueue/v1beta2", Module: corpusKueue, Pkgs: []string{"apis/kueue/v1beta2"},
-			Refused: refusedDefaultNoOmitempty, Item: "issue 25: defaults on non-omitempty fields"},
+			Refused: refusedTwoPatchMergeKeys, Item: "two +patchMergeKey markers on SchedulingStats.Evictions: openapi-gen's refusal, reported at file:line"},
 		{Name: "sigs.k8s.io/kueue kueue/v1beta1", Module: corpusKueue, Pkgs: []string{"apis/kueue/v1beta1"},
-			Refused: refusedDefaultNoOmitempty, Item: "issue 25: defaults on non-omitempty fields"},
+			Refused: refusedTwoPatchMergeKeys, Item: "two +patchMergeKey markers on SchedulingStats.Evictions: openapi-gen's refusal, reported at file:line"},
 		{Name: "k8s.io/apiextensions-apiserver apiextensions/v1", Module: corpusAPIExtension,
 			Pkgs:    []string{"pkg/apis/apiextensions", "pkg/apis/apiextensions/v1"},
 			Refused: refusedRecursive, Item: "recursive types (JSONSchemaProps) are not served"},
 		{Name: "cert-manager certmanager/v1", Module: corpusCertManager, Pkgs: []string{"pkg/apis/certmanager/v1"},
-			Pins:    []string{"sigs.k8s.io/gateway-api@v1.6.3"},
-			Refused: refusedHyphenGroup, Item: "issue 25: +groupGoName"},
-		openshift("build"),
-		openshift("oauth"),
-		openshift("quota"),
-		openshift("network"),
-		openshift("authorization"),
+			Pins: []string{"sigs.k8s.io/gateway-api@v1.6.3"},
+			// cert-manager's test fixture: an Issuer and a Certificate it issues.
+			Objects: []corpusObject{{File: "test/fixtures/cert-manager-resources.yaml", Doc: 0, Namespaced: true},
+				{File: "test/fixtures/cert-manager-resources.yaml", Doc: 1, Namespaced: true}}},
+		openshift("build", true, `{"apiVersion":"build.openshift.io/v1","kind":"BuildConfig","metadata":{"name":"ruby-sample","namespace":"default"},
+			"spec":{"runPolicy":"Serial","triggers":[{"type":"ConfigChange"}],"source":{"type":"Git","git":{"uri":"https://github.com/openshift/ruby-hello-world"}},
+				"strategy":{"type":"Source","sourceStrategy":{"from":{"kind":"ImageStreamTag","name":"ruby:latest"}}},
+				"output":{"to":{"kind":"ImageStreamTag","name":"ruby-sample:latest"}}}}`),
+		openshift("oauth", false, `{"apiVersion":"oauth.openshift.io/v1","kind":"OAuthClient","metadata":{"name":"example-client"},
+			"secret":"c2VjcmV0","redirectURIs":["https://example.com/callback"],"grantMethod":"auto"}`),
+		openshift("quota", false, `{"apiVersion":"quota.openshift.io/v1","kind":"ClusterResourceQuota","metadata":{"name":"for-alice"},
+			"spec":{"selector":{"annotations":{"openshift.io/requester":"alice"}},"quota":{"hard":{"pods":"10","secrets":"20"}}}}`),
+		openshift("network", false, `{"apiVersion":"network.openshift.io/v1","kind":"NetNamespace","metadata":{"name":"example"},"netname":"example","netid":100}`),
+		openshiftRefused("authorization", refusedNoListType, virtualKinds),
 		{Name: "k8s.io/apiextensions-apiserver apiextensions/v1beta1", Module: corpusAPIExtension,
 			Pkgs:    []string{"pkg/apis/apiextensions", "pkg/apis/apiextensions/v1beta1"},
 			Refused: refusedRecursive, Item: "recursive types (JSONSchemaProps) are not served"},
@@ -195,8 +221,22 @@ func TestCorpus(t *testing.T) {
 	// Generate first, on its own: a refusal is reported with its own message.
 	cmd := exec.Command(aagen(t), append([]string{"generate"}, patterns...)...)
 	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
+	out, err := cmd.CombinedOutput()
+	if err != nil {
 		t.Fatalf("corpus: generating the served packages (%s): %v\n%s", strings.Join(patterns, " "), err, out)
+	}
+	// A package with protobuf methods of its own (a generated.pb.go from go-to-protobuf) is
+	// served in protobuf through them: no warning may say it is JSON and YAML only.
+	for _, p := range served {
+		for _, d := range p.Pkgs {
+			if _, err := os.Stat(filepath.Join(dir, corpusDir(p), filepath.FromSlash(d), "generated.pb.go")); err != nil {
+				continue
+			}
+			pkg := "example.com/corpus/" + path.Join(corpusDir(p), d)
+			if warn := "no protobuf for package " + pkg + ":"; strings.Contains(string(out), warn) {
+				t.Errorf("corpus: %s: generate warns %q although the package has its own protobuf methods:\n%s", p.Name, warn, out)
+			}
+		}
 	}
 	up := startUpPatterns(t, dir, patterns, 25*time.Minute)
 	for _, p := range served {
@@ -207,12 +247,32 @@ func TestCorpus(t *testing.T) {
 			}
 		}
 		if len(failed) > 0 {
-			t.Errorf("corpus: %s (%s): served, but:\n\t%s", p.Name, p.Module, strings.Join(failed, "\n\t"))
+			t.Errorf("corpus: %s (%s): served, but:\n\t%s\nthe server's log ends:\n%s", p.Name, p.Module, strings.Join(failed, "\n\t"), serverLogAtPanic(up.stderr.String()))
+			continue
+		}
+		readOnly := 0
+		for _, o := range p.Objects {
+			if o.ReadOnly {
+				readOnly++
+			}
+		}
+		if readOnly > 0 {
+			t.Logf("corpus: %-50s %-70s served read-only: %d object(s) refused on create (405) and not found on get (404)", p.Name, p.Module, readOnly)
 			continue
 		}
 		t.Logf("corpus: %-50s %-70s served: %d object(s) created and read back equal", p.Name, p.Module, len(p.Objects))
 	}
 	t.Logf("corpus: %d packages in %s", len(corpus()), time.Since(start).Round(time.Second))
+}
+
+// serverLogAtPanic is the server's log from its first panic (the handler's panic and
+// stack), or its end when it has none.
+func serverLogAtPanic(log string) string {
+	if i := strings.Index(log, "panic"); i >= 0 {
+		log = log[max(0, i-2000):]
+		return log[:min(len(log), 8000)]
+	}
+	return cluster.Tail(log, 6000)
 }
 
 // modulePath is module@version's path.
@@ -299,6 +359,9 @@ func roundTripObject(t *testing.T, kubeconfig, modDir string, o corpusObject) st
 		if err != nil {
 			t.Fatal(err)
 		}
+		if b, err = yamlDocument(b, o.Doc); err != nil {
+			t.Fatalf("%s: %v", o.File, err)
+		}
 		if src, err = yaml.YAMLToJSON(b); err != nil {
 			t.Fatalf("%s: %v", o.File, err)
 		}
@@ -316,6 +379,16 @@ func roundTripObject(t *testing.T, kubeconfig, modDir string, o corpusObject) st
 	}
 	manifest, _ := json.Marshal(obj)
 	name := fmt.Sprintf("%v %v", obj["kind"], obj["metadata"].(map[string]any)["name"])
+	if o.ReadOnly {
+		out, err := kubectl(t, kubeconfig, string(manifest), "create", "-f", "-")
+		if err == nil || !strings.Contains(out, "MethodNotAllowed") {
+			return fmt.Sprintf("%s: kind is +genclient:readonly: kubectl create: want MethodNotAllowed, got %v\n%s", name, err, out)
+		}
+		if out, err := kubectl(t, kubeconfig, string(manifest), "get", "-f", "-"); err == nil || !strings.Contains(out, "NotFound") {
+			return fmt.Sprintf("%s: kind is +genclient:readonly: kubectl get: want NotFound, got %v\n%s", name, err, out)
+		}
+		return ""
+	}
 	if out, err := kubectl(t, kubeconfig, string(manifest), "create", "-f", "-"); err != nil {
 		return fmt.Sprintf("%s: kubectl create: %v\n%s", name, err, out)
 	}
@@ -338,6 +411,21 @@ func roundTripObject(t *testing.T, kubeconfig, modDir string, o corpusObject) st
 		return fmt.Sprintf("%s: read back differs from what was created:\n\t\t%s", name, strings.Join(diffs, "\n\t\t"))
 	}
 	return ""
+}
+
+// yamlDocument is the doc'th non-empty document of a YAML stream (documents are separated
+// by "---" lines; a document of only comments is empty).
+func yamlDocument(stream []byte, doc int) ([]byte, error) {
+	var docs [][]byte
+	for _, d := range regexp.MustCompile(`(?m)^---[ \t]*$`).Split(string(stream), -1) {
+		if regexp.MustCompile(`(?m)^[^#\s]`).MatchString(d) {
+			docs = append(docs, []byte(d))
+		}
+	}
+	if doc >= len(docs) {
+		return nil, fmt.Errorf("document %d wanted, the file has %d", doc, len(docs))
+	}
+	return docs[doc], nil
 }
 
 // jsonSubsetDiff lists the paths where want (what was sent) is not in got (what was read

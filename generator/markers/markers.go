@@ -400,11 +400,14 @@ func List(v string) []string {
 	return cleanList(strings.Split(v, ";"))
 }
 
+// cleanList trims and unquotes the items, dropping the empty ones ("a;" or "a;;b"); a
+// quoted empty string ("") is kept, as controller-gen keeps it: kueue's
+// +kubebuilder:validation:Enum=kueue.x-k8s.io/workloadpriorityclass;scheduling.k8s.io/priorityclass;"".
 func cleanList(in []string) []string {
 	var out []string
 	for _, s := range in {
-		if s = unquote(strings.TrimSpace(s)); s != "" {
-			out = append(out, s)
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, unquote(s))
 		}
 	}
 	return out

@@ -106,7 +106,7 @@ func TestParseCommentsWithPositions(t *testing.T) {
 }
 
 func TestList(t *testing.T) {
-	for in, want := range map[string][]string{"a;b": {"a", "b"}, "{a,b}": {"a", "b"}, "a": {"a"}, "": nil} {
+	for in, want := range map[string][]string{"a;b": {"a", "b"}, "{a,b}": {"a", "b"}, "a": {"a"}, "": nil, "a;;b;": {"a", "b"}, `a;"";"b"`: {"a", "", "b"}, `{a,""}`: {"a", ""}} {
 		if got := List(in); !reflect.DeepEqual(got, want) {
 			t.Errorf("List(%q) = %v, want %v", in, got, want)
 		}

@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"fmt"
+	"reflect"
 
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -173,9 +174,16 @@ func bumpGeneration[T Object](res *Resource[T], obj, old T) {
 	}
 }
 
-// objectMeta returns a pointer to the ObjectMeta embedded in obj.
+// objectMeta returns a pointer to the ObjectMeta embedded in obj. A kind may declare a
+// GetObjectMeta method of its own that hides ObjectMeta's (cert-manager's Issuer returns a
+// *metav1.ObjectMeta): then the embedded field itself.
 func objectMeta(obj runtime.Object) *metav1.ObjectMeta {
-	return obj.(metav1.ObjectMetaAccessor).GetObjectMeta().(*metav1.ObjectMeta)
+	if a, ok := obj.(metav1.ObjectMetaAccessor); ok {
+		if m, ok := a.GetObjectMeta().(*metav1.ObjectMeta); ok {
+			return m
+		}
+	}
+	return reflect.ValueOf(obj).Elem().FieldByName("ObjectMeta").Addr().Interface().(*metav1.ObjectMeta)
 }
 
 // getAttrs returns the labels and fields a list or watch selects on: metadata.name,
