@@ -243,32 +243,30 @@ func values(s *Series, m metric) []float64 {
 }
 
 // ratios returns, repetition by repetition, m of a over m of b (b's repetition i ran in
-// the same round as a's), NaN where b's is 0 or less.
+// the same round as a's), NaN where b's is 0 or less: a figure of 0 (CPU under one 10 ms
+// tick) or below (RSS that shrank) has no ratio.
 func ratios(a, b *Series, m metric) []float64 {
-	if a == nil || b == nil {
-		return nil
-	}
-	n := min(len(a.Samples), len(b.Samples))
-	out := make([]float64, n)
-	for i := range n {
-		// A figure of 0 (CPU under one 10 ms tick) or below (RSS that shrank) has no ratio.
-		out[i] = math.NaN()
-		if d := m(b.Samples[i]); d > 0 {
-			out[i] = m(a.Samples[i]) / d
+	return roundByRound(a, b, m, func(x, y float64) float64 {
+		if y > 0 {
+			return x / y
 		}
-	}
-	return out
+		return math.NaN()
+	})
 }
 
 // differences returns, repetition by repetition, m of a minus m of b.
 func differences(a, b *Series, m metric) []float64 {
+	return roundByRound(a, b, m, func(x, y float64) float64 { return x - y })
+}
+
+// roundByRound combines m of a's and b's repetitions of the same round with f.
+func roundByRound(a, b *Series, m metric, f func(x, y float64) float64) []float64 {
 	if a == nil || b == nil {
 		return nil
 	}
-	n := min(len(a.Samples), len(b.Samples))
-	out := make([]float64, n)
-	for i := range n {
-		out[i] = m(a.Samples[i]) - m(b.Samples[i])
+	out := make([]float64, min(len(a.Samples), len(b.Samples)))
+	for i := range out {
+		out[i] = f(m(a.Samples[i]), m(b.Samples[i]))
 	}
 	return out
 }
