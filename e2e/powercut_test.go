@@ -18,11 +18,11 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/aagen-dev/aagen/e2e/cluster"
-	"github.com/aagen-dev/aagen/e2e/lazyfs"
+	"github.com/aagen-dev/aagen/internal/lazyfs"
 	"github.com/aagen-dev/aagen/runtime/atomicfile"
 )
 
-// TestPowerCut puts the datastore's files on e2e/lazyfs, which keeps what was written but
+// TestPowerCut puts the datastore's files on internal/lazyfs, which keeps what was written but
 // not fsynced in memory, writes through the generated server, SIGKILLs the server (and the
 // etcd members whose power is cut), cuts the power (everything not synced is dropped),
 // restarts on the durable state and checks every acknowledged write: on embedded etcd, on
@@ -46,29 +46,6 @@ func TestPowerCut(t *testing.T) {
 	t.Run("3-member etcd cluster", func(t *testing.T) {
 		powerCutCluster(t, bin)
 	})
-}
-
-// mountLazyFS mounts a lazyfs on a new backing directory and returns it with its mount
-// point; it is unmounted at the end of the test (after the processes started later stop).
-func mountLazyFS(t *testing.T) (*lazyfs.FS, string) {
-	t.Helper()
-	dir := t.TempDir()
-	backing, mnt := filepath.Join(dir, "backing"), filepath.Join(dir, "mnt")
-	for _, d := range []string{backing, mnt} {
-		if err := os.Mkdir(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
-	}
-	f, err := lazyfs.Mount(backing, mnt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := f.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	return f, mnt
 }
 
 // powerCutSentinelSize is the size of the file written, unsynced, before each cut.
@@ -151,7 +128,7 @@ func listStored(ctx context.Context, t *testing.T, bc dynamic.ResourceInterface)
 // etcd's data directory or, with storage, the database storage names) on one lazyfs, and
 // cuts the power twice.
 func powerCutOneNode(t *testing.T, bin string, storage func(mnt string) []string) {
-	f, mnt := mountLazyFS(t)
+	f, mnt := lazyfs.MountTemp(t)
 	var extra []string
 	if storage != nil {
 		extra = storage(mnt)
@@ -185,7 +162,7 @@ func powerCutCluster(t *testing.T, bin string) {
 	fss := make([]*lazyfs.FS, 3)
 	mounts, dataDirs := make([]string, 3), make([]string, 3)
 	for i := range fss {
-		fss[i], mounts[i] = mountLazyFS(t)
+		fss[i], mounts[i] = lazyfs.MountTemp(t)
 		dataDirs[i] = filepath.Join(mounts[i], "data")
 	}
 	members := startEtcdCluster(t, etcdBin, dataDirs...)

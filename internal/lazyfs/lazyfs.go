@@ -32,6 +32,7 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+	"testing"
 	"time"
 
 	"github.com/hanwen/go-fuse/v2/fs"
@@ -65,6 +66,24 @@ func Available() error {
 		return fmt.Errorf("lazyfs needs the FUSE device: %w (load the fuse module, or give the container /dev/fuse)", err)
 	}
 	return nil
+}
+
+// MountTemp mounts a new temporary backing directory on a new temporary mountpoint for the
+// test t, fails t with Mount's reason when it cannot (not root, no /dev/fuse), and unmounts
+// (an error if that fails) when t's cleanups run (after those registered later, such as a process using the mount).
+func MountTemp(t testing.TB) (f *FS, mountpoint string) {
+	t.Helper()
+	mountpoint = t.TempDir()
+	f, err := Mount(t.TempDir(), mountpoint)
+	if err != nil {
+		t.Fatalf("this test needs a FUSE mount: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := f.Close(); err != nil {
+			t.Errorf("unmounting the lazyfs at %s: %v", mountpoint, err)
+		}
+	})
+	return f, mountpoint
 }
 
 // Mount serves backing at mountpoint; both must be existing directories.

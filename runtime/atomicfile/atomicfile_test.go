@@ -8,7 +8,7 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/aagen-dev/aagen/e2e/lazyfs"
+	"github.com/aagen-dev/aagen/internal/lazyfs"
 )
 
 // entries lists dir's names.
@@ -137,19 +137,11 @@ func TestSyncDir(t *testing.T) {
 	}
 }
 
-// TestMkdirAllSurvivesPowerCut creates directories on e2e/lazyfs, which drops every
+// TestMkdirAllSurvivesPowerCut creates directories on internal/lazyfs, which drops every
 // directory entry whose parent was not synced when the power is cut: os.MkdirAll's
 // directories are gone after a cut, MkdirAll's stay with the synced file inside.
 func TestMkdirAllSurvivesPowerCut(t *testing.T) {
-	if err := lazyfs.Available(); err != nil {
-		t.Fatalf("this test needs a FUSE mount: %v", err)
-	}
-	mnt := t.TempDir()
-	f, err := lazyfs.Mount(t.TempDir(), mnt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f, mnt := lazyfs.MountTemp(t)
 	plain, durable := filepath.Join(mnt, "plain", "a"), filepath.Join(mnt, "durable", "a")
 	// MkdirAll first: syncing the mount's top directory for it would make os.MkdirAll's
 	// entry there durable too.

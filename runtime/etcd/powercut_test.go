@@ -7,24 +7,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aagen-dev/aagen/e2e/lazyfs"
+	"github.com/aagen-dev/aagen/internal/lazyfs"
 )
 
-// TestPowerCutKeepsAcknowledgedPuts runs etcd on e2e/lazyfs, which drops on a power cut
+// TestPowerCutKeepsAcknowledgedPuts runs etcd on internal/lazyfs, which drops on a power cut
 // every write not fsynced and every directory entry whose directory was not fsynced, and
 // reads every acknowledged put back after a cut. etcd creates its member directory
 // without syncing the data directory; Start syncs the directories etcd made, or the cut
 // takes the whole member with it.
 func TestPowerCutKeepsAcknowledgedPuts(t *testing.T) {
-	if err := lazyfs.Available(); err != nil {
-		t.Fatalf("this test needs a FUSE mount: %v", err)
-	}
-	mnt := t.TempDir()
-	f, err := lazyfs.Mount(t.TempDir(), mnt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = f.Close() }) // after the restarted etcd's Close
+	f, mnt := lazyfs.MountTemp(t) // unmounted after the restarted etcd's Close
 	cfg := Config{Dir: filepath.Join(mnt, "etcd"), ReadyTimeout: time.Minute}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
