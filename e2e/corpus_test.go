@@ -313,22 +313,8 @@ func copyPackages(t *testing.T, modDir, modPath, project, sub string, pkgs []str
 			continue
 		}
 		copied[dst] = true
-		if err := os.MkdirAll(dst, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		entries, err := os.ReadDir(src)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range entries {
-			if e.IsDir() || !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
-				continue
-			}
-			b, err := os.ReadFile(filepath.Join(src, e.Name()))
-			if err != nil {
-				t.Fatal(err)
-			}
-			f, err := parser.ParseFile(token.NewFileSet(), e.Name(), b, parser.ImportsOnly)
+		copyGoSources(t, src, dst, func(name string, b []byte) []byte {
+			f, err := parser.ParseFile(token.NewFileSet(), name, b, parser.ImportsOnly)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -338,10 +324,35 @@ func copyPackages(t *testing.T, modDir, modPath, project, sub string, pkgs []str
 					queue = append(queue, dep)
 				}
 			}
-			out := rewrite.ReplaceAll(b, []byte("${1}"+projectModule+"/"))
-			if err := os.WriteFile(filepath.Join(dst, e.Name()), out, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			return rewrite.ReplaceAll(b, []byte("${1}"+projectModule+"/"))
+		})
+	}
+}
+
+// copyGoSources copies the Go files of src other than tests into dst (made if missing),
+// each through edit when edit is not nil.
+func copyGoSources(t *testing.T, src, dst string, edit func(name string, b []byte) []byte) {
+	t.Helper()
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if edit != nil {
+			b = edit(e.Name(), b)
+		}
+		if err := os.WriteFile(filepath.Join(dst, e.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

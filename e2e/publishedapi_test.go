@@ -2,9 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 )
@@ -97,27 +95,7 @@ func gatewayAPIProject(t *testing.T) (dir, modDir string) {
 	modDir = downloadModule(t, gatewayAPI)
 	dir = t.TempDir()
 	run(t, dir, aagen(t), "init", "--domain", "example.com", "--module", "example.com/gatewayapi")
-	src := filepath.Join(modDir, "apis", "v1")
-	dst := filepath.Join(dir, "apis", "v1")
-	if err := os.MkdirAll(dst, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	entries, err := os.ReadDir(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		if e.IsDir() || !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(src, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dst, e.Name()), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	copyGoSources(t, filepath.Join(modDir, "apis", "v1"), filepath.Join(dir, "apis", "v1"), nil)
 	run(t, dir, "go", "mod", "tidy")
 	return dir, modDir
 }
