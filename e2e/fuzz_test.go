@@ -32,7 +32,7 @@ func fuzzTargets() []fuzzTarget {
 }
 
 // fuzzTime is how long TestShortFuzz fuzzes each target.
-const fuzzTime = "8s"
+const fuzzTime = "10s"
 
 // TestShortFuzz fuzzes every target of fuzzTargets for fuzzTime each, so that every CI run
 // also fuzzes the marker parsers, the model builder and the JSONPath checks (go test runs
@@ -46,7 +46,11 @@ func TestShortFuzz(t *testing.T) {
 	skipShort(t)
 	for _, target := range fuzzTargets() {
 		t.Run(target.fn, func(t *testing.T) {
-			out := run(t, repoRoot(t), "go", "test", "-run=^$", "-fuzz=^"+target.fn+"$", "-fuzztime="+fuzzTime, "-fuzzminimizetime=0", target.pkg)
+			// A fresh fuzz cache per run: go test replays every input it cached before
+			// ("gathering baseline coverage") inside -fuzztime, and a cache that grew over
+			// many CI runs (287 inputs, 8 s on a loaded machine) left no time to fuzz.
+			out := run(t, repoRoot(t), "go", "test", "-run=^$", "-fuzz=^"+target.fn+"$", "-fuzztime="+fuzzTime, "-fuzzminimizetime=0", target.pkg,
+				"-args", "-test.fuzzcachedir="+t.TempDir())
 			execs, err := checkFuzzOutput(out)
 			if err != nil {
 				t.Fatalf("%s in %s: %v\n%s", target.fn, target.pkg, err, cluster.Tail(out, 2000))
