@@ -303,6 +303,10 @@ func (r *Registry) parseOne(text string, pos token.Position, target Target) (Mar
 			}
 		}
 		m.Value = unquote(m.Text)
+		if def.Type == StringList {
+			// Each item is unquoted by List: "a";"b" is two quoted items, not one quoted value.
+			m.Value = m.Text
+		}
 	case Args:
 		args, err := splitArgs(argText)
 		if err != nil {
@@ -390,14 +394,38 @@ func splitArgs(s string) (map[string]string, error) {
 	return out, nil
 }
 
-// List splits a list argument: "a;b", "{a,b}" or "a".
+// List splits a list argument: "a;b", "{a,b}" or "a". A separator inside a quoted item is
+// part of it, as for controller-gen: +kubebuilder:validation:Enum="a;b";"c" has two values.
 func List(v string) []string {
 	v = strings.TrimSpace(v)
 	if strings.HasPrefix(v, "{") && strings.HasSuffix(v, "}") {
-		v = v[1 : len(v)-1]
-		return cleanList(strings.Split(v, ","))
+		return cleanList(splitUnquoted(v[1:len(v)-1], ','))
 	}
-	return cleanList(strings.Split(v, ";"))
+	return cleanList(splitUnquoted(v, ';'))
+}
+
+// splitUnquoted splits v at each sep that stands outside a double-quoted (with backslash
+// escapes) or back-quoted part.
+func splitUnquoted(v string, sep byte) []string {
+	var out []string
+	var quote byte
+	start := 0
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case quote == '"' && c == '\\':
+			i++
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			}
+		case c == '"' || c == '`':
+			quote = c
+		case c == sep:
+			out = append(out, v[start:i])
+			start = i + 1
+		}
+	}
+	return append(out, v[start:])
 }
 
 // cleanList trims and unquotes the items, dropping the empty ones ("a;" or "a;;b"); a

@@ -106,10 +106,30 @@ func TestParseCommentsWithPositions(t *testing.T) {
 }
 
 func TestList(t *testing.T) {
-	for in, want := range map[string][]string{"a;b": {"a", "b"}, "{a,b}": {"a", "b"}, "a": {"a"}, "": nil, "a;;b;": {"a", "b"}, `a;"";"b"`: {"a", "", "b"}, `{a,""}`: {"a", ""}} {
+	for in, want := range map[string][]string{"a;b": {"a", "b"}, "{a,b}": {"a", "b"}, "a": {"a"}, "": nil, "a;;b;": {"a", "b"}, `a;"";"b"`: {"a", "", "b"}, `{a,""}`: {"a", ""},
+		// Quoted items, first and last among them (prometheus-operator's
+		// Enum="OnNamespace";"OnNamespaceExceptForAlertmanagerNamespace";"None"), and separators
+		// and escaped quotes inside quotes.
+		`"a";"b";"c"`: {"a", "b", "c"}, `"a;b";c`: {"a;b", "c"}, `{"a,b",c}`: {"a,b", "c"}, `"a\"b";c`: {`a"b`, "c"}, "`a;b`;c": {"a;b", "c"}} {
 		if got := List(in); !reflect.DeepEqual(got, want) {
 			t.Errorf("List(%q) = %v, want %v", in, got, want)
 		}
+	}
+}
+
+// TestQuotedListMarker parses a list-valued marker whose text starts and ends with a quote
+// (each item quoted): every item is a value of its own, not one quoted value.
+func TestQuotedListMarker(t *testing.T) {
+	m, d, known := Default().ParseText(`kubebuilder:validation:Enum="OnNamespace";"OnNamespaceExceptForAlertmanagerNamespace";"None"`, OnField)
+	if !known || d != nil {
+		t.Fatalf("known %v, diagnostic %v", known, d)
+	}
+	v, err := m.Def.Parse(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (Enum{"OnNamespace", "OnNamespaceExceptForAlertmanagerNamespace", "None"}); !reflect.DeepEqual(v, want) {
+		t.Errorf("Enum = %#v, want %#v", v, want)
 	}
 }
 

@@ -164,16 +164,17 @@ func (m *Model) ServesProtobuf() bool {
 type protoAnalysis struct {
 	g      *Types
 	pb     *Protobuf
-	byName map[string]*ProtoMessage
+	byName map[string]*ProtoMessage // nil for a type the encoding cannot carry
 }
 
 // add analyses a struct of the package and every struct of the package it reaches,
 // recording in Unsupported each type and field the encoding does not support.
 func (a *protoAnalysis) add(t *Type) {
 	name := t.Name.Name
-	if a.byName[name] != nil {
+	if _, done := a.byName[name]; done {
 		return
 	}
+	a.byName[name] = nil // analysed once, however many fields reach it: one warning each
 	decl := t.Decl()
 	if decl == nil || decl.Kind != ExprStruct {
 		a.unsupported(t.Pos, name, "is not a struct")

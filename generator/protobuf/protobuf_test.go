@@ -109,6 +109,7 @@ func TestProtobufUnsupported(t *testing.T) {
 		"PointerToSlice": "PointerToSlice.Names has type *[]string, a pointer to a slice",
 		"Anonymous":      "Anonymous.Point has type struct{X int32}, an anonymous struct",
 		"Stringer":       "Stringer already declares String, which the protobuf methods would redeclare",
+		"TwoStringers":   "Stringer already declares String, which the protobuf methods would redeclare",
 		"MapOfSlices":    "MapOfSlices.Extra has type map[string][]string, a slice inside a slice or map",
 	} {
 		out, diags, err := render(t, p, []string{root}, nil, "numbers.txt")

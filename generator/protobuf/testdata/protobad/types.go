@@ -78,3 +78,9 @@ type Several struct {
 	Nested Wrapper           `json:"nested"`
 	Fine   map[string]string `json:"fine"`
 }
+
+// TwoStringers reaches Stringer through two fields: one warning, not one per field.
+type TwoStringers struct {
+	A Stringer `json:"a"`
+	B Stringer `json:"b"`
+}
