@@ -754,8 +754,13 @@ func TestInjectTags(t *testing.T) {
 	list.CommentLines = []string{"+k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object"}
 	helper := u.Type(types.Name{Package: pkgPath, Name: "Helper"})
 	helper.CommentLines = []string{"Helper helps.", "+genclient", "+genclient:nonNamespaced", "+k8s:deepcopy-gen=false"}
+	// A kind whose DeepCopyObject is hand-written (prometheus-operator's): no interfaces tag,
+	// or deepcopy-gen would declare the method a second time.
+	gadget := u.Type(types.Name{Package: pkgPath, Name: "Gadget"})
+	gadget.CommentLines = []string{"Gadget copies itself."}
+	gadget.Methods = map[string]*types.Type{"DeepCopyObject": {Kind: types.Func}}
 
-	in := Input{Packages: []Package{{ImportPath: pkgPath, Group: "shop.example.com", Kinds: []Kind{{Name: "Widget"}}}}}
+	in := Input{Packages: []Package{{ImportPath: pkgPath, Group: "shop.example.com", Kinds: []Kind{{Name: "Widget"}, {Name: "Gadget", NamespaceScoped: true, HasStatus: true}}}}}
 	injectTags(u, in)
 	check := func() {
 		t.Helper()
@@ -769,6 +774,7 @@ func TestInjectTags(t *testing.T) {
 			{"widget", widget.CommentLines, []string{"Widget is a widget.", "+k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object", "+genclient", "+genclient:nonNamespaced", "+genclient:noStatus"}},
 			{"list", list.CommentLines, []string{"+k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object"}},
 			{"helper", helper.CommentLines, []string{"Helper helps.", "+k8s:deepcopy-gen=false"}},
+			{"gadget", gadget.CommentLines, []string{"Gadget copies itself.", "+genclient"}},
 		} {
 			if !slices.Equal(c.got, c.want) {
 				t.Errorf("%s:\ngot  %q\nwant %q", c.name, c.got, c.want)
