@@ -276,14 +276,20 @@ func patchOpenAPISource(src []byte, byType map[string]map[string]FieldValidation
 				}
 			}
 			if len(fv.Enum) > 0 {
-				if keyValue(sp, "Enum") != nil {
-					return nil, fmt.Errorf("%s property %s already has an enum", key, prop)
-				}
 				var vals []string
 				for _, v := range fv.Enum {
 					vals = append(vals, goLiteral(v))
 				}
-				add = append(add, "Enum: []interface{}{"+strings.Join(vals, ", ")+"},")
+				enum := "[]interface{}{" + strings.Join(vals, ", ") + "}"
+				if old := keyValue(sp, "Enum"); old != nil {
+					// openapi-gen's, from the +enum constants of a type of another module
+					// (corev1.PullPolicy): the field's marker decides, as in controller-gen's
+					// CRD, which does not read +enum. A type of the user's own module with
+					// other values is refused before (model's sameEnum).
+					edits = append(edits, edit{off(old.Value.Pos()), off(old.Value.End()), enum})
+				} else {
+					add = append(add, "Enum: "+enum+",")
+				}
 			}
 			if len(add) > 0 {
 				at := off(sp.Rbrace)

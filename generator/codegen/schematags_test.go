@@ -62,6 +62,19 @@ func TestPatchOpenAPISource(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
+	// An enum openapi-gen wrote from +enum constants of another module's type (prometheus-
+	// operator's imagePullPolicy, a corev1.PullPolicy with +kubebuilder:validation:Enum="";...)
+	// is replaced by the field's, as controller-gen's CRD has it.
+	withEnum := strings.Replace(openAPISrc, "Format: \"\",\n", "Format: \"\",\n\t\t\t\t\t\t\tEnum:   []interface{}{\"Always\", \"Never\"},\n", 1)
+	out, err = patchOpenAPISource([]byte(withEnum), map[string]map[string]FieldValidation{
+		"example.com/shop/pkg/apis/shop/v1.WidgetSpec": {"color": {JSONName: "color", Enum: []any{"", "Always", "Never"}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `Enum:   []interface{}{"", "Always", "Never"},`; !strings.Contains(string(out), want) || strings.Count(string(out), "Enum:") != 1 {
+		t.Errorf("want the one enum %s in:\n%s", want, out)
+	}
 	out, err = patchOpenAPISource([]byte(openAPISrc), map[string]map[string]FieldValidation{
 		"example.com/shop/pkg/apis/shop/v1.WidgetSpec": {"size": {JSONName: "size", PreserveUnknownFields: true, EmbeddedResource: true}},
 	})

@@ -1,7 +1,9 @@
 package model
 
 import (
+	"fmt"
 	"go/token"
+	"path/filepath"
 	"strings"
 )
 
@@ -17,6 +19,7 @@ func (b *builder) checkFields(k *Kind) {
 		return
 	}
 	w := &fieldWalker{b: b, visiting: map[*Type]bool{}, done: map[*Type]bool{}}
+	w.jsonNamesOnce(k.Name, t.Fields())
 	w.structFields(k.Name, t.Fields())
 }
 
@@ -83,6 +86,7 @@ func (w *fieldWalker) typ(path string, pos token.Position, e *TypeExpr) {
 		}
 		w.visiting[t] = true
 		if t.IsStruct() {
+			w.jsonNamesOnce(t.Name.Name, t.Fields())
 			w.structFields(path, t.Fields())
 		} else {
 			w.typ(path, pos, t.Underlying)
@@ -117,6 +121,69 @@ func (w *fieldWalker) typ(path string, pos token.Position, e *TypeExpr) {
 	case ExprFunc:
 		w.errorf(pos, "remove it from the API type", "field %s is a function, which cannot be serialised", path)
 	}
+}
+
+// jsonNamesOnce reports a JSON name that two fields of the struct named where give it, its
+// own or those of the structs it inlines (json:",inline" or untagged embedding): Go's
+// encoding keeps the shallower one (or neither, at one depth), but openapi-gen writes a
+// property for each, and its output does not compile (prometheus-operator's ProbeSpec has
+// an authorization field and inlines HTTPConfig, which has one too).
+func (w *fieldWalker) jsonNamesOnce(where string, fields []*Field) {
+	type named struct{ field, via *Field } // via: the struct's own inline field it came through
+	first := map[string]named{}
+	var walk func(fields []*Field, via *Field, seen map[*Type]bool)
+	walk = func(fields []*Field, via *Field, seen map[*Type]bool) {
+		for _, f := range fields {
+			if !f.Exported || f.JSONName == "-" {
+				continue
+			}
+			if f.Embedded && f.JSONName == "" {
+				t := w.b.types.Lookup(f.Type.Deref().Name)
+				if t == nil || !t.IsStruct() || seen[t] || f.Type.IsNamed(metav1Path, "TypeMeta") {
+					continue
+				}
+				seen[t] = true
+				top := via
+				if top == nil {
+					top = f
+				}
+				walk(t.Fields(), top, seen)
+				continue
+			}
+			if f.JSONName == "" {
+				continue // no json tag: an error of structFields
+			}
+			prev, dup := first[f.JSONName]
+			if !dup {
+				first[f.JSONName] = named{f, via}
+				continue
+			}
+			// The error stands in the struct itself: at the inline field that brought the
+			// second one in, else at the second field.
+			at := f
+			if via != nil {
+				at = via
+			}
+			w.errorf(at.Pos, "rename one of the two JSON names, or make the inlined struct a named field",
+				"%s has two fields with the JSON name %q, %s and %s; openapi-gen cannot describe both",
+				where, f.JSONName, describeNamed(prev.field, prev.via), describeNamed(f, via))
+		}
+	}
+	walk(fields, nil, map[*Type]bool{})
+}
+
+// describeNamed names field f (file:line) and the inline field it was reached through.
+func describeNamed(f, via *Field) string {
+	s := fmt.Sprintf("%s (%s)", f.GoName, shortPos(f.Pos))
+	if via != nil {
+		s += " through the inline " + via.GoName
+	}
+	return s
+}
+
+// shortPos is file:line of pos without the directory.
+func shortPos(pos token.Position) string {
+	return fmt.Sprintf("%s:%d", filepath.Base(pos.Filename), pos.Line)
 }
 
 func lowerFirst(s string) string {

@@ -321,3 +321,24 @@ type Inner struct {
 		t.Error("the version has defaults: defaulter-gen must run")
 	}
 }
+
+// TestJSONNameTwiceThroughInline: prometheus-operator's ProbeSpec has an authorization field
+// and inlines HTTPConfig, which has one too. Go's encoding keeps the shallower, but openapi-gen
+// writes both and its output does not compile: the model refuses it at the inline field,
+// naming both fields with their file:line. A struct inlined without a clash is served.
+func TestJSONNameTwiceThroughInline(t *testing.T) {
+	types := "package v1\n\nimport metav1 \"k8s.io/apimachinery/pkg/apis/meta/v1\"\n\n" +
+		"// +genclient\ntype Widget struct {\n\tmetav1.TypeMeta   `json:\",inline\"`\n\tmetav1.ObjectMeta `json:\"metadata,omitempty\"`\n\tSpec WidgetSpec `json:\"spec\"`\n}\n\n" +
+		"type WidgetSpec struct {\n\tAuthorization string `json:\"authorization,omitempty\"`\n\tHTTPConfig `json:\",inline\"`\n}\n\n" +
+		"type HTTPConfig struct {\n\tProxy string `json:\"proxy,omitempty\"`\n\tAuthorization string `json:\"authorization,omitempty\"`\n}\n\n" +
+		"type WidgetList struct {\n\tmetav1.TypeMeta `json:\",inline\"`\n\tmetav1.ListMeta `json:\"metadata,omitempty\"`\n\tItems []Widget `json:\"items\"`\n}\n"
+	_, _, err := build(t, module(t, map[string]string{"apis/shop/v1/doc.go": docGo, "apis/shop/v1/types.go": types}))
+	want := `types.go:14:2: WidgetSpec has two fields with the JSON name "authorization", Authorization (types.go:13) and Authorization (types.go:19) through the inline HTTPConfig; openapi-gen cannot describe both`
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "make the inlined struct a named field") {
+		t.Fatalf("want an error containing\n%s\ngot %v", want, err)
+	}
+	ok := strings.Replace(types, "Authorization string `json:\"authorization,omitempty\"`\n\tHTTPConfig", "Token string `json:\"token,omitempty\"`\n\tHTTPConfig", 1)
+	if _, _, err := build(t, module(t, map[string]string{"apis/shop/v1/doc.go": docGo, "apis/shop/v1/types.go": ok})); err != nil {
+		t.Fatalf("an inline struct without a clash: %v", err)
+	}
+}
