@@ -42,8 +42,10 @@ type DeployOptions struct {
 	Now func() time.Time `json:"-"`
 }
 
-// DefaultEtcdImage is the etcd image of the StatefulSet.
-const DefaultEtcdImage = "registry.k8s.io/etcd:3.6.5-0"
+// DefaultEtcdImage is the etcd image of the StatefulSet: the one kubeadm of the Kubernetes
+// release aagen pins runs (k8s.io/kubernetes v1.37.2's DefaultEtcdVersion), an etcd v3.7 like
+// the go.etcd.io/etcd the server links (TestEtcdImageIsKubeadms).
+const DefaultEtcdImage = "registry.k8s.io/etcd:3.7.0-0"
 
 // Datastores of the deploy manifests, and the Secret key that holds the DSN.
 const (
