@@ -221,6 +221,7 @@ const podMetricsBackend = `package podmetrics
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -296,6 +297,7 @@ const nodeMetricsBackend = `package nodemetrics
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -369,6 +371,7 @@ const clientCheckProgram = `package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 
