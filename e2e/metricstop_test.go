@@ -179,6 +179,7 @@ func topTable(t *testing.T, kubeconfig string, want map[string]map[string]string
 	}); err != nil {
 		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
+	t.Logf("kubectl %s:\n%s", strings.Join(args, " "), out)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	header := strings.Fields(lines[0])
 	got := map[string]map[string]string{}
