@@ -15,8 +15,8 @@ import (
 // subresources, which the generated storage serves. It reports whether the kind is good.
 func (b *builder) backendMarker(k *Kind, ms markers.Set) bool {
 	backend, m, _ := markers.Find[markers.Backend](ms)
-	if !backend {
-		if !b.backendByConfig(k) {
+	if byConfig := b.backendByConfig(k); !backend {
+		if !byConfig {
 			return true
 		}
 		m = markers.Marker{Pos: k.Pos}

@@ -77,6 +77,9 @@ func TestBackendMarker(t *testing.T) {
 	if r := m.Groups[0].Resources[0]; !r.Backend || r.ReadOnly || !r.Versions[0].Backend {
 		t.Errorf("Config.Backends on a read-only kind: resource %+v", r)
 	}
+	if _, _, err := buildWith(t, module(t, withHub("// +genclient:noStatus\n// +aagen:backend\n")), model.Config{Backends: []string{"Widget.shop.example.com"}}); err != nil {
+		t.Errorf("Config.Backends naming a kind marked +aagen:backend already: %v", err)
+	}
 	_, _, err = buildWith(t, module(t, withHub("// +genclient:noStatus\n")), model.Config{Backends: []string{"Gadget.shop.example.com"}})
 	if err == nil || !strings.Contains(err.Error(), "--backend Gadget.shop.example.com names no kind of the packages given") ||
 		!strings.Contains(err.Error(), "(one of: Widget.shop.example.com)") {
