@@ -120,6 +120,25 @@ func TestMetricsTop(t *testing.T) {
 	// Deployed behind the aggregator: its APIService v1beta1.metrics.k8s.io is Available.
 	cluster.Deploy(t, ctx, cp, dir, serverBin, e.ClientURL())
 
+	t.Run("discovery and writes", func(t *testing.T) {
+		// The backends are Readers: get and list, as metrics-server serves them; writes 405.
+		list, err := kube.Discovery().ServerResourcesForGroupVersion("metrics.k8s.io/v1beta1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		verbs := map[string]string{}
+		for _, r := range list.APIResources {
+			verbs[r.Name] = strings.Join(r.Verbs, ",")
+		}
+		if want := map[string]string{"pods": "get,list", "nodes": "get,list"}; !reflect.DeepEqual(verbs, want) {
+			t.Errorf("discovery of metrics.k8s.io/v1beta1 through kube-apiserver: %v, want %v", verbs, want)
+		}
+		manifest := `{"apiVersion":"metrics.k8s.io/v1beta1","kind":"PodMetrics","metadata":{"name":"web","namespace":"shop"},"timestamp":"2026-01-01T00:00:00Z","window":"30s","containers":[]}`
+		if out, err := kubectl(t, cp.Kubeconfig, manifest, "create", "-f", "-"); err == nil || !strings.Contains(out, "MethodNotAllowed") {
+			t.Errorf("kubectl create of a PodMetrics: want 405 MethodNotAllowed, got %v\n%s", err, out)
+		}
+	})
+
 	t.Run("kubectl top pod", func(t *testing.T) {
 		want := map[string]map[string]string{
 			"web":      {"CPU(cores)": "65m", "MEMORY(bytes)": "112Mi"},
