@@ -49,8 +49,9 @@ func cacheKey(o Options) (tool, options string) {
 	opts, err := json.Marshal(struct {
 		ServerName, GeneratedDir string
 		Runtime                  RuntimeRef
+		Backends                 []string
 		Deploy                   emit.DeployOptions
-	}{o.ServerName, o.GeneratedDir, o.Runtime, o.Deploy})
+	}{o.ServerName, o.GeneratedDir, o.Runtime, o.Backends, o.Deploy})
 	if err != nil {
 		return "", ""
 	}

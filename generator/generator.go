@@ -49,6 +49,9 @@ type Options struct {
 	GeneratedDir string
 	// Runtime says how the module reaches aagen's runtime (see RuntimeRef).
 	Runtime RuntimeRef
+	// Backends are kinds, as <Kind>.<group>, served from the user's backend as if marked
+	// +aagen:backend (model.Config.Backends): a published package's kinds, unedited.
+	Backends []string
 	// Deploy configures the deploy manifests.
 	Deploy emit.DeployOptions
 	// Verify compares instead of writing: the run fails if the tree is out of date.
@@ -250,7 +253,7 @@ func (r *run) loadPackages() error {
 
 // buildModel builds the model and reports its warnings (package model).
 func (r *run) buildModel() error {
-	m, warns, err := model.Build(r.loaded, markers.Default())
+	m, warns, err := model.Build(r.loaded, markers.Default(), model.Config{Backends: r.o.Backends})
 	r.report(diagnostics(warns)...)
 	if err != nil {
 		return err

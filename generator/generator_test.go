@@ -167,6 +167,16 @@ func TestRunCache(t *testing.T) {
 				t.Fatalf("another --image: want a full run, got %v (up to date %v)", err, res != nil && res.UpToDate)
 			}
 		}, nil},
+		{"--backend given", func() {
+			// DockOccupancy is marked +aagen:backend already: the same outputs, another option.
+			res, err := generator.Generate(context.Background(), generator.Options{
+				Dir: dir, Patterns: []string{"./pkg/apis/..."}, Runtime: generator.RuntimeRef{Skip: true}, Deploy: emit.DeployOptions{Image: "registry.example.com/marina:v2"},
+				Backends: []string{"DockOccupancy.marina.example.com"},
+			})
+			if err != nil || res.UpToDate {
+				t.Fatalf("--backend: want a full run, got %v (up to date %v)", err, res != nil && res.UpToDate)
+			}
+		}, nil},
 		{"go.mod changed", func() {
 			data, _ := os.ReadFile(filepath.Join(dir, "go.mod"))
 			_ = os.WriteFile(filepath.Join(dir, "go.mod"), append(data, "\n"...), 0o644)

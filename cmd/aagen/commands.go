@@ -49,6 +49,7 @@ type generateFlags struct {
 	replace      string
 	version      string
 	noGoMod      bool
+	backends     []string
 	verify       bool
 	force        bool
 	deploy       emit.DeployOptions
@@ -62,6 +63,7 @@ func (f *generateFlags) add(cmd *cobra.Command, withVerify bool) {
 	fs.StringVar(&f.replace, "aagen-replace", "", "aagen checkout the module's go.mod replaces the runtime with (default: the checkout this aagen was built from)")
 	fs.StringVar(&f.version, "aagen-version", "", "require this published aagen version instead of a replace")
 	fs.BoolVar(&f.noGoMod, "no-go-mod", false, "leave go.mod alone (no runtime requirement, no go mod tidy)")
+	fs.StringSliceVar(&f.backends, "backend", nil, "serve these kinds (<Kind>.<group>, e.g. PodMetrics.metrics.k8s.io) from your own backend, as if marked +aagen:backend: for a published package you do not edit")
 	fs.StringVar(&f.deploy.Dir, "deploy-dir", layout.DeployDir, "module-relative directory for the deploy manifests")
 	fs.StringVar(&f.deploy.Namespace, "namespace", "", "namespace the server is deployed to (default: the server name)")
 	fs.StringVar(&f.deploy.Image, "image", "", "container image of the server (default <name>:latest)")
@@ -98,6 +100,7 @@ func (f *generateFlags) options(cmd *cobra.Command, patterns []string) generator
 		ServerName:   f.name,
 		GeneratedDir: f.generatedDir,
 		Runtime:      generator.RuntimeRef{Replace: f.replace, Version: f.version, Skip: f.noGoMod},
+		Backends:     f.backends,
 		Verify:       f.verify,
 		Force:        f.force,
 		Deploy:       f.deploy,

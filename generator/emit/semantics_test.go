@@ -104,7 +104,7 @@ func TestStorageFieldPaths(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, warns, err := model.Build(res, markers.Default())
+	m, warns, err := model.Build(res, markers.Default(), model.Config{})
 	if err != nil {
 		t.Fatalf("model: %v", err)
 	}

@@ -92,7 +92,8 @@ func Default() *Registry {
 		valued(&Definition{Name: "aagen:backend", Target: OnType, Form: Flag,
 			Help: "Serve the kind from your own code instead of etcd: aagen creates, once, backend.go next to the kind's hooks.go with NewBackend, " +
 				"which returns a runtime/backend Reader (get, list) that may also be a Watcher (watch), a Writer (create, update, delete) and a Starter " +
-				"(started with a loopback client). Discovery lists exactly the verbs it implements; other verbs are 405. No /status or /scale."}, flagOf[Backend]()),
+				"(started with a loopback client). Discovery lists exactly the verbs it implements; other verbs are 405. No /status or /scale. " +
+				"For a published package you do not edit, `aagen generate --backend <Kind>.<group>` does the same."}, flagOf[Backend]()),
 		valued(&Definition{Name: "kubebuilder:unservedversion", Target: OnType, Form: Flag,
 			Help: "Do not serve this version of the kind (not installed, not in discovery, no client); objects still convert to and from it."}, flagOf[UnservedVersion]()),
 		&Definition{Name: "kubebuilder:metadata", Target: OnType, Form: Args, Keys: []string{"annotations", "labels"},

@@ -1,18 +1,25 @@
 package model
 
 import (
+	"go/token"
+	"slices"
+	"sort"
 	"strings"
 
 	"github.com/aagen-dev/aagen/generator/markers"
 )
 
-// backendMarker reads +aagen:backend on a kind and refuses what a kind served from the
+// backendMarker reads +aagen:backend on a kind, or Config.Backends naming it (then the
+// kind's position stands for the marker's), and refuses what a kind served from the
 // user's backend cannot have: the /status and /scale subresources and imperative
 // subresources, which the generated storage serves. It reports whether the kind is good.
 func (b *builder) backendMarker(k *Kind, ms markers.Set) bool {
 	backend, m, _ := markers.Find[markers.Backend](ms)
-	if !backend {
-		return true
+	if byConfig := b.backendByConfig(k); !backend {
+		if !byConfig {
+			return true
+		}
+		m = markers.Marker{Pos: k.Pos}
 	}
 	k.Backend = true
 	k.BackendPos = m.Pos
@@ -38,6 +45,42 @@ func (b *builder) backendMarker(k *Kind, ms markers.Set) bool {
 		good = false
 	}
 	return good
+}
+
+// backendByConfig reports whether Config.Backends names k (<Kind>.<group>) and records
+// that the name was used. It names the served versions' kinds, not an internal hub's.
+func (b *builder) backendByConfig(k *Kind) bool {
+	name := k.Name + "." + k.Version.Group.Name
+	if _, ok := b.backends[name]; !ok || k.Version.Internal {
+		return false
+	}
+	b.backends[name] = true
+	return true
+}
+
+// unusedBackends refuses a Config.Backends name that names no kind of the packages loaded.
+func (b *builder) unusedBackends() {
+	var kinds []string
+	for _, g := range b.groups {
+		for _, v := range g.Versions {
+			for _, k := range v.Kinds {
+				kinds = append(kinds, k.Name+"."+g.Name)
+			}
+		}
+	}
+	sort.Strings(kinds)
+	kinds = slices.Compact(kinds)
+	var unused []string
+	for name, used := range b.backends {
+		if !used {
+			unused = append(unused, name)
+		}
+	}
+	sort.Strings(unused)
+	for _, name := range unused {
+		b.errorf(token.Position{}, "name a kind of the types packages as <Kind>.<group> (one of: "+strings.Join(kinds, ", ")+")",
+			"--backend %s names no kind of the packages given", name)
+	}
 }
 
 // backendResource sets r.Backend when its kinds are served from a backend, and refuses a

@@ -3,6 +3,8 @@ package model_test
 import (
 	"strings"
 	"testing"
+
+	"github.com/aagen-dev/aagen/generator/model"
 )
 
 // TestBackendMarker checks +aagen:backend: it marks the resource as served from the user's
@@ -46,16 +48,46 @@ func TestBackendMarker(t *testing.T) {
 		t.Errorf("+aagen:backend in one version of two: %v", err)
 	}
 
-	// A kind stored as the group's internal type cannot be served from a backend yet.
+	// A kind stored as the group's internal type is served from a backend of its internal
+	// type (the storage's, which every version converts from), as metrics-server serves
+	// k8s.io/metrics.
 	internal := strings.NewReplacer("package v1", "package shop", "`json:\",inline\"`", "", "`json:\"metadata,omitempty\"`", "",
 		"`json:\"spec\"`", "", "`json:\"status\"`", "", "`json:\"items\"`", "", "`json:\"size\"`", "", "`json:\"ready\"`", "").Replace(goodKind)
-	_, _, err = build(t, module(t, map[string]string{
-		"apis/shop/doc.go":      strings.Replace(docGo, "package v1", "package shop", 1),
-		"apis/shop/types.go":    internal,
-		"apis/shop/v1/doc.go":   "// +k8s:conversion-gen=example.com/marina/apis/shop\n" + docGo,
-		"apis/shop/v1/types.go": marked("// +genclient:noStatus\n// +aagen:backend\n")}))
-	if err == nil || !strings.Contains(err.Error(), "imperative subresources and +aagen:backend are not supported yet for kinds stored as an internal type") {
-		t.Errorf("+aagen:backend on a kind with an internal hub: %v", err)
+	withHub := func(v1Markers string) map[string]string {
+		return map[string]string{
+			"apis/shop/doc.go":      strings.Replace(docGo, "package v1", "package shop", 1),
+			"apis/shop/types.go":    internal,
+			"apis/shop/v1/doc.go":   "// +k8s:conversion-gen=example.com/marina/apis/shop\n" + docGo,
+			"apis/shop/v1/types.go": marked(v1Markers)}
+	}
+	m, _, err = build(t, module(t, withHub("// +genclient:noStatus\n// +aagen:backend\n")))
+	if err != nil {
+		t.Fatalf("+aagen:backend on a kind with an internal hub: %v", err)
+	}
+	if r := m.Groups[0].Resources[0]; !r.Backend || r.Hub == nil || !r.Hub.Version.Internal {
+		t.Errorf("+aagen:backend on a kind with an internal hub: resource %+v", r)
+	}
+
+	// Config.Backends serves a kind of a package the user does not edit (a published one)
+	// from a backend, as the marker does; a name that is no kind is an error listing them.
+	m, _, err = buildWith(t, module(t, withHub("// +genclient:noStatus\n// +genclient:readonly\n")), model.Config{Backends: []string{"Widget.shop.example.com"}})
+	if err != nil {
+		t.Fatalf("Config.Backends: %v", err)
+	}
+	if r := m.Groups[0].Resources[0]; !r.Backend || r.ReadOnly || !r.Versions[0].Backend {
+		t.Errorf("Config.Backends on a read-only kind: resource %+v", r)
+	}
+	if _, _, err := buildWith(t, module(t, withHub("// +genclient:noStatus\n// +aagen:backend\n")), model.Config{Backends: []string{"Widget.shop.example.com"}}); err != nil {
+		t.Errorf("Config.Backends naming a kind marked +aagen:backend already: %v", err)
+	}
+	_, _, err = buildWith(t, module(t, withHub("// +genclient:noStatus\n")), model.Config{Backends: []string{"Gadget.shop.example.com"}})
+	if err == nil || !strings.Contains(err.Error(), "--backend Gadget.shop.example.com names no kind of the packages given") ||
+		!strings.Contains(err.Error(), "(one of: Widget.shop.example.com)") {
+		t.Errorf("Config.Backends naming no kind: %v", err)
+	}
+	_, _, err = buildWith(t, module(t, map[string]string{"apis/shop/v1/doc.go": docGo, "apis/shop/v1/types.go": goodKind}), model.Config{Backends: []string{"Widget.shop.example.com"}})
+	if err == nil || !strings.Contains(err.Error(), "Widget has +aagen:backend and a Status field") {
+		t.Errorf("Config.Backends on a kind with a /status subresource: %v", err)
 	}
 
 	for _, c := range cases {

@@ -31,11 +31,23 @@ var goIdentRE = regexp.MustCompile(`^[a-z][a-z0-9]*$`)
 
 var versionRE = regexp.MustCompile(`^v[1-9][0-9]*((alpha|beta)[1-9][0-9]*)?$`)
 
+// Config is what a run says about the types beyond their markers.
+type Config struct {
+	// Backends are kinds, as <Kind>.<group>, served from the user's backend as if each
+	// version's type were marked +aagen:backend: the way to serve a published package's
+	// kinds (k8s.io/metrics' PodMetrics, as metrics-server does) without editing it.
+	Backends []string
+}
+
 // Build makes the model of the loaded packages. It returns the model and warnings, or an
 // *Error holding every problem found (not just the first).
-func Build(res *load.Result, reg *markers.Registry) (*Model, []Diagnostic, error) {
+func Build(res *load.Result, reg *markers.Registry, cfg Config) (*Model, []Diagnostic, error) {
 	b := &builder{reg: reg, groups: map[string]*Group{}, storageMarkers: map[*Kind]token.Position{}, conversionTargets: conversionTargets(res.Packages),
-		decls: map[GoType]*typeDecl{}, internalPkgs: map[string]bool{}, depFiles: map[string]string{}, builtin: builtinGroups()}
+		decls: map[GoType]*typeDecl{}, internalPkgs: map[string]bool{}, depFiles: map[string]string{}, builtin: builtinGroups(),
+		backends: map[string]bool{}}
+	for _, kg := range cfg.Backends {
+		b.backends[kg] = false
+	}
 	m := &Model{ModuleDir: res.ModuleDir, ModulePath: res.ModulePath}
 	b.types = loadedTypes(res)
 	for _, p := range res.Packages {
@@ -43,6 +55,7 @@ func Build(res *load.Result, reg *markers.Registry) (*Model, []Diagnostic, error
 	}
 	b.readTypes(res)
 	m.Types = b.types
+	b.unusedBackends()
 	for _, g := range b.groups {
 		sort.Slice(g.Versions, func(i, j int) bool {
 			return version.CompareKubeAwareVersionStrings(g.Versions[i].Name, g.Versions[j].Name) > 0
@@ -98,6 +111,8 @@ type builder struct {
 	depFiles map[string]string
 	// builtin are the groups kube-apiserver serves itself (builtinGroups).
 	builtin map[string]bool
+	// backends are Config.Backends (<Kind>.<group>), each true once a kind it names is read.
+	backends map[string]bool
 }
 
 // dependencyDiags turns the errors found in other modules' sources into warnings: the user

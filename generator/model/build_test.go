@@ -49,11 +49,17 @@ func module(t *testing.T, files map[string]string) string {
 
 func build(t *testing.T, dir string) (*model.Model, []model.Diagnostic, error) {
 	t.Helper()
+	return buildWith(t, dir, model.Config{})
+}
+
+// buildWith builds the model of the module at dir with cfg.
+func buildWith(t *testing.T, dir string, cfg model.Config) (*model.Model, []model.Diagnostic, error) {
+	t.Helper()
 	res, err := load.Packages(context.Background(), dir, []string{"./..."})
 	if err != nil {
 		return nil, nil, err
 	}
-	return model.Build(res, markers.Default())
+	return model.Build(res, markers.Default(), cfg)
 }
 
 // splitProtobuf separates the warnings about fields the protobuf encoding cannot carry from

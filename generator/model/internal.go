@@ -84,10 +84,10 @@ func (b *builder) checkInternal(g *Group, names []string, byName map[string][]*K
 		b.checkResource(r, first, "")
 		for _, k := range ks {
 			k.Version.ConvertTo = in
-			if k.Scale != nil || len(k.SelectableFields) > 0 || len(k.PrintColumns) > 0 || len(k.Subresources) > 0 || k.Backend {
-				b.errorf(k.Pos, "remove +kubebuilder:subresource:scale, +kubebuilder:selectablefield, +kubebuilder:printcolumn, +aagen:subresource and +aagen:backend from "+name+
+			if k.Scale != nil || len(k.SelectableFields) > 0 || len(k.PrintColumns) > 0 || len(k.Subresources) > 0 {
+				b.errorf(k.Pos, "remove +kubebuilder:subresource:scale, +kubebuilder:selectablefield, +kubebuilder:printcolumn and +aagen:subresource from "+name+
 					", or drop the internal package and mark one version +kubebuilder:storageversion",
-					"kind %s: /scale, selectable fields, print columns, imperative subresources and +aagen:backend are not supported yet for kinds stored as an internal type (%s)", name, in.ImportPath)
+					"kind %s: /scale, selectable fields, print columns and imperative subresources are not supported yet for kinds stored as an internal type (%s)", name, in.ImportPath)
 			}
 		}
 	}

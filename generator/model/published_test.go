@@ -124,6 +124,8 @@ func TestReadOnlyKind(t *testing.T) {
 	}
 	if w := warningsContaining(warns, "types.go:6:1: warning: kind Widget is +genclient:readonly: it is served with get, list and watch only"); len(w) != 1 {
 		t.Errorf("want one warning at the marker, got %v", warns)
+	} else if !strings.Contains(w[0], "pass `--backend Widget.shop.example.com` to aagen generate for a package you do not edit") {
+		t.Errorf("the warning's fix names no --backend for a published package: %q", w[0])
 	}
 	backend := strings.Replace(strings.Replace(ro, "// +genclient:readonly\n", "// +genclient:readonly\n// +aagen:backend\n", 1),
 		"\tStatus WidgetStatus `json:\"status\"`\n", "", 1)

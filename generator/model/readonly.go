@@ -72,7 +72,7 @@ func (b *builder) readOnlyResource(r *Resource) {
 		// The backend's methods decide the verbs (Reader, Watcher, Writer).
 	default:
 		r.ReadOnly = true
-		b.warnf(first.ReadOnlyPos, "add `// +aagen:backend` to "+r.Kind+" to serve its objects from your own code (as metrics-server serves k8s.io/metrics)",
+		b.warnf(first.ReadOnlyPos, "add `// +aagen:backend` to "+r.Kind+", or pass `--backend "+r.Kind+"."+r.Group.Name+"` to aagen generate for a package you do not edit, to serve its objects from your own code (as metrics-server serves k8s.io/metrics)",
 			"kind %s is +genclient:readonly: it is served with get, list and watch only (writes are 405), from etcd, where nothing can create its objects through the API", r.Kind)
 	}
 }
