@@ -263,7 +263,9 @@ func TestImportRefusals(t *testing.T) {
 		o["metadata"].(map[string]any)["deletionTimestamp"] = "2021-03-05T00:00:00Z"
 		delete(o["metadata"].(map[string]any), "finalizers")
 	}), http.StatusUnprocessableEntity, "metadata.deletionTimestamp: Invalid value")
-	expect("an invalid label", edit(func(o map[string]any) { o["metadata"].(map[string]any)["labels"] = map[string]any{"team": "not valid!"} }),
+	expect("an invalid label", edit(func(o map[string]any) {
+		o["metadata"].(map[string]any)["labels"] = map[string]any{"team": "not valid!"}
+	}),
 		http.StatusUnprocessableEntity, "metadata.labels: Invalid value")
 	expect("a kind the server does not store", edit(func(o map[string]any) { o["kind"] = "Gadget" }),
 		http.StatusBadRequest)
