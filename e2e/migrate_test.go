@@ -1,0 +1,272 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/aagen-dev/aagen/e2e/cluster"
+	"github.com/aagen-dev/aagen/internal/migrate"
+	"github.com/aagen-dev/aagen/runtime/etcd"
+)
+
+// TestMigratePlanAndImport graduates testdata/crosspkg's Crate from controller-gen
+// v0.23.0's CRD on kube-apiserver v1.37.2 towards the generated server, as far as aagen
+// migrate goes so far. The CRD installed has drifted from the types (spec.label.text has
+// lost its maxLength, as a CRD installed from an older release would), so one crate the
+// CRD accepted is invalid for the server. Crates are written with labels, annotations,
+// finalizers, an owner reference, status through /status, a server-side-apply manager, and
+// one is being deleted (held by its finalizer). Then:
+//   - `aagen migrate plan` exits non-zero naming that crate and spec.label.text, reports no
+//     problem with versions or scope, and exits 0 once --skip names the crate;
+//   - the import (runtime/objectimport, through migrate.Importer) is refused before the
+//     migration state is set; once set, every other crate is imported and read back from
+//     the generated server equal to the CRD's object but for resourceVersion (uid,
+//     creationTimestamp, generation, metadata, managedFields, status, deletionTimestamp);
+//     the invalid crate is refused with 422 at spec.label.text; importing again changes
+//     nothing.
+func TestMigratePlanAndImport(t *testing.T) {
+	skipShort(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	copyTree(t, filepath.Join(repoRoot(t), "testdata", "crosspkg"), dir, nil)
+	crdDir := t.TempDir()
+	run(t, dir, cluster.ControllerGenBinary(t), "crd", "paths=./pkg/apis/...", "output:crd:dir="+crdDir)
+	crd, err := cluster.ReadCRD(filepath.Join(crdDir, depot+"_crates.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The drift: spec.label.text without its maxLength of 12.
+	root := crd.Spec.Versions[0].Schema.OpenAPIV3Schema
+	spec := root.Properties["spec"]
+	label := spec.Properties["label"]
+	text := label.Properties["text"]
+	if text.MaxLength == nil || *text.MaxLength != 12 {
+		t.Fatalf("controller-gen's spec.label.text has maxLength %v, want 12", text.MaxLength)
+	}
+	text.MaxLength = nil
+	label.Properties["text"] = text
+	spec.Properties["label"] = label
+	root.Properties["spec"] = spec
+
+	e, err := etcd.Start(ctx, etcd.Config{Dir: t.TempDir(), UnsafeNoFsync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Close() })
+	cp := cluster.StartControlPlane(t, e.ClientURL())
+	const ns = "depot"
+	core := kubernetes.NewForConfigOrDie(cp.Admin).CoreV1()
+	if _, err := core.Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cluster.InstallCRD(t, ctx, cp.Admin, crd)
+	owner, err := core.ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owner"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The crates, on the CRD.
+	crdCrates := dynamic.NewForConfigOrDie(cp.Admin).Resource(crates).Namespace(ns)
+	crate := func(name, text string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": depot + "/v1", "kind": "Crate",
+			"metadata": map[string]any{"name": name, "namespace": ns,
+				"labels":      map[string]any{"team": "blue", "crate": name},
+				"annotations": map[string]any{"depot.example.com/note": "moved " + name},
+			},
+			"spec": map[string]any{"label": map[string]any{"text": text, "color": "red"}, "limits": map[string]any{"maxWeight": int64(10)}},
+		}}
+	}
+	create := func(c *unstructured.Unstructured) *unstructured.Unstructured {
+		t.Helper()
+		got, err := crdCrates.Create(ctx, c, metav1.CreateOptions{FieldManager: "depot-cli"})
+		if err != nil {
+			t.Fatalf("creating %s on the CRD: %v", c.GetName(), err)
+		}
+		return got
+	}
+	setStatus := func(c *unstructured.Unstructured) {
+		t.Helper()
+		c.Object["status"] = map[string]any{"packed": true}
+		if _, err := crdCrates.UpdateStatus(ctx, c, metav1.UpdateOptions{FieldManager: "packer"}); err != nil {
+			t.Fatalf("status of %s: %v", c.GetName(), err)
+		}
+	}
+	plain := crate("plain", "apples")
+	plain.SetFinalizers([]string{"depot.example.com/keep"})
+	setStatus(create(plain))
+	owned := crate("owned", "pears")
+	owned.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID, BlockOwnerDeletion: ptrTo(true), Controller: ptrTo(true)}})
+	setStatus(create(owned))
+	applied := crate("applied", "plums")
+	if _, err := crdCrates.Apply(ctx, "applied", applied, metav1.ApplyOptions{FieldManager: "shipper"}); err != nil {
+		t.Fatalf("server-side apply of applied: %v", err)
+	}
+	deleting := crate("deleting", "figs")
+	deleting.SetFinalizers([]string{"depot.example.com/keep"})
+	create(deleting)
+	if err := crdCrates.Delete(ctx, "deleting", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	create(crate("long", "thirteen-char")) // valid for the drifted CRD only
+
+	// The generated server of the same types, reached directly.
+	up := startUp(t, dir, 25*time.Minute)
+	ctx, cancel = context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+
+	t.Run("plan", func(t *testing.T) {
+		plan := func(args ...string) (string, error) {
+			cmd := exec.CommandContext(ctx, aagen(t), append([]string{"migrate", "plan", "--kubeconfig", cp.Kubeconfig,
+				"--server-kubeconfig", up.kubeconfig, "--group", depot}, args...)...)
+			out, err := cmd.CombinedOutput()
+			return string(out), err
+		}
+		out, err := plan()
+		t.Logf("aagen migrate plan:\n%s", out)
+		if err == nil {
+			t.Errorf("aagen migrate plan exited 0 with a crate the server refuses")
+		}
+		for _, want := range []string{
+			"crates.depot.example.com (kind Crate)",
+			"CRD:              served v1, storage v1",
+			"generated server: served v1, storage v1",
+			"5 object(s) dry-run in v1: 1 refused",
+			"REFUSED depot/long: spec.label.text: Too long: may not be more than 12 bytes",
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("the plan does not say %q", want)
+			}
+		}
+		for _, unwanted := range []string{"PROBLEM", "schema v1:"} {
+			if strings.Contains(out, unwanted) {
+				t.Errorf("the plan says %q: the server and controller-gen's CRD of the same types should agree but for the constraint", unwanted)
+			}
+		}
+		out, err = plan("--skip", "crates.depot.example.com/depot/long")
+		if err != nil {
+			t.Errorf("aagen migrate plan --skip the refused crate: %v\n%s", err, out)
+		}
+		if !strings.Contains(out, "refused (skipped) depot/long: spec.label.text") || !strings.Contains(out, "can start") {
+			t.Errorf("the plan with --skip:\n%s", out)
+		}
+	})
+
+	t.Run("import", func(t *testing.T) {
+		im, err := migrate.NewImporter(up.restConfig(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		list, err := crdCrates.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(list.Items) != 5 {
+			t.Fatalf("the CRD holds %d crates, want 5", len(list.Items))
+		}
+		if _, err := im.Import(ctx, &list.Items[0]); !apierrors.IsConflict(err) || !strings.Contains(err.Error(), "no migration is in progress") {
+			t.Errorf("an import before the migration started: %v, want 409 Conflict saying no migration is in progress", err)
+		}
+		if st, err := im.SetState(ctx, migrate.MigrationState{InProgress: true, Source: "crd " + crd.Name}); err != nil || !st.InProgress {
+			t.Fatalf("starting the migration: %+v, %v", st, err)
+		}
+		serverCrates := dynamic.NewForConfigOrDie(up.restConfig(t)).Resource(crates).Namespace(ns)
+		seen := map[string]bool{}
+		for i := range list.Items {
+			src := &list.Items[i]
+			name := src.GetName()
+			_, err := im.Import(ctx, src)
+			if name == "long" {
+				status, ok := err.(apierrors.APIStatus)
+				if !ok || !apierrors.IsInvalid(err) || status.Status().Details == nil || len(status.Status().Details.Causes) != 1 ||
+					status.Status().Details.Causes[0].Field != "spec.label.text" {
+					t.Errorf("importing the crate the server refuses: %v, want 422 at spec.label.text", err)
+				}
+				continue
+			}
+			if err != nil {
+				t.Errorf("importing %s: %v", name, err)
+				continue
+			}
+			got, err := serverCrates.Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				t.Errorf("%s on the generated server: %v", name, err)
+				continue
+			}
+			if got.GetResourceVersion() == "" {
+				t.Errorf("%s: no resourceVersion on the generated server", name)
+			}
+			if want := withoutRV(src); !reflect.DeepEqual(withoutRV(got), want) {
+				t.Errorf("%s on the generated server:\n%s\nwant the CRD's but for resourceVersion:\n%s", name, mustJSON(t, withoutRV(got)), mustJSON(t, want))
+			}
+			if _, err := im.Import(ctx, src); err != nil {
+				t.Errorf("importing %s again: %v", name, err)
+			}
+			again, err := serverCrates.Get(ctx, name, metav1.GetOptions{})
+			if err != nil || !reflect.DeepEqual(again.Object, got.Object) {
+				t.Errorf("%s after a second import: %v, %v; want it unchanged", name, again, err)
+			}
+			seen[name] = true
+		}
+		// What the crates hold is what the migration must keep.
+		byName := map[string]*unstructured.Unstructured{}
+		for i := range list.Items {
+			byName[list.Items[i].GetName()] = &list.Items[i]
+		}
+		if s, _, _ := unstructured.NestedBool(byName["plain"].Object, "status", "packed"); !s || len(byName["plain"].GetFinalizers()) != 1 {
+			t.Errorf("plain on the CRD has no status or finalizer: %v", byName["plain"].Object)
+		}
+		if byName["deleting"].GetDeletionTimestamp() == nil {
+			t.Errorf("deleting on the CRD is not being deleted")
+		}
+		if len(byName["owned"].GetOwnerReferences()) != 1 {
+			t.Errorf("owned on the CRD has no owner")
+		}
+		managers := map[string]bool{}
+		for _, m := range byName["applied"].GetManagedFields() {
+			managers[m.Manager+"/"+string(m.Operation)] = true
+		}
+		if !managers["shipper/Apply"] {
+			t.Errorf("applied on the CRD has managers %v, want shipper's Apply", managers)
+		}
+		if len(seen) != 4 {
+			t.Errorf("imported %v, want the 4 valid crates", seen)
+		}
+		if st, err := im.SetState(ctx, migrate.MigrationState{}); err != nil || st.InProgress {
+			t.Fatalf("ending the migration: %+v, %v", st, err)
+		}
+		if _, err := im.Import(ctx, byName["plain"]); !apierrors.IsConflict(err) {
+			t.Errorf("an import after the migration ended: %v, want 409 Conflict", err)
+		}
+	})
+}
+
+// withoutRV is obj's content without metadata.resourceVersion.
+func withoutRV(obj *unstructured.Unstructured) map[string]any {
+	out := obj.DeepCopy()
+	unstructured.RemoveNestedField(out.Object, "metadata", "resourceVersion")
+	return out.Object
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
