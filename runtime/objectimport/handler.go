@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	kjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
@@ -112,7 +113,14 @@ func (h *Handler) serveImport(w http.ResponseWriter, req *http.Request) {
 		h.fail(w, req, statusVersion, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("an imported object may have at most %d bytes", maxBody)))
 		return
 	}
-	obj, gvk, err := h.Codecs.UniversalDeserializer().Decode(body, nil, nil)
+	// Strict: a field the server's type does not have would be lost on the way, so it is
+	// refused rather than dropped.
+	strict := kjson.NewSerializerWithOptions(kjson.DefaultMetaFactory, h.Scheme, h.Scheme, kjson.SerializerOptions{Strict: true})
+	obj, gvk, err := strict.Decode(body, nil, nil)
+	if runtime.IsStrictDecodingError(err) {
+		h.fail(w, req, statusVersion, apierrors.NewBadRequest(fmt.Sprintf("the object has fields the server's type does not, which an import would lose: %v", err)))
+		return
+	}
 	if err != nil {
 		h.fail(w, req, statusVersion, apierrors.NewBadRequest(fmt.Sprintf("the body of POST %s must be one object with apiVersion and kind: %v", ImportPath, err)))
 		return

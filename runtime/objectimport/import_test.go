@@ -221,8 +221,9 @@ func TestImportKeepsIdentity(t *testing.T) {
 // TestImportRefusals: outside a migration (before one and after it ends) every import is
 // refused with 409 and what to do; during one, an object without uid, without
 // creationTimestamp or namespace, being deleted without finalizers, invalid for the
-// server, of a kind it does not store, or replacing another object of the same name is
-// refused, and nothing is written.
+// server, with a field the server's type lacks (it would be lost), of a kind the server
+// does not store, or replacing another object of the same name is refused, and nothing is
+// written.
 func TestImportRefusals(t *testing.T) {
 	srv := startShop(t)
 	ctx := context.Background()
@@ -267,6 +268,8 @@ func TestImportRefusals(t *testing.T) {
 		o["metadata"].(map[string]any)["labels"] = map[string]any{"team": "not valid!"}
 	}),
 		http.StatusUnprocessableEntity, "metadata.labels: Invalid value")
+	expect("a field the server's type does not have", edit(func(o map[string]any) { o["spec"].(map[string]any)["color"] = "red" }),
+		http.StatusBadRequest, "fields the server's type does not", `unknown field \"spec.color\"`)
 	expect("a kind the server does not store", edit(func(o map[string]any) { o["kind"] = "Gadget" }),
 		http.StatusBadRequest)
 	if _, err := widgets.Get(ctx, "b", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
