@@ -29,9 +29,9 @@ func TestCompareResource(t *testing.T) {
 		storage:   map[string]string{"widgets": "v2"},
 	}
 	cases := []struct {
-		name                   string
-		crd                    apiextensionsv1.CustomResourceDefinition
-		server                 *served
+		name                    string
+		crd                     apiextensionsv1.CustomResourceDefinition
+		server                  *served
 		problems, notes, dryRun string
 	}{
 		{"same versions, another storage version", widgetsCRD(apiextensionsv1.NamespaceScoped, v("v1", true, true), v("v2", true, false)), server,
