@@ -1,12 +1,18 @@
 package migrate
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/discovery"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 )
 
@@ -28,16 +34,45 @@ type MigrationState struct {
 // import (runtime/objectimport), which a user may use only with the verb "import" on each
 // resource and only while the server's migration state is in progress.
 type Importer struct {
-	client rest.Interface
+	host   string
+	client *http.Client
 }
 
 // NewImporter reaches the generated server directly with cfg.
 func NewImporter(cfg *rest.Config) (*Importer, error) {
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	client, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &Importer{client: dc.RESTClient()}, nil
+	return &Importer{host: strings.TrimSuffix(cfg.Host, "/"), client: client}, nil
+}
+
+// call sends body to path and returns the answer of a 200, or the server's error as an
+// apierrors.APIStatus (its metav1.Status: code, reason, message, causes).
+func (im *Importer) call(ctx context.Context, method, path string, body []byte) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, method, im.host+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	resp, err := im.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s%s: %w", method, im.host, path, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s%s: reading the answer: %w", method, im.host, path, err)
+	}
+	if resp.StatusCode == http.StatusOK {
+		return data, nil
+	}
+	var status metav1.Status
+	if json.Unmarshal(data, &status) == nil && status.Kind == "Status" {
+		return nil, &apierrors.StatusError{ErrStatus: status}
+	}
+	return nil, apierrors.NewGenericServerResponse(resp.StatusCode, method, schema.GroupResource{}, "", strings.TrimSpace(string(data)), 0, false)
 }
 
 // SetState starts (in progress) or ends the migration on the server, and returns the
@@ -47,7 +82,7 @@ func (im *Importer) SetState(ctx context.Context, st MigrationState) (MigrationS
 	if err != nil {
 		return MigrationState{}, err
 	}
-	raw, err := im.client.Put().AbsPath(statePath).SetHeader("Content-Type", "application/json").Body(data).Do(ctx).Raw()
+	raw, err := im.call(ctx, http.MethodPut, statePath, data)
 	if err != nil {
 		return MigrationState{}, fmt.Errorf("setting the migration state on the generated server: %w", err)
 	}
@@ -60,13 +95,13 @@ func (im *Importer) SetState(ctx context.Context, st MigrationState) (MigrationS
 
 // Import writes obj, as the source cluster serves it, into the generated server and
 // returns the stored object. Its errors are the server's (apierrors.APIStatus: 422 with
-// the refused fields, 409, 403).
+// the refused fields, 409, 403, 400).
 func (im *Importer) Import(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	data, err := obj.MarshalJSON()
 	if err != nil {
 		return nil, err
 	}
-	raw, err := im.client.Post().AbsPath(importPath).SetHeader("Content-Type", "application/json").Body(data).Do(ctx).Raw()
+	raw, err := im.call(ctx, http.MethodPost, importPath, data)
 	if err != nil {
 		return nil, err
 	}
