@@ -32,7 +32,8 @@ import (
 //   - `aagen migrate plan` exits non-zero naming that crate and spec.label.text, reports no
 //     problem with versions or scope, and exits 0 once --skip names the crate;
 //   - the import (runtime/objectimport, through migrate.Importer) is refused before the
-//     migration state is set; once set, every other crate is imported and read back from
+//     migration state is set; once set, migrate.Copy copies every other crate and reports
+//     the refused one (and succeeds with it skipped, twice); each crate is read back from
 //     the generated server equal to the CRD's object but for resourceVersion (uid,
 //     creationTimestamp, generation, metadata, managedFields, status, deletionTimestamp);
 //     the invalid crate is refused with 422 at spec.label.text; importing again changes
@@ -188,6 +189,25 @@ func TestMigratePlanAndImport(t *testing.T) {
 		if st, err := im.SetState(ctx, migrate.MigrationState{InProgress: true, Source: "crd " + crd.Name}); err != nil || !st.InProgress {
 			t.Fatalf("starting the migration: %+v, %v", st, err)
 		}
+		// The copy: it stops at nothing, copies the 4 valid crates and reports the other;
+		// with --skip naming it, it succeeds; run again, it finishes the same.
+		var progress strings.Builder
+		res, err := migrate.Copy(ctx, migrate.CopyOptions{Cluster: cp.Admin, Importer: im, Group: depot, Progress: &progress})
+		if err == nil || !strings.Contains(err.Error(), "refused 1 object(s)") || !strings.Contains(err.Error(), "crates.depot.example.com depot/long") ||
+			res.Copied["crates.depot.example.com"] != 4 {
+			t.Errorf("the copy with a crate the server refuses: %+v, %v", res, err)
+		}
+		for range 2 {
+			progress.Reset()
+			res, err = migrate.Copy(ctx, migrate.CopyOptions{Cluster: cp.Admin, Importer: im, Group: depot, Progress: &progress,
+				Skip: []string{"crates.depot.example.com/depot/long"}})
+			if err != nil || res.Copied["crates.depot.example.com"] != 4 || res.Skipped["crates.depot.example.com"] != 1 {
+				t.Errorf("the copy skipping the refused crate: %+v, %v", res, err)
+			}
+			if !strings.Contains(progress.String(), "crates.depot.example.com: 4 copied, 1 skipped in ") {
+				t.Errorf("the copy's progress: %q", progress.String())
+			}
+		}
 		serverCrates := dynamic.NewForConfigOrDie(up.restConfig(t)).Resource(crates).Namespace(ns)
 		seen := map[string]bool{}
 		for i := range list.Items {
@@ -196,7 +216,7 @@ func TestMigratePlanAndImport(t *testing.T) {
 			_, err := im.Import(ctx, src)
 			if name == "long" {
 				status, ok := err.(apierrors.APIStatus)
-				if !ok || !apierrors.IsInvalid(err) || status.Status().Details == nil || len(status.Status().Details.Causes) != 1 ||
+				if !ok || !apierrors.IsInvalid(err) || status.Status().Details == nil || len(status.Status().Details.Causes) == 0 ||
 					status.Status().Details.Causes[0].Field != "spec.label.text" {
 					t.Errorf("importing the crate the server refuses: %v, want 422 at spec.label.text", err)
 				}

@@ -22,7 +22,7 @@ const FreezeMessage = "writes to this API group are frozen while its objects mov
 func freezeName(group string) string { return "aagen-migration-freeze." + group }
 
 // Freeze refuses every create, update and delete of the group's resources and their
-// subresources on the cluster (a ValidatingAdmissionPolicy whose only rule is false, and
+// subresources ("*/*") on the cluster (a ValidatingAdmissionPolicy whose only rule is false, and
 // its binding with the action Deny), and returns once probe, a dry-run write, is refused
 // with FreezeMessage: kube-apiserver loads policies asynchronously, so the freeze holds
 // only from then on. Lift ends it whatever happened in between; a Freeze that fails lifts
@@ -41,7 +41,7 @@ func Freeze(ctx context.Context, cfg *rest.Config, group string, probe func(cont
 			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
 				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
 					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete},
-					Rule:       admissionregistrationv1.Rule{APIGroups: []string{group}, APIVersions: []string{"*"}, Resources: []string{"*", "*/*"}},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{group}, APIVersions: []string{"*"}, Resources: []string{"*/*"}},
 				},
 			}}},
 			Validations: []admissionregistrationv1.Validation{{

@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -113,22 +112,9 @@ func RunPlan(ctx context.Context, o PlanOptions) (*Plan, error) {
 	if o.Group == "" {
 		return nil, fmt.Errorf("the API group to migrate is required (--group)")
 	}
-	crdClient, err := apiextensionsclient.NewForConfig(o.Cluster)
+	group, err := groupCRDs(ctx, o.Cluster, o.Group)
 	if err != nil {
 		return nil, err
-	}
-	crds, err := crdClient.ApiextensionsV1().CustomResourceDefinitions().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("listing the cluster's CustomResourceDefinitions: %w", err)
-	}
-	var group []apiextensionsv1.CustomResourceDefinition
-	for _, crd := range crds.Items {
-		if crd.Spec.Group == o.Group {
-			group = append(group, crd)
-		}
-	}
-	if len(group) == 0 {
-		return nil, fmt.Errorf("the cluster has no CustomResourceDefinition of group %s: nothing to migrate", o.Group)
 	}
 	server, err := readServer(ctx, o.Server, o.Group)
 	if err != nil {
