@@ -25,7 +25,8 @@ import (
 // Paths and the verb of the import.
 const (
 	// ImportPath takes one object per POST (JSON, with apiVersion and kind of a served
-	// version) and answers with the stored object in that version.
+	// version) and answers with the stored object in that version. With ?dryRun=All it
+	// checks the object as the import would and writes nothing.
 	ImportPath = "/migration/import"
 	// StatePath serves the migration state (GET) and sets it (PUT a State; only
 	// inProgress and source are read).
@@ -144,9 +145,18 @@ func (h *Handler) serveImport(w http.ResponseWriter, req *http.Request) {
 		h.fail(w, req, gv, err)
 		return
 	}
-	if err := h.inProgress(ctx); err != nil {
+	dryRun, err := dryRunParam(req)
+	if err != nil {
 		h.fail(w, req, gv, err)
 		return
+	}
+	// A dry run writes nothing, so it needs no migration in progress: aagen migrate plan
+	// checks every object with it before the migration starts.
+	if !dryRun {
+		if err := h.inProgress(ctx); err != nil {
+			h.fail(w, req, gv, err)
+			return
+		}
 	}
 	h.Scheme.Default(obj)
 	stored := target.Store.NewFunc()
@@ -156,7 +166,11 @@ func (h *Handler) serveImport(w http.ResponseWriter, req *http.Request) {
 		h.fail(w, req, gv, apierrors.NewBadRequest(fmt.Sprintf("converting %s to the storage type %T: %v", gvk, stored, err)))
 		return
 	}
-	out, err := target.Import(genericapirequest.WithRequestInfo(ctx, info), stored)
+	write := target.Import
+	if dryRun {
+		write = target.DryRun
+	}
+	out, err := write(genericapirequest.WithRequestInfo(ctx, info), stored)
 	if err != nil {
 		h.fail(w, req, gv, err)
 		return
@@ -220,4 +234,17 @@ func (h *Handler) kinds() string {
 	}
 	sort.Strings(out)
 	return strings.Join(out, ", ")
+}
+
+// dryRunParam reads the dryRun query parameter: absent, or All.
+func dryRunParam(req *http.Request) (bool, error) {
+	values := req.URL.Query()["dryRun"]
+	switch {
+	case len(values) == 0:
+		return false, nil
+	case len(values) == 1 && values[0] == "All":
+		return true, nil
+	default:
+		return false, apierrors.NewBadRequest(fmt.Sprintf("dryRun %q: the only value is All", values))
+	}
 }

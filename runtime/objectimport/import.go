@@ -6,6 +6,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -32,11 +33,41 @@ type Target struct {
 // one of the same name with a different uid (409 Conflict). Importing an object that is
 // stored already with the same content changes nothing, its resourceVersion included.
 func (t Target) Import(ctx context.Context, obj runtime.Object) (runtime.Object, error) {
+	m, key, err := t.check(ctx, obj)
+	if err != nil {
+		return nil, err
+	}
+	store, gr, name := t.Store, t.Store.DefaultQualifiedResource, m.GetName()
+	out := store.NewFunc()
+	err = store.Storage.GuaranteedUpdate(ctx, key, out, true, nil,
+		func(existing runtime.Object, _ storage.ResponseMeta) (runtime.Object, *uint64, error) {
+			if err := t.sameUID(existing, m); err != nil {
+				return nil, nil, err
+			}
+			next := obj.DeepCopyObject()
+			nm, err := meta.Accessor(next)
+			if err != nil {
+				return nil, nil, err
+			}
+			nm.SetResourceVersion("")
+			return next, nil, nil
+		}, false, nil)
+	if err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsInvalid(err) {
+			return nil, err
+		}
+		return nil, storeerr.InterpretUpdateError(err, gr, name)
+	}
+	return out, nil
+}
+
+// check refuses what Import refuses before writing, and returns obj's metadata and key.
+func (t Target) check(ctx context.Context, obj runtime.Object) (metav1.Object, string, error) {
 	store := t.Store
 	gr := store.DefaultQualifiedResource
 	m, err := meta.Accessor(obj)
 	if err != nil {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("importing into %s: %v", gr, err))
+		return nil, "", apierrors.NewBadRequest(fmt.Sprintf("importing into %s: %v", gr, err))
 	}
 	name := m.GetName()
 	var errs field.ErrorList
@@ -60,35 +91,48 @@ func (t Target) Import(ctx context.Context, obj runtime.Object) (runtime.Object,
 		errs = store.CreateStrategy.Validate(ctx, obj)
 	}
 	if len(errs) > 0 {
-		return nil, apierrors.NewInvalid(t.Kind, name, errs)
+		return nil, "", apierrors.NewInvalid(t.Kind, name, errs)
 	}
 	if store.NamespaceScoped() {
 		ctx = genericapirequest.WithNamespace(ctx, m.GetNamespace())
 	}
 	key, err := store.KeyFunc(ctx, name)
 	if err != nil {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("importing %s %q: %v", gr, name, err))
+		return nil, "", apierrors.NewBadRequest(fmt.Sprintf("importing %s %q: %v", gr, name, err))
 	}
-	out := store.NewFunc()
-	err = store.Storage.GuaranteedUpdate(ctx, key, out, true, nil,
-		func(existing runtime.Object, _ storage.ResponseMeta) (runtime.Object, *uint64, error) {
-			if em, err := meta.Accessor(existing); err == nil && em.GetUID() != "" && em.GetUID() != m.GetUID() {
-				return nil, nil, apierrors.NewConflict(gr, name,
-					fmt.Errorf("the server holds another object of this name (uid %s, importing uid %s): delete it first if it is to be replaced", em.GetUID(), m.GetUID()))
-			}
-			next := obj.DeepCopyObject()
-			nm, err := meta.Accessor(next)
-			if err != nil {
-				return nil, nil, err
-			}
-			nm.SetResourceVersion("")
-			return next, nil, nil
-		}, false, nil)
+	return m, key, nil
+}
+
+// DryRun checks obj as Import does, the object of the same name it would replace
+// included, and writes nothing. It returns obj as Import would store it (without
+// resourceVersion).
+func (t Target) DryRun(ctx context.Context, obj runtime.Object) (runtime.Object, error) {
+	m, key, err := t.check(ctx, obj)
 	if err != nil {
-		if apierrors.IsConflict(err) || apierrors.IsInvalid(err) {
-			return nil, err
-		}
-		return nil, storeerr.InterpretUpdateError(err, gr, name)
+		return nil, err
 	}
+	existing := t.Store.NewFunc()
+	if err := t.Store.Storage.Get(ctx, key, storage.GetOptions{IgnoreNotFound: true}, existing); err != nil {
+		return nil, storeerr.InterpretGetError(err, t.Store.DefaultQualifiedResource, m.GetName())
+	}
+	if err := t.sameUID(existing, m); err != nil {
+		return nil, err
+	}
+	out := obj.DeepCopyObject()
+	om, err := meta.Accessor(out)
+	if err != nil {
+		return nil, err
+	}
+	om.SetResourceVersion("")
 	return out, nil
+}
+
+// sameUID refuses to replace existing (if any) with an object of another uid.
+func (t Target) sameUID(existing runtime.Object, m metav1.Object) error {
+	em, err := meta.Accessor(existing)
+	if err != nil || em.GetUID() == "" || em.GetUID() == m.GetUID() {
+		return nil
+	}
+	return apierrors.NewConflict(t.Store.DefaultQualifiedResource, m.GetName(),
+		fmt.Errorf("the server holds another object of this name (uid %s, importing uid %s): delete it first if it is to be replaced", em.GetUID(), m.GetUID()))
 }

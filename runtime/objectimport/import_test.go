@@ -223,7 +223,8 @@ func TestImportKeepsIdentity(t *testing.T) {
 // creationTimestamp or namespace, being deleted without finalizers, invalid for the
 // server, with a field the server's type lacks (it would be lost), of a kind the server
 // does not store, or replacing another object of the same name is refused, and nothing is
-// written.
+// written. A dry run (?dryRun=All) needs no migration in progress, refuses what the import
+// refuses, and writes nothing.
 func TestImportRefusals(t *testing.T) {
 	srv := startShop(t)
 	ctx := context.Background()
@@ -242,6 +243,29 @@ func TestImportRefusals(t *testing.T) {
 	}
 	obj := source("a", "33333333-3333-4333-8333-333333333333")
 	expect("before a migration", obj, http.StatusConflict, "no migration is in progress", objectimport.StatePath)
+	// A dry run needs no migration, and writes nothing.
+	dryRun := func(what string, obj map[string]any, code int, parts ...string) {
+		t.Helper()
+		got, body := call(t, srv.Config, http.MethodPost, objectimport.ImportPath+"?dryRun=All", obj)
+		if got != code {
+			t.Errorf("dry run %s: %d %s, want %d", what, got, body, code)
+		}
+		for _, p := range parts {
+			if !strings.Contains(string(body), p) {
+				t.Errorf("dry run %s: answer %s, want it to say %q", what, body, p)
+			}
+		}
+	}
+	dryRun("before a migration", obj, http.StatusOK, `"uid":"33333333-3333-4333-8333-333333333333"`)
+	if _, err := widgets.Get(ctx, "a", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("after a dry run, a: %v, want NotFound", err)
+	}
+	bad := runtime.DeepCopyJSON(obj)
+	bad["metadata"].(map[string]any)["labels"] = map[string]any{"team": "not valid!"}
+	dryRun("an invalid label", bad, http.StatusUnprocessableEntity, "metadata.labels: Invalid value")
+	if got, body := call(t, srv.Config, http.MethodPost, objectimport.ImportPath+"?dryRun=Some", obj); got != http.StatusBadRequest {
+		t.Errorf("dryRun=Some: %d %s, want 400", got, body)
+	}
 	if code, body := call(t, srv.Config, http.MethodGet, objectimport.StatePath, nil); code != http.StatusOK || !strings.Contains(string(body), `"inProgress":false`) {
 		t.Errorf("the state before a migration: %d %s", code, body)
 	}
@@ -278,6 +302,8 @@ func TestImportRefusals(t *testing.T) {
 	expect("a", obj, http.StatusOK)
 	expect("another object of the same name", edit(func(o map[string]any) { o["metadata"].(map[string]any)["name"] = "a" }),
 		http.StatusConflict, "another object of this name", "33333333-3333-4333-8333-333333333333")
+	dryRun("another object of the same name", edit(func(o map[string]any) { o["metadata"].(map[string]any)["name"] = "a" }),
+		http.StatusConflict, "another object of this name")
 	got, err := widgets.Get(ctx, "a", metav1.GetOptions{})
 	if err != nil || string(got.GetUID()) != "33333333-3333-4333-8333-333333333333" {
 		t.Errorf("a after a refused replacement: %v, %v", got, err)
