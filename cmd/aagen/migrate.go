@@ -32,8 +32,9 @@ func newMigratePlanCommand() *cobra.Command {
 generated server serves (--server-kubeconfig, reaching the server directly: its APIService does
 not claim the group yet), and reports per resource: the versions and storage version on each
 side, the schema fields that differ (from the CRD and the server's /openapi/v3), and every
-object of the CRD the server would refuse (a dry-run create of each, on the server) with the
-fields and reasons. It changes nothing. It exits non-zero when the server lacks a resource, a
+object of the CRD the server would refuse (a dry-run create and a dry-run import of each, on
+the server) with the fields and reasons; the user of --server-kubeconfig needs the verb
+"import" on the group's resources (docs/migration.md). It changes nothing. It exits non-zero when the server lacks a resource, a
 version or the scope the CRD has, or would refuse an object --skip does not name.`,
 		Example: `  aagen migrate plan --group webapp.example.com --server-kubeconfig apiserver.local.config/local/kubeconfig`,
 		Args:    cobra.NoArgs,

@@ -97,11 +97,21 @@ func (im *Importer) SetState(ctx context.Context, st MigrationState) (MigrationS
 // returns the stored object. Its errors are the server's (apierrors.APIStatus: 422 with
 // the refused fields, 409, 403, 400).
 func (im *Importer) Import(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	return im.post(ctx, importPath, obj)
+}
+
+// DryRun checks obj as Import would, the object of the same name it would replace
+// included, without writing it; it needs no migration in progress.
+func (im *Importer) DryRun(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	return im.post(ctx, importPath+"?dryRun=All", obj)
+}
+
+func (im *Importer) post(ctx context.Context, path string, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	data, err := obj.MarshalJSON()
 	if err != nil {
 		return nil, err
 	}
-	raw, err := im.call(ctx, http.MethodPost, importPath, data)
+	raw, err := im.call(ctx, http.MethodPost, path, data)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package migrate
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -128,6 +129,10 @@ func RunPlan(ctx context.Context, o PlanOptions) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	importer, err := NewImporter(o.Server)
+	if err != nil {
+		return nil, err
+	}
 	skip := map[string]bool{}
 	for _, s := range o.Skip {
 		skip[s] = true
@@ -136,7 +141,7 @@ func RunPlan(ctx context.Context, o PlanOptions) (*Plan, error) {
 	for _, crd := range group {
 		rp := compareResource(crd, server)
 		if rp.DryRunVersion != "" {
-			if err := dryRun(ctx, &rp, crd, clusterObjects, serverObjects, skip); err != nil {
+			if err := dryRun(ctx, &rp, crd, clusterObjects, serverObjects, importer, skip); err != nil {
 				return nil, err
 			}
 		}
@@ -300,8 +305,11 @@ func scope(namespaced bool) string {
 }
 
 // dryRun lists the CRD's objects in the plan's version and sends each to the generated
-// server as a dry-run create, recording those it refuses.
-func dryRun(ctx context.Context, rp *ResourcePlan, crd apiextensionsv1.CustomResourceDefinition, cluster, server dynamic.Interface, skip map[string]bool) error {
+// server as a dry-run create (the public API's path: admission, validation of what a
+// create takes) and as a dry-run import (the whole object as the copy will send it:
+// status, uid, deletionTimestamp, and the object of the same name the server may hold),
+// recording those it refuses with the causes of both.
+func dryRun(ctx context.Context, rp *ResourcePlan, crd apiextensionsv1.CustomResourceDefinition, cluster, server dynamic.Interface, importer *Importer, skip map[string]bool) error {
 	gvr := schema.GroupVersionResource{Group: crd.Spec.Group, Version: rp.DryRunVersion, Resource: crd.Spec.Names.Plural}
 	namespaced := crd.Spec.Scope == apiextensionsv1.NamespaceScoped
 	opts := metav1.ListOptions{Limit: 500}
@@ -317,15 +325,32 @@ func dryRun(ctx context.Context, rp *ResourcePlan, crd apiextensionsv1.CustomRes
 			if namespaced {
 				name = obj.GetNamespace() + "/" + name
 			}
-			err := createDryRun(ctx, server, gvr, namespaced, obj)
-			if err == nil {
+			var errs []error
+			if err := createDryRun(ctx, server, gvr, namespaced, obj); err != nil {
+				errs = append(errs, err)
+			}
+			if _, err := importer.DryRun(ctx, obj); err != nil {
+				errs = append(errs, err)
+			}
+			if len(errs) == 0 {
 				continue
 			}
-			refused := RefusedObject{Name: name, Skipped: skip[rp.Resource+"/"+name], Reason: err.Error()}
-			if status, ok := err.(apierrors.APIStatus); ok && status.Status().Details != nil {
-				for _, c := range status.Status().Details.Causes {
-					refused.Fields = append(refused.Fields, FieldCause{Field: c.Field, Message: c.Message})
+			refused := RefusedObject{Name: name, Skipped: skip[rp.Resource+"/"+name], Reason: errs[0].Error()}
+			seen := map[FieldCause]bool{}
+			for _, err := range errs {
+				status, ok := err.(apierrors.APIStatus)
+				if !ok || status.Status().Details == nil {
+					continue
 				}
+				for _, c := range status.Status().Details.Causes {
+					if fc := (FieldCause{Field: c.Field, Message: c.Message}); !seen[fc] {
+						seen[fc] = true
+						refused.Fields = append(refused.Fields, fc)
+					}
+				}
+			}
+			if len(refused.Fields) == 0 && len(errs) > 1 {
+				refused.Reason = errors.Join(errs...).Error()
 			}
 			rp.Refused = append(rp.Refused, refused)
 		}
