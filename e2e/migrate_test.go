@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
@@ -33,7 +34,8 @@ import (
 //     problem with versions or scope, and exits 0 once --skip names the crate;
 //   - the import (runtime/objectimport, through migrate.Importer) is refused before the
 //     migration state is set; once set, migrate.Copy copies every other crate and reports
-//     the refused one (and succeeds with it skipped, twice); each crate is read back from
+//     the refused one (and succeeds with it skipped, twice; with Prune it removes from the
+//     server a crate deleted on the CRD since an earlier copy); each crate is read back from
 //     the generated server equal to the CRD's object but for resourceVersion (uid,
 //     creationTimestamp, generation, metadata, managedFields, status, deletionTimestamp);
 //     the invalid crate is refused with 422 at spec.label.text; importing again changes
@@ -204,7 +206,7 @@ func TestMigratePlanAndImport(t *testing.T) {
 			if err != nil || res.Copied["crates.depot.example.com"] != 4 || res.Skipped["crates.depot.example.com"] != 1 {
 				t.Errorf("the copy skipping the refused crate: %+v, %v", res, err)
 			}
-			if !strings.Contains(progress.String(), "crates.depot.example.com: 4 copied, 1 skipped in ") {
+			if !strings.Contains(progress.String(), "crates.depot.example.com: 4 copied, 1 skipped, 0 removed in ") {
 				t.Errorf("the copy's progress: %q", progress.String())
 			}
 		}
@@ -275,6 +277,34 @@ func TestMigratePlanAndImport(t *testing.T) {
 		}
 		if len(seen) != 4 {
 			t.Errorf("imported %v, want the 4 valid crates", seen)
+		}
+		// A crate copied, then deleted on the CRD: a copy with Prune removes it from the
+		// server, finalizer and all, and leaves the others.
+		gone := crate("gone", "limes")
+		gone.SetFinalizers([]string{"depot.example.com/keep"})
+		create(gone)
+		copyOpts := migrate.CopyOptions{Cluster: cp.Admin, Server: up.restConfig(t), Importer: im, Group: depot, Prune: true,
+			Skip: []string{"crates.depot.example.com/depot/long"}}
+		if res, err := migrate.Copy(ctx, copyOpts); err != nil || res.Copied["crates.depot.example.com"] != 5 || res.Removed["crates.depot.example.com"] != 0 {
+			t.Errorf("the copy with gone: %+v, %v", res, err)
+		}
+		if _, err := serverCrates.Get(ctx, "gone", metav1.GetOptions{}); err != nil {
+			t.Errorf("gone on the server after the copy: %v", err)
+		}
+		if _, err := crdCrates.Patch(ctx, "gone", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := crdCrates.Delete(ctx, "gone", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if res, err := migrate.Copy(ctx, copyOpts); err != nil || res.Copied["crates.depot.example.com"] != 4 || res.Removed["crates.depot.example.com"] != 1 {
+			t.Errorf("the copy after gone was deleted on the CRD: %+v, %v", res, err)
+		}
+		if _, err := serverCrates.Get(ctx, "gone", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("gone on the server after the pruning copy: %v, want NotFound", err)
+		}
+		if after, err := serverCrates.List(ctx, metav1.ListOptions{}); err != nil || len(after.Items) != 4 {
+			t.Errorf("the server after the pruning copy: %v crates, %v; want the 4", len(after.Items), err)
 		}
 		if st, err := im.SetState(ctx, migrate.MigrationState{}); err != nil || st.InProgress {
 			t.Fatalf("ending the migration: %+v, %v", st, err)
