@@ -35,7 +35,9 @@ import (
 //   - the import (runtime/objectimport, through migrate.Importer) is refused before the
 //     migration state is set; once set, migrate.Copy copies every other crate and reports
 //     the refused one (and succeeds with it skipped, twice; with Prune it removes from the
-//     server a crate deleted on the CRD since an earlier copy); each crate is read back from
+//     server a crate deleted on the CRD since an earlier copy; migrate.Verify then finds
+//     both sides equal by count and content hash, and finds a crate changed on the server
+//     alone); each crate is read back from
 //     the generated server equal to the CRD's object but for resourceVersion (uid,
 //     creationTimestamp, generation, metadata, managedFields, status, deletionTimestamp);
 //     the invalid crate is refused with 422 at spec.label.text; importing again changes
@@ -305,6 +307,23 @@ func TestMigratePlanAndImport(t *testing.T) {
 		}
 		if after, err := serverCrates.List(ctx, metav1.ListOptions{}); err != nil || len(after.Items) != 4 {
 			t.Errorf("the server after the pruning copy: %v crates, %v; want the 4", len(after.Items), err)
+		}
+		// The verification: counts and content hashes equal on both sides; a crate changed on
+		// the server alone is found.
+		verifyOpts := migrate.VerifyOptions{Cluster: cp.Admin, Server: up.restConfig(t), Group: depot, Skip: []string{"crates.depot.example.com/depot/long"}}
+		if v, err := migrate.Verify(ctx, verifyOpts); err != nil || !v.Equal() || v.Objects["crates.depot.example.com"] != 4 {
+			t.Errorf("the verification after the copy: %+v, %v; want 4 crates equal on both sides", v, err)
+		}
+		changed, err := serverCrates.Get(ctx, "applied", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		changed.SetLabels(map[string]string{"team": "red"})
+		if _, err := serverCrates.Update(ctx, changed, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if v, err := migrate.Verify(ctx, verifyOpts); err != nil || v.Equal() || len(v.Differ) != 1 || v.Differ[0] != "crates.depot.example.com depot/applied" {
+			t.Errorf("the verification after applied changed on the server: %+v, %v; want it to differ", v, err)
 		}
 		if st, err := im.SetState(ctx, migrate.MigrationState{}); err != nil || st.InProgress {
 			t.Fatalf("ending the migration: %+v, %v", st, err)
