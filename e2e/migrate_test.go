@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -431,4 +433,158 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(data)
+}
+
+// TestMigrateApply moves testdata/crosspkg's crates from controller-gen v0.23.0's CRD on
+// kube-apiserver v1.37.2 to the generated server, deployed behind kube-apiserver from its
+// config/deploy manifests but without its APIService (the CRD serves the group):
+// migrate.Apply plans, copies, freezes, copies again, points the APIService at the
+// server and verifies. Afterwards kube-apiserver serves every crate from the generated
+// server (its resourceVersions), equal to the CRD's but for resourceVersion; the
+// APIService is marked not automanaged and points at the server's Service; the freeze is
+// gone and a write through kube-apiserver lands in the generated server.
+func TestMigrateApply(t *testing.T) {
+	skipShort(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	copyTree(t, filepath.Join(repoRoot(t), "testdata", "crosspkg"), dir, nil)
+	crdDir := t.TempDir()
+	run(t, dir, cluster.ControllerGenBinary(t), "crd", "paths=./pkg/apis/...", "output:crd:dir="+crdDir)
+	crd, err := cluster.ReadCRD(filepath.Join(crdDir, depot+"_crates.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, dir, aagen(t), "generate", "./pkg/apis/...")
+	bin := filepath.Join(dir, "crosspkg-apiserver")
+	run(t, dir, "go", "build", "-o", bin, "./cmd/crosspkg-apiserver")
+
+	e, err := etcd.Start(ctx, etcd.Config{Dir: t.TempDir(), UnsafeNoFsync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Close() })
+	cp := cluster.StartControlPlane(t, e.ClientURL())
+	const ns = "depot"
+	core := kubernetes.NewForConfigOrDie(cp.Admin).CoreV1()
+	if _, err := core.Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cluster.InstallCRD(t, ctx, cp.Admin, crd)
+	owner, err := core.ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owner"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	crdCrates := dynamic.NewForConfigOrDie(cp.Admin).Resource(crates).Namespace(ns)
+	crate := func(name string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": depot + "/v1", "kind": "Crate",
+			"metadata": map[string]any{"name": name, "namespace": ns, "labels": map[string]any{"crate": name}},
+			"spec":     map[string]any{"label": map[string]any{"text": "apples"}, "limits": map[string]any{"maxWeight": int64(10)}},
+		}}
+	}
+	held := crate("held")
+	held.SetFinalizers([]string{"depot.example.com/keep"})
+	got, err := crdCrates.Create(ctx, held, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got.Object["status"] = map[string]any{"packed": true}
+	if _, err := crdCrates.UpdateStatus(ctx, got, metav1.UpdateOptions{FieldManager: "packer"}); err != nil {
+		t.Fatal(err)
+	}
+	owned := crate("owned")
+	owned.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID}})
+	if _, err := crdCrates.Create(ctx, owned, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := crdCrates.Apply(ctx, "applied", crate("applied"), metav1.ApplyOptions{FieldManager: "shipper"}); err != nil {
+		t.Fatal(err)
+	}
+	before, err := crdCrates.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	backend := cluster.DeployWithoutAPIServices(t, ctx, cp, dir, bin, e.ClientURL())
+	var service map[string]any
+	var caBundle []byte
+	for _, o := range backend.Objects {
+		if o.GetKind() == "APIService" && o.GetName() == "v1."+depot {
+			service, _, _ = unstructured.NestedMap(o.Object, "spec", "service")
+			ca, _, _ := unstructured.NestedString(o.Object, "spec", "caBundle")
+			if caBundle, err = base64.StdEncoding.DecodeString(ca); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if service == nil {
+		t.Fatalf("the deploy manifests have no APIService v1.%s", depot)
+	}
+	var progress strings.Builder
+	res, err := migrate.Apply(ctx, migrate.ApplyOptions{
+		Cluster: cp.Admin, Server: cp.PKI.FrontProxy(backend, "migration-admin", "system:masters"), Group: depot,
+		ServiceNamespace: service["namespace"].(string), ServiceName: service["name"].(string), ServicePort: int32(backend.Port),
+		CABundle: caBundle, Progress: &progress,
+	})
+	t.Logf("migrate.Apply:\n%s", progress.String())
+	if err != nil {
+		t.Fatalf("migrate.Apply: %v", err)
+	}
+	if !res.Verification.Equal() || res.Verification.Objects["crates.depot.example.com"] != 3 {
+		t.Errorf("the verification after the switch: %+v", res.Verification)
+	}
+	t.Logf("writes frozen for %v (observation, 3 crates)", res.Frozen)
+
+	// Through kube-apiserver, from the generated server now.
+	direct := dynamic.NewForConfigOrDie(cp.PKI.FrontProxy(backend, "migration-admin", "system:masters")).Resource(crates).Namespace(ns)
+	for i := range before.Items {
+		src := &before.Items[i]
+		name := src.GetName()
+		via, err := crdCrates.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Errorf("%s through kube-apiserver: %v", name, err)
+			continue
+		}
+		own, err := direct.Get(ctx, name, metav1.GetOptions{})
+		if err != nil || own.GetResourceVersion() != via.GetResourceVersion() {
+			t.Errorf("%s: kube-apiserver answers resourceVersion %s, the generated server %v (%v): not served by it", name, via.GetResourceVersion(), own, err)
+		}
+		gotContent := withoutRV(via)
+		if _, ok := src.Object["status"]; !ok && reflect.DeepEqual(gotContent["status"], map[string]any{}) {
+			delete(gotContent, "status") // as in TestMigratePlanAndImport
+		}
+		if want := withoutRV(src); !reflect.DeepEqual(gotContent, want) {
+			t.Errorf("%s through kube-apiserver after the switch:\n%s\nwant the CRD's but for resourceVersion:\n%s", name, mustJSON(t, gotContent), mustJSON(t, want))
+		}
+	}
+	as, err := dynamic.NewForConfigOrDie(cp.Admin).Resource(schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}).
+		Get(ctx, "v1."+depot, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if as.GetLabels()["kube-aggregator.kubernetes.io/automanaged"] != "false" {
+		t.Errorf("the APIService's labels after the switch: %v", as.GetLabels())
+	}
+	if name, _, _ := unstructured.NestedString(as.Object, "spec", "service", "name"); name != service["name"] {
+		t.Errorf("the APIService points at %q, want %v", name, service["name"])
+	}
+	policies := kubernetes.NewForConfigOrDie(cp.Admin).AdmissionregistrationV1().ValidatingAdmissionPolicies()
+	if _, err := policies.Get(ctx, "aagen-migration-freeze."+depot, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the freeze after apply: %v, want NotFound", err)
+	}
+	// A write through kube-apiserver lands in the generated server (the freeze is
+	// unloaded asynchronously: within a minute).
+	var last error
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if _, last = crdCrates.Create(ctx, crate("after"), metav1.CreateOptions{}); last == nil {
+			break
+		}
+	}
+	if last != nil {
+		t.Fatalf("a create through kube-apiserver after the switch: %v", last)
+	}
+	if _, err := direct.Get(ctx, "after", metav1.GetOptions{}); err != nil {
+		t.Errorf("the crate created after the switch, on the generated server: %v", err)
+	}
 }
