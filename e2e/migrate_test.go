@@ -4,14 +4,19 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -19,6 +24,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/aagen-dev/aagen/e2e/cluster"
 	"github.com/aagen-dev/aagen/internal/migrate"
@@ -439,7 +446,9 @@ func mustJSON(t *testing.T, v any) string {
 // kube-apiserver v1.37.2 to the generated server, deployed behind kube-apiserver from its
 // config/deploy manifests but without its APIService (the CRD serves the group):
 // migrate.Apply plans, copies, freezes, copies again, points the APIService at the
-// server and verifies. Afterwards kube-apiserver serves every crate from the generated
+// server and verifies; `aagen migrate apply` runs it with, on the server, a ServiceAccount
+// bound to the ClusterRole docs/migration.md gives (its token checked and its requests
+// authorized by kube-apiserver for the server). Afterwards kube-apiserver serves every crate from the generated
 // server (its resourceVersions), equal to the CRD's but for resourceVersion; the
 // APIService is marked not automanaged and points at the server's Service; the freeze is
 // gone and a write through kube-apiserver lands in the generated server.
@@ -521,20 +530,53 @@ func TestMigrateApply(t *testing.T) {
 	if service == nil {
 		t.Fatalf("the deploy manifests have no APIService v1.%s", depot)
 	}
-	var progress strings.Builder
-	res, err := migrate.Apply(ctx, migrate.ApplyOptions{
-		Cluster: cp.Admin, Server: cp.PKI.FrontProxy(backend, "migration-admin", "system:masters"), Group: depot,
-		ServiceNamespace: service["namespace"].(string), ServiceName: service["name"].(string), ServicePort: int32(backend.Port),
-		CABundle: caBundle, Progress: &progress,
-	})
-	t.Logf("migrate.Apply:\n%s", progress.String())
+	// The migration's user on the generated server: a ServiceAccount with the ClusterRole
+	// docs/migration.md gives (the import's rule, and what plan and the copy read and
+	// write), authenticated and authorized by kube-apiserver for the server.
+	rbac := kubernetes.NewForConfigOrDie(cp.Admin).RbacV1()
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "depot-migration"}, Rules: []rbacv1.PolicyRule{
+		{NonResourceURLs: []string{"/migration/import", "/migration/state", "/storage-versions"}, Verbs: []string{"get", "post", "put"}},
+		{APIGroups: []string{depot}, Resources: []string{"crates"}, Verbs: []string{"get", "list", "create", "update", "delete", "import"}},
+	}}
+	if _, err := rbac.ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := core.ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "migrator"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rbac.ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "depot-migration"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: ns, Name: "migrator"}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := core.ServiceAccounts(ns).CreateToken(ctx, "migrator", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
 	if err != nil {
-		t.Fatalf("migrate.Apply: %v", err)
+		t.Fatal(err)
 	}
-	if !res.Verification.Equal() || res.Verification.Objects["crates.depot.example.com"] != 3 {
-		t.Errorf("the verification after the switch: %+v", res.Verification)
+	serverKubeconfig := filepath.Join(t.TempDir(), "server.kubeconfig")
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["server"] = &clientcmdapi.Cluster{Server: fmt.Sprintf("https://127.0.0.1:%d", backend.Port), CertificateAuthority: backend.CAFile, TLSServerName: backend.ServerName}
+	kc.AuthInfos["migrator"] = &clientcmdapi.AuthInfo{Token: tok.Status.Token}
+	kc.Contexts["server"] = &clientcmdapi.Context{Cluster: "server", AuthInfo: "migrator"}
+	kc.CurrentContext = "server"
+	if err := clientcmd.WriteToFile(*kc, serverKubeconfig); err != nil {
+		t.Fatal(err)
 	}
-	t.Logf("writes frozen for %v (observation, 3 crates)", res.Frozen)
+	caFile := filepath.Join(t.TempDir(), "ca.crt")
+	if err := os.WriteFile(caFile, caBundle, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, aagen(t), "migrate", "apply", "--kubeconfig", cp.Kubeconfig, "--server-kubeconfig", serverKubeconfig,
+		"--group", depot, "--service", service["namespace"].(string)+"/"+service["name"].(string),
+		"--service-port", strconv.Itoa(backend.Port), "--ca-bundle", caFile)
+	out, err := cmd.CombinedOutput()
+	t.Logf("aagen migrate apply:\n%s", out)
+	if err != nil {
+		t.Fatalf("aagen migrate apply: %v", err)
+	}
+	if !strings.Contains(string(out), "depot.example.com is served by the generated server: map[crates.depot.example.com:3] objects verified") {
+		t.Errorf("aagen migrate apply does not report the 3 crates verified")
+	}
 
 	// Through kube-apiserver, from the generated server now.
 	direct := dynamic.NewForConfigOrDie(cp.PKI.FrontProxy(backend, "migration-admin", "system:masters")).Resource(crates).Namespace(ns)
