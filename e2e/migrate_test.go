@@ -464,6 +464,14 @@ func TestMigrateApply(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The drift of TestMigratePlanAndImport: spec.label.text without its maxLength.
+	root := crd.Spec.Versions[0].Schema.OpenAPIV3Schema
+	spec, label := root.Properties["spec"], root.Properties["spec"].Properties["label"]
+	text := label.Properties["text"]
+	text.MaxLength = nil
+	label.Properties["text"] = text
+	spec.Properties["label"] = label
+	root.Properties["spec"] = spec
 	run(t, dir, aagen(t), "generate", "./pkg/apis/...")
 	bin := filepath.Join(dir, "crosspkg-apiserver")
 	run(t, dir, "go", "build", "-o", bin, "./cmd/crosspkg-apiserver")
@@ -508,6 +516,11 @@ func TestMigrateApply(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := crdCrates.Apply(ctx, "applied", crate("applied"), metav1.ApplyOptions{FieldManager: "shipper"}); err != nil {
+		t.Fatal(err)
+	}
+	long := crate("long")
+	_ = unstructured.SetNestedField(long.Object, "thirteen-char", "spec", "label", "text")
+	if _, err := crdCrates.Create(ctx, long, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	before, err := crdCrates.List(ctx, metav1.ListOptions{})
@@ -566,23 +579,47 @@ func TestMigrateApply(t *testing.T) {
 	if err := os.WriteFile(caFile, caBundle, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.CommandContext(ctx, aagen(t), "migrate", "apply", "--kubeconfig", cp.Kubeconfig, "--server-kubeconfig", serverKubeconfig,
-		"--group", depot, "--service", service["namespace"].(string)+"/"+service["name"].(string),
-		"--service-port", strconv.Itoa(backend.Port), "--ca-bundle", caFile)
-	out, err := cmd.CombinedOutput()
-	t.Logf("aagen migrate apply:\n%s", out)
+	apply := func(args ...string) (string, error) {
+		cmd := exec.CommandContext(ctx, aagen(t), append([]string{"migrate", "apply", "--kubeconfig", cp.Kubeconfig, "--server-kubeconfig", serverKubeconfig,
+			"--group", depot, "--service", service["namespace"].(string) + "/" + service["name"].(string),
+			"--service-port", strconv.Itoa(backend.Port), "--ca-bundle", caFile}, args...)...)
+		out, err := cmd.CombinedOutput()
+		t.Logf("aagen migrate apply %v:\n%s", args, out)
+		return string(out), err
+	}
+	apiservices := dynamic.NewForConfigOrDie(cp.Admin).Resource(schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"})
+	direct := dynamic.NewForConfigOrDie(cp.PKI.FrontProxy(backend, "migration-admin", "system:masters")).Resource(crates).Namespace(ns)
+	// With the crate the server refuses neither fixed nor skipped, apply refuses to start
+	// and changes nothing.
+	out, err := apply()
+	if err == nil || !strings.Contains(out, "REFUSED depot/long: spec.label.text: Too long") || !strings.Contains(out, "blocks the migration") {
+		t.Errorf("aagen migrate apply with a refused crate: %v", err)
+	}
+	if as, err := apiservices.Get(ctx, "v1."+depot, metav1.GetOptions{}); err != nil || as.GetLabels()["kube-aggregator.kubernetes.io/automanaged"] == "false" {
+		t.Errorf("the APIService after a refused apply: %v, %v; want it left to kube-apiserver", as, err)
+	}
+	if list, err := direct.List(ctx, metav1.ListOptions{}); err != nil || len(list.Items) != 0 {
+		t.Errorf("the generated server after a refused apply: %v, %v; want no crates", list, err)
+	}
+	out, err = apply("--skip", "crates.depot.example.com/depot/long")
 	if err != nil {
-		t.Fatalf("aagen migrate apply: %v", err)
+		t.Fatalf("aagen migrate apply --skip the refused crate: %v", err)
 	}
 	if !strings.Contains(string(out), "depot.example.com is served by the generated server: map[crates.depot.example.com:3] objects verified") {
 		t.Errorf("aagen migrate apply does not report the 3 crates verified")
 	}
 
-	// Through kube-apiserver, from the generated server now.
-	direct := dynamic.NewForConfigOrDie(cp.PKI.FrontProxy(backend, "migration-admin", "system:masters")).Resource(crates).Namespace(ns)
+	// Through kube-apiserver, from the generated server now; the skipped crate stays
+	// behind, in the CRD's storage.
 	for i := range before.Items {
 		src := &before.Items[i]
 		name := src.GetName()
+		if name == "long" {
+			if _, err := crdCrates.Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				t.Errorf("the skipped crate through kube-apiserver after the switch: %v, want NotFound", err)
+			}
+			continue
+		}
 		via, err := crdCrates.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			t.Errorf("%s through kube-apiserver: %v", name, err)
@@ -600,8 +637,7 @@ func TestMigrateApply(t *testing.T) {
 			t.Errorf("%s through kube-apiserver after the switch:\n%s\nwant the CRD's but for resourceVersion:\n%s", name, mustJSON(t, gotContent), mustJSON(t, want))
 		}
 	}
-	as, err := dynamic.NewForConfigOrDie(cp.Admin).Resource(schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}).
-		Get(ctx, "v1."+depot, metav1.GetOptions{})
+	as, err := apiservices.Get(ctx, "v1."+depot, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
