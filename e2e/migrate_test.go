@@ -579,6 +579,13 @@ func TestMigrateApply(t *testing.T) {
 	if err := os.WriteFile(caFile, caBundle, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// A watch opened on the CRD before the switch (what informers hold), to see what it
+	// delivers after it (an observation, logged).
+	oldWatch, err := crdCrates.Watch(ctx, metav1.ListOptions{ResourceVersion: before.GetResourceVersion()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer oldWatch.Stop()
 	apply := func(args ...string) (string, error) {
 		cmd := exec.CommandContext(ctx, aagen(t), append([]string{"migrate", "apply", "--kubeconfig", cp.Kubeconfig, "--server-kubeconfig", serverKubeconfig,
 			"--group", depot, "--service", service["namespace"].(string) + "/" + service["name"].(string),
@@ -665,4 +672,24 @@ func TestMigrateApply(t *testing.T) {
 	if _, err := direct.Get(ctx, "after", metav1.GetOptions{}); err != nil {
 		t.Errorf("the crate created after the switch, on the generated server: %v", err)
 	}
+	var seen []string
+	timeout := time.After(5 * time.Second)
+collect:
+	for {
+		select {
+		case ev, ok := <-oldWatch.ResultChan():
+			if !ok {
+				seen = append(seen, "(closed)")
+				break collect
+			}
+			if u, ok := ev.Object.(*unstructured.Unstructured); ok {
+				seen = append(seen, string(ev.Type)+" "+u.GetName())
+			} else {
+				seen = append(seen, string(ev.Type))
+			}
+		case <-timeout:
+			break collect
+		}
+	}
+	t.Logf("observation: the watch opened on the CRD before the switch delivered %v within 5 s of the create after it", seen)
 }
