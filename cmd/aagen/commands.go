@@ -37,7 +37,7 @@ the server command.`,
 		SilenceErrors: true,
 	}
 	root.PersistentFlags().BoolP("verbose", "v", false, "print detail: each generator's time and each file written or deleted")
-	root.AddCommand(newInitCommand(), newCreateCommand(), newGenerateCommand(), newUpCommand(), newCertsCommand(), newConformanceCommand(), newVersionCommand())
+	root.AddCommand(newInitCommand(), newCreateCommand(), newGenerateCommand(), newUpCommand(), newCertsCommand(), newConformanceCommand(), newMigrateCommand(), newVersionCommand())
 	return root
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -23,6 +24,7 @@ import (
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/yaml"
 )
@@ -51,6 +53,19 @@ type Backend struct {
 // Available.
 func Deploy(t T, ctx context.Context, cp *ControlPlane, dir, serverBin, etcdURL string, extraArgs ...string) *Backend {
 	t.Helper()
+	return deploy(t, ctx, cp, dir, serverBin, etcdURL, true, extraArgs...)
+}
+
+// DeployWithoutAPIServices is Deploy without applying the APIServices: the server runs
+// behind a Service the aggregator could reach, but no group is routed to it (a CRD may
+// serve its group still). It returns once the server answers /readyz.
+func DeployWithoutAPIServices(t T, ctx context.Context, cp *ControlPlane, dir, serverBin, etcdURL string, extraArgs ...string) *Backend {
+	t.Helper()
+	return deploy(t, ctx, cp, dir, serverBin, etcdURL, false, extraArgs...)
+}
+
+func deploy(t T, ctx context.Context, cp *ControlPlane, dir, serverBin, etcdURL string, withAPIServices bool, extraArgs ...string) *Backend {
+	t.Helper()
 	kube := kubernetes.NewForConfigOrDie(cp.Admin)
 	dyn := dynamic.NewForConfigOrDie(cp.Admin)
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kube.Discovery()))
@@ -78,6 +93,9 @@ func Deploy(t T, ctx context.Context, cp *ControlPlane, dir, serverBin, etcdURL 
 				o = ExternalNameService(o, port)
 			}
 		case "APIService":
+			if !withAPIServices {
+				continue
+			}
 			apiservices = append(apiservices, o.GetName())
 			o = o.DeepCopy()
 			_ = unstructured.SetNestedField(o.Object, int64(port), "spec", "service", "port")
@@ -106,6 +124,30 @@ func Deploy(t T, ctx context.Context, cp *ControlPlane, dir, serverBin, etcdURL 
 	args = append(args, extraArgs...)
 	proc := StartProcess(t, filepath.Base(serverBin), serverBin, args...)
 
+	backend := &Backend{Process: proc, Port: port, Objects: objs, Args: args,
+		ServerName: serviceName + "." + ns + ".svc", CAFile: filepath.Join(certs, "ca.crt")}
+	if !withAPIServices {
+		direct := backendConfig(backend)
+		client, err := rest.HTTPClientFor(direct)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+			if proc.Exited() {
+				return false, fmt.Errorf("%s exited:\n%s", proc.Name, Tail(proc.Out.String(), 4000))
+			}
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, direct.Host+"/readyz", nil)
+			resp, err := client.Do(req)
+			if err != nil {
+				return false, nil
+			}
+			resp.Body.Close()
+			return resp.StatusCode == http.StatusOK, nil
+		}); err != nil {
+			t.Fatalf("%s never became ready: %v", proc.Name, err)
+		}
+		return backend
+	}
 	gvr := schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
 	for _, name := range apiservices {
 		if err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -129,8 +171,7 @@ func Deploy(t T, ctx context.Context, cp *ControlPlane, dir, serverBin, etcdURL 
 			t.Fatalf("APIService %s never became Available: %v\n%v", name, err, as)
 		}
 	}
-	return &Backend{Process: proc, Port: port, Objects: objs, Args: args,
-		ServerName: serviceName + "." + ns + ".svc", CAFile: filepath.Join(certs, "ca.crt")}
+	return backend
 }
 
 func find(t T, objs []*unstructured.Unstructured, kind string) *unstructured.Unstructured {

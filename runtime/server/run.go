@@ -157,6 +157,9 @@ func New(spec Spec, o *Options) (*genericapiserver.GenericAPIServer, genericapis
 	if err := installStorageMigration(srv, migrated, ro.Etcd.StorageConfig, o.StorageMigrationQPS); err != nil {
 		return nil, nil, err
 	}
+	if err := installImport(srv, spec, codecs, migrated, cfg.Authorization.Authorizer, ro.Etcd.StorageConfig); err != nil {
+		return nil, nil, err
+	}
 	if err := open.installDrain(srv); err != nil {
 		return nil, nil, err
 	}

@@ -1,0 +1,350 @@
+package migrate
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+)
+
+// ApplyOptions are the inputs of Apply.
+type ApplyOptions struct {
+	// Cluster reaches kube-apiserver; Server the generated server directly.
+	Cluster, Server *rest.Config
+	Group           string
+	Skip            []string
+	// Service is where the APIServices of the group are to point: the generated server's
+	// Service (namespace, name, port) and the CA bundle of its serving certificate.
+	ServiceNamespace, ServiceName string
+	ServicePort                   int32
+	CABundle                      []byte
+	// FreezeTimeout bounds the wait for the freeze to take hold and for the APIServices
+	// to become Available (default one minute each).
+	FreezeTimeout time.Duration
+	Progress      io.Writer
+}
+
+// ApplyResult is what Apply did.
+type ApplyResult struct {
+	Plan        *Plan
+	Copy, Delta CopyResult
+	// Frozen is how long writes to the group were frozen: from the freeze taking hold to
+	// its lift.
+	Frozen time.Duration
+	// Verification compares the CRD's objects as listed during the freeze with the group
+	// as kube-apiserver serves it after the flip.
+	Verification *Verification
+}
+
+// apiServices is the resource of the aggregator's APIServices.
+var apiServices = schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
+
+// Apply moves the group from its CRDs to the generated server: it runs the plan and stops
+// when it blocks; starts the migration on the server; copies every object while the CRDs
+// still serve; freezes writes to the group; copies again (what changed, and removing what
+// was deleted) and checks both sides equal; points the group's APIServices at the
+// generated server (label kube-aggregator.kubernetes.io/automanaged "false", so that
+// kube-apiserver leaves them alone); checks what kube-apiserver then serves against the
+// CRD's objects listed during the freeze (counts and content hashes); lifts the freeze,
+// whatever happened; and ends the migration on the server.
+func Apply(ctx context.Context, o ApplyOptions) (res *ApplyResult, err error) {
+	res = &ApplyResult{}
+	progress := o.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
+	timeout := o.FreezeTimeout
+	if timeout == 0 {
+		timeout = time.Minute
+	}
+	if res.Plan, err = RunPlan(ctx, PlanOptions{Cluster: o.Cluster, Server: o.Server, Group: o.Group, Skip: o.Skip}); err != nil {
+		return res, err
+	}
+	if res.Plan.Blocking() {
+		res.Plan.Print(progress)
+		return res, fmt.Errorf("the plan for %s blocks the migration: fix the problems and refused objects, or --skip them", o.Group)
+	}
+	versions := map[string]string{}
+	var crdVersions []string
+	for _, r := range res.Plan.Resources {
+		versions[r.Resource] = r.DryRunVersion
+		for _, v := range r.CRDVersions {
+			if !contains(crdVersions, v) {
+				crdVersions = append(crdVersions, v)
+			}
+		}
+	}
+	im, err := NewImporter(o.Server)
+	if err != nil {
+		return res, err
+	}
+	if _, err := im.SetState(ctx, MigrationState{InProgress: true, Source: "aagen migrate apply: CustomResourceDefinitions of " + o.Group}); err != nil {
+		return res, err
+	}
+	copyOpts := CopyOptions{Cluster: o.Cluster, Server: o.Server, Importer: im, Group: o.Group, Skip: o.Skip, Versions: versions, Prune: true, Progress: progress}
+	fmt.Fprintf(progress, "copying while the CRDs serve\n")
+	if res.Copy, err = Copy(ctx, copyOpts); err != nil {
+		return res, err
+	}
+	probe, err := freezeProbe(ctx, o.Cluster, res.Plan)
+	if err != nil {
+		return res, err
+	}
+	fmt.Fprintf(progress, "freezing writes to %s\n", o.Group)
+	if err := Freeze(ctx, o.Cluster, o.Group, probe, timeout); err != nil {
+		return res, err
+	}
+	frozen := time.Now()
+	defer func() {
+		lerr := Lift(context.WithoutCancel(ctx), o.Cluster, o.Group)
+		res.Frozen = time.Since(frozen)
+		if lerr != nil {
+			err = errors.Join(err, lerr)
+			return
+		}
+		fmt.Fprintf(progress, "writes to %s frozen for %v, now lifted\n", o.Group, res.Frozen.Round(time.Millisecond))
+	}()
+	if res.Delta, err = Copy(ctx, copyOpts); err != nil {
+		return res, err
+	}
+	verifyOpts := VerifyOptions{Cluster: o.Cluster, Server: o.Server, Group: o.Group, Skip: o.Skip, Versions: versions}
+	before, err := Verify(ctx, verifyOpts)
+	if err != nil {
+		return res, err
+	}
+	if !before.Equal() {
+		return res, fmt.Errorf("after the copy during the freeze, the generated server differs from the CRDs (nothing switched): %+v", before)
+	}
+	snapshot, err := clusterHashes(ctx, o.Cluster, res.Plan, versions, o.Skip)
+	if err != nil {
+		return res, err
+	}
+	fmt.Fprintf(progress, "pointing the APIServices of %s at %s/%s\n", o.Group, o.ServiceNamespace, o.ServiceName)
+	if err := flip(ctx, o, crdVersions, timeout); err != nil {
+		return res, err
+	}
+	if err := awaitRouting(ctx, o, res.Plan, versions, timeout); err != nil {
+		return res, err
+	}
+	after, err := clusterHashes(ctx, o.Cluster, res.Plan, versions, nil)
+	if err != nil {
+		return res, fmt.Errorf("reading %s through kube-apiserver after the switch: %w", o.Group, err)
+	}
+	res.Verification = compareHashes(snapshot, after)
+	if !res.Verification.Equal() {
+		return res, fmt.Errorf("after the switch, kube-apiserver serves other objects than the CRDs held: %+v", res.Verification)
+	}
+	if _, err := im.SetState(ctx, MigrationState{}); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, e := range list {
+		if e == s {
+			return true
+		}
+	}
+	return false
+}
+
+// freezeProbe returns a dry-run update of one existing object of the group (nil when the
+// group holds none: the freeze is then not waited for).
+func freezeProbe(ctx context.Context, cfg *rest.Config, plan *Plan) (func(context.Context) error, error) {
+	client, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range plan.Resources {
+		gr := schema.ParseGroupResource(r.Resource)
+		gvr := gr.WithVersion(r.DryRunVersion)
+		list, err := client.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 1})
+		if err != nil {
+			return nil, err
+		}
+		if len(list.Items) == 0 {
+			continue
+		}
+		ns, name := list.Items[0].GetNamespace(), list.Items[0].GetName()
+		return func(ctx context.Context) error {
+			obj, err := client.Resource(gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			_, err = client.Resource(gvr).Namespace(ns).Update(ctx, obj, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
+			return err
+		}, nil
+	}
+	return nil, nil
+}
+
+// clusterHashes lists every resource of the plan through cfg and hashes each object.
+func clusterHashes(ctx context.Context, cfg *rest.Config, plan *Plan, versions map[string]string, skip []string) (map[string]map[string]string, error) {
+	client, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	skipped := map[string]bool{}
+	for _, s := range skip {
+		skipped[s] = true
+	}
+	out := map[string]map[string]string{}
+	for _, r := range plan.Resources {
+		h, err := hashes(ctx, client, schema.ParseGroupResource(r.Resource).WithVersion(versions[r.Resource]))
+		if err != nil {
+			return nil, err
+		}
+		for name := range h {
+			if skipped[r.Resource+"/"+name] {
+				delete(h, name)
+			}
+		}
+		out[r.Resource] = h
+	}
+	return out, nil
+}
+
+func compareHashes(want, got map[string]map[string]string) *Verification {
+	v := &Verification{Objects: map[string]int{}, Server: map[string]int{}}
+	for resource, w := range want {
+		g := got[resource]
+		v.Objects[resource], v.Server[resource] = len(w), len(g)
+		for name, h := range w {
+			switch gh, ok := g[name]; {
+			case !ok:
+				v.Missing = append(v.Missing, resource+" "+name)
+			case gh != h:
+				v.Differ = append(v.Differ, resource+" "+name)
+			}
+		}
+		for name := range g {
+			if _, ok := w[name]; !ok {
+				v.Extra = append(v.Extra, resource+" "+name)
+			}
+		}
+	}
+	return v
+}
+
+// flip points the APIService of each version of the group at the generated server's
+// Service and waits until each is Available.
+func flip(ctx context.Context, o ApplyOptions, versions []string, timeout time.Duration) error {
+	client, err := dynamic.NewForConfig(o.Cluster)
+	if err != nil {
+		return err
+	}
+	for _, v := range versions {
+		name := v + "." + o.Group
+		as, err := client.Resource(apiServices).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("the APIService %s: %w", name, err)
+		}
+		labels := as.GetLabels()
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels["kube-aggregator.kubernetes.io/automanaged"] = "false"
+		as.SetLabels(labels)
+		if err := unstructured.SetNestedMap(as.Object, map[string]any{"namespace": o.ServiceNamespace, "name": o.ServiceName, "port": int64(o.ServicePort)}, "spec", "service"); err != nil {
+			return err
+		}
+		if err := unstructured.SetNestedField(as.Object, base64.StdEncoding.EncodeToString(o.CABundle), "spec", "caBundle"); err != nil {
+			return err
+		}
+		unstructured.RemoveNestedField(as.Object, "spec", "insecureSkipTLSVerify")
+		if _, err := client.Resource(apiServices).Update(ctx, as, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("pointing the APIService %s at %s/%s: %w", name, o.ServiceNamespace, o.ServiceName, err)
+		}
+	}
+	for _, v := range versions {
+		name := v + "." + o.Group
+		var last any
+		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+			as, err := client.Resource(apiServices).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, nil
+			}
+			conds, _, _ := unstructured.NestedSlice(as.Object, "status", "conditions")
+			last = conds
+			for _, c := range conds {
+				if m, ok := c.(map[string]any); ok && m["type"] == "Available" && m["status"] == "True" {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		if err != nil {
+			return fmt.Errorf("the APIService %s did not become Available within %v: %v", name, timeout, last)
+		}
+	}
+	return nil
+}
+
+// awaitRouting waits until kube-apiserver answers for every resource of the plan with the
+// generated server's objects: the same resourceVersions as the server's own lists (the
+// CRD's objects have other ones), since the aggregator's routes follow the APIServices
+// asynchronously.
+func awaitRouting(ctx context.Context, o ApplyOptions, plan *Plan, versions map[string]string, timeout time.Duration) error {
+	cluster, err := dynamic.NewForConfig(o.Cluster)
+	if err != nil {
+		return err
+	}
+	server, err := dynamic.NewForConfig(o.Server)
+	if err != nil {
+		return err
+	}
+	var last string
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		for _, r := range plan.Resources {
+			gvr := schema.ParseGroupResource(r.Resource).WithVersion(versions[r.Resource])
+			via, err := resourceVersions(ctx, cluster, gvr)
+			if err != nil {
+				last = err.Error()
+				return false, nil
+			}
+			direct, err := resourceVersions(ctx, server, gvr)
+			if err != nil {
+				return false, err
+			}
+			if !reflect.DeepEqual(via, direct) {
+				last = fmt.Sprintf("%s: kube-apiserver answers %d objects with other resourceVersions than the generated server's %d", r.Resource, len(via), len(direct))
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("kube-apiserver did not route %s to the generated server within %v (%s): %w", o.Group, timeout, last, err)
+	}
+	return nil
+}
+
+// resourceVersions lists gvr and returns each object's resourceVersion by name.
+func resourceVersions(ctx context.Context, client dynamic.Interface, gvr schema.GroupVersionResource) (map[string]string, error) {
+	out := map[string]string{}
+	opts := metav1.ListOptions{Limit: 500}
+	for {
+		list, err := client.Resource(gvr).List(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		for i := range list.Items {
+			out[list.Items[i].GetNamespace()+"/"+list.Items[i].GetName()] = list.Items[i].GetResourceVersion()
+		}
+		if list.GetContinue() == "" {
+			return out, nil
+		}
+		opts.Continue = list.GetContinue()
+	}
+}

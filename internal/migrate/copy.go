@@ -1,0 +1,220 @@
+package migrate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
+)
+
+// CopyOptions are the inputs of Copy.
+type CopyOptions struct {
+	// Cluster reaches kube-apiserver, which serves the CRDs.
+	Cluster *rest.Config
+	// Importer writes into the generated server (its migration state in progress).
+	Importer *Importer
+	// Group is the API group to copy.
+	Group string
+	// Skip names objects left out, as PlanOptions.Skip.
+	Skip []string
+	// Versions names, by resource ("<plural>.<group>"), the version to read the objects in
+	// (a plan's DryRunVersion: one the server serves); default the CRD's storage version.
+	Versions map[string]string
+	// Server reaches the generated server directly (for Prune).
+	Server *rest.Config
+	// Prune removes from the generated server the objects the cluster no longer holds (or
+	// that Skip names): what a copy after an earlier one must do for the objects deleted
+	// in between.
+	Prune bool
+	// Progress receives a line per resource and every 1,000 objects (nil: none).
+	Progress io.Writer
+}
+
+// CopyResult counts what Copy did per resource ("<plural>.<group>").
+type CopyResult struct {
+	// Copied counts the objects imported, Skipped those --skip named, Removed those Prune
+	// removed from the server.
+	Copied, Skipped, Removed map[string]int
+}
+
+// Copy imports every object of the group's CRDs, read from the cluster in each CRD's
+// storage version, into the generated server. The import keeps each object's identity and
+// changes nothing when the server holds it already, so Copy may be run again after an
+// interruption and finishes with the same result. An object the server refuses does not
+// stop the others; Copy returns every refusal at the end. With Prune, a copy after an
+// earlier one also removes from the server what the cluster deleted in between.
+func Copy(ctx context.Context, o CopyOptions) (CopyResult, error) {
+	res := CopyResult{Copied: map[string]int{}, Skipped: map[string]int{}, Removed: map[string]int{}}
+	crds, err := groupCRDs(ctx, o.Cluster, o.Group)
+	if err != nil {
+		return res, err
+	}
+	objects, err := dynamic.NewForConfig(o.Cluster)
+	if err != nil {
+		return res, err
+	}
+	skip := map[string]bool{}
+	for _, s := range o.Skip {
+		skip[s] = true
+	}
+	progress := o.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
+	var serverObjects dynamic.Interface
+	if o.Prune {
+		if o.Server == nil {
+			return res, fmt.Errorf("pruning needs the generated server's configuration (CopyOptions.Server)")
+		}
+		if serverObjects, err = dynamic.NewForConfig(o.Server); err != nil {
+			return res, err
+		}
+	}
+	var refused []error
+	for _, crd := range crds {
+		keep := map[types.UID]bool{}
+		resource := crd.Spec.Names.Plural + "." + crd.Spec.Group
+		version := o.Versions[resource]
+		if version == "" {
+			version = storageVersion(crd)
+		}
+		gvr := schema.GroupVersionResource{Group: crd.Spec.Group, Version: version, Resource: crd.Spec.Names.Plural}
+		start := time.Now()
+		opts := metav1.ListOptions{Limit: 500}
+		for {
+			list, err := objects.Resource(gvr).List(ctx, opts)
+			if err != nil {
+				return res, fmt.Errorf("listing %s in the cluster: %w", resource, err)
+			}
+			for i := range list.Items {
+				obj := &list.Items[i]
+				name := obj.GetName()
+				if obj.GetNamespace() != "" {
+					name = obj.GetNamespace() + "/" + name
+				}
+				if skip[resource+"/"+name] {
+					res.Skipped[resource]++
+					continue
+				}
+				keep[obj.GetUID()] = true
+				if _, err := o.Importer.Import(ctx, obj); err != nil {
+					if ctx.Err() != nil {
+						return res, ctx.Err()
+					}
+					refused = append(refused, fmt.Errorf("%s %s: %w", resource, name, err))
+					continue
+				}
+				res.Copied[resource]++
+				if n := res.Copied[resource]; n%1000 == 0 {
+					fmt.Fprintf(progress, "%s: %d copied (%.0f/s)\n", resource, n, float64(n)/time.Since(start).Seconds())
+				}
+			}
+			if list.GetContinue() == "" {
+				break
+			}
+			opts.Continue = list.GetContinue()
+		}
+		if o.Prune {
+			n, err := prune(ctx, serverObjects, gvr, keep)
+			res.Removed[resource] = n
+			if err != nil {
+				return res, err
+			}
+		}
+		fmt.Fprintf(progress, "%s: %d copied, %d skipped, %d removed in %v\n", resource, res.Copied[resource], res.Skipped[resource], res.Removed[resource], time.Since(start).Round(time.Millisecond))
+	}
+	if len(refused) > 0 {
+		return res, fmt.Errorf("the generated server refused %d object(s) (run aagen migrate plan; fix them or --skip them):\n%w", len(refused), errors.Join(refused...))
+	}
+	return res, nil
+}
+
+// groupCRDs returns the cluster's CRDs of group (an error when there are none).
+func groupCRDs(ctx context.Context, cfg *rest.Config, group string) ([]apiextensionsv1.CustomResourceDefinition, error) {
+	client, err := apiextensionsclient.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	crds, err := client.ApiextensionsV1().CustomResourceDefinitions().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing the cluster's CustomResourceDefinitions: %w", err)
+	}
+	var out []apiextensionsv1.CustomResourceDefinition
+	for _, crd := range crds.Items {
+		if crd.Spec.Group == group {
+			out = append(out, crd)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("the cluster has no CustomResourceDefinition of group %s: nothing to migrate", group)
+	}
+	return out, nil
+}
+
+// storageVersion is the version a CRD stores its objects in.
+func storageVersion(crd apiextensionsv1.CustomResourceDefinition) string {
+	for _, v := range crd.Spec.Versions {
+		if v.Storage {
+			return v.Name
+		}
+	}
+	return crd.Spec.Versions[0].Name
+}
+
+// prune removes from the generated server the objects of gvr that the cluster no longer
+// holds (keep: the uids the cluster's listing had), through the server's public API: a
+// delete with the object's uid as precondition, then, when finalizers hold it, an update
+// without them. It returns how many it removed.
+func prune(ctx context.Context, server dynamic.Interface, gvr schema.GroupVersionResource, keep map[types.UID]bool) (int, error) {
+	removed := 0
+	opts := metav1.ListOptions{Limit: 500}
+	for {
+		list, err := server.Resource(gvr).List(ctx, opts)
+		if err != nil {
+			return removed, fmt.Errorf("listing %s on the generated server: %w", gvr.GroupResource(), err)
+		}
+		for i := range list.Items {
+			obj := &list.Items[i]
+			if keep[obj.GetUID()] {
+				continue
+			}
+			client := server.Resource(gvr).Namespace(obj.GetNamespace())
+			uid := obj.GetUID()
+			err := client.Delete(ctx, obj.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+			if err != nil && !apierrors.IsNotFound(err) {
+				return removed, fmt.Errorf("removing %s %s/%s from the generated server: %w", gvr.GroupResource(), obj.GetNamespace(), obj.GetName(), err)
+			}
+			if err == nil && len(obj.GetFinalizers()) > 0 {
+				// Deleted on the cluster already: its finalizers have run there.
+				err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+					cur, err := client.Get(ctx, obj.GetName(), metav1.GetOptions{})
+					if err != nil || cur.GetUID() != uid {
+						return err
+					}
+					cur.SetFinalizers(nil)
+					_, err = client.Update(ctx, cur, metav1.UpdateOptions{})
+					return err
+				})
+				if err != nil && !apierrors.IsNotFound(err) {
+					return removed, fmt.Errorf("removing the finalizers of %s %s/%s on the generated server: %w", gvr.GroupResource(), obj.GetNamespace(), obj.GetName(), err)
+				}
+			}
+			removed++
+		}
+		if list.GetContinue() == "" {
+			return removed, nil
+		}
+		opts.Continue = list.GetContinue()
+	}
+}

@@ -1,0 +1,99 @@
+package migrate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// FreezeMessage starts the message of a write refused during the freeze.
+const FreezeMessage = "writes to this API group are frozen while its objects move to their aggregated API server (aagen migrate)"
+
+// freezeName names the ValidatingAdmissionPolicy and its binding that freeze group.
+func freezeName(group string) string { return "aagen-migration-freeze." + group }
+
+// Freeze refuses every create, update and delete of the group's resources and their
+// subresources ("*/*") on the cluster (a ValidatingAdmissionPolicy whose only rule is false, and
+// its binding with the action Deny), and returns once probe, a dry-run write, is refused
+// with FreezeMessage: kube-apiserver loads policies asynchronously, so the freeze holds
+// only from then on. Lift ends it whatever happened in between; a Freeze that fails lifts
+// what it created itself.
+func Freeze(ctx context.Context, cfg *rest.Config, group string, probe func(context.Context) error, timeout time.Duration) (err error) {
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	name := freezeName(group)
+	fail := admissionregistrationv1.Fail
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app.kubernetes.io/managed-by": "aagen-migrate"}},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: &fail,
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{group}, APIVersions: []string{"*"}, Resources: []string{"*/*"}},
+				},
+			}}},
+			Validations: []admissionregistrationv1.Validation{{
+				Expression: "false",
+				Message:    FreezeMessage + ": retry in a few seconds",
+			}},
+		},
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: policy.Labels},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+		},
+	}
+	defer func() {
+		if err != nil {
+			if lerr := Lift(context.WithoutCancel(ctx), cfg, group); lerr != nil {
+				err = errors.Join(err, lerr)
+			}
+		}
+	}()
+	if _, err := client.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating the freeze's ValidatingAdmissionPolicy %s: %w", name, err)
+	}
+	if _, err := client.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating the freeze's ValidatingAdmissionPolicyBinding %s: %w", name, err)
+	}
+	var last error
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		last = probe(ctx)
+		return last != nil && strings.Contains(last.Error(), FreezeMessage), nil
+	})
+	if err != nil {
+		return fmt.Errorf("the freeze of %s did not take hold within %v (the last probe write answered %v): %w", group, timeout, last, err)
+	}
+	return nil
+}
+
+// Lift deletes the freeze's binding and policy (those absent are fine).
+func Lift(ctx context.Context, cfg *rest.Config, group string) error {
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	name := freezeName(group)
+	var errs []error
+	if err := client.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		errs = append(errs, fmt.Errorf("deleting the freeze's ValidatingAdmissionPolicyBinding %s: %w", name, err))
+	}
+	if err := client.AdmissionregistrationV1().ValidatingAdmissionPolicies().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		errs = append(errs, fmt.Errorf("deleting the freeze's ValidatingAdmissionPolicy %s: %w", name, err))
+	}
+	return errors.Join(errs...)
+}

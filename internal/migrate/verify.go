@@ -1,0 +1,151 @@
+package migrate
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"sort"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+)
+
+// VerifyOptions are the inputs of Verify.
+type VerifyOptions struct {
+	// Cluster reaches kube-apiserver, which serves the CRDs; Server the generated server.
+	Cluster, Server *rest.Config
+	// Group is the API group; Skip the objects left out (as PlanOptions.Skip).
+	Group string
+	Skip  []string
+	// Versions as CopyOptions.Versions.
+	Versions map[string]string
+}
+
+// Verification compares, per resource, the CRD's objects with the generated server's.
+type Verification struct {
+	// Objects counts the CRD's objects (but the skipped) and Server the server's, by
+	// resource.
+	Objects, Server map[string]int
+	// Differ, Missing and Extra name the objects ("<resource> <namespace>/<name>") whose
+	// content hash differs, that the server lacks, and that only the server has.
+	Differ, Missing, Extra []string
+}
+
+// Equal reports whether both sides hold the same objects with the same content.
+func (v *Verification) Equal() bool {
+	return len(v.Differ) == 0 && len(v.Missing) == 0 && len(v.Extra) == 0 && reflect.DeepEqual(v.Objects, v.Server)
+}
+
+// ContentHash is the SHA-256 of an object's content as the migration keeps it: everything
+// but metadata.resourceVersion (new on the server), in JSON with sorted keys. A status
+// that is an empty object counts as absent: a Go-typed server answers an absent status as
+// {} (README: the stored object of an absent optional struct holds its zero values).
+func ContentHash(obj *unstructured.Unstructured) (string, error) {
+	c := obj.DeepCopy()
+	unstructured.RemoveNestedField(c.Object, "metadata", "resourceVersion")
+	if s, ok := c.Object["status"].(map[string]any); ok && len(s) == 0 {
+		delete(c.Object, "status")
+	}
+	data, err := json.Marshal(c.Object) // encoding/json sorts map keys
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// Verify lists the group's objects on both sides and compares their counts and content
+// hashes.
+func Verify(ctx context.Context, o VerifyOptions) (*Verification, error) {
+	crds, err := groupCRDs(ctx, o.Cluster, o.Group)
+	if err != nil {
+		return nil, err
+	}
+	cluster, err := dynamic.NewForConfig(o.Cluster)
+	if err != nil {
+		return nil, err
+	}
+	server, err := dynamic.NewForConfig(o.Server)
+	if err != nil {
+		return nil, err
+	}
+	skip := map[string]bool{}
+	for _, s := range o.Skip {
+		skip[s] = true
+	}
+	v := &Verification{Objects: map[string]int{}, Server: map[string]int{}}
+	for _, crd := range crds {
+		resource := crd.Spec.Names.Plural + "." + crd.Spec.Group
+		version := o.Versions[resource]
+		if version == "" {
+			version = storageVersion(crd)
+		}
+		gvr := schema.GroupVersionResource{Group: crd.Spec.Group, Version: version, Resource: crd.Spec.Names.Plural}
+		want, err := hashes(ctx, cluster, gvr)
+		if err != nil {
+			return nil, fmt.Errorf("%s in the cluster: %w", resource, err)
+		}
+		for name := range want {
+			if skip[resource+"/"+name] {
+				delete(want, name)
+			}
+		}
+		got, err := hashes(ctx, server, gvr)
+		if err != nil {
+			return nil, fmt.Errorf("%s on the generated server: %w", resource, err)
+		}
+		v.Objects[resource], v.Server[resource] = len(want), len(got)
+		for name, h := range want {
+			switch g, ok := got[name]; {
+			case !ok:
+				v.Missing = append(v.Missing, resource+" "+name)
+			case g != h:
+				v.Differ = append(v.Differ, resource+" "+name)
+			}
+		}
+		for name := range got {
+			if _, ok := want[name]; !ok {
+				v.Extra = append(v.Extra, resource+" "+name)
+			}
+		}
+	}
+	for _, l := range [][]string{v.Differ, v.Missing, v.Extra} {
+		sort.Strings(l)
+	}
+	return v, nil
+}
+
+// hashes lists gvr and returns the content hash of each object by "<namespace>/<name>"
+// (cluster-scoped: "<name>").
+func hashes(ctx context.Context, client dynamic.Interface, gvr schema.GroupVersionResource) (map[string]string, error) {
+	out := map[string]string{}
+	opts := metav1.ListOptions{Limit: 500}
+	for {
+		list, err := client.Resource(gvr).List(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		for i := range list.Items {
+			obj := &list.Items[i]
+			name := obj.GetName()
+			if obj.GetNamespace() != "" {
+				name = obj.GetNamespace() + "/" + name
+			}
+			h, err := ContentHash(obj)
+			if err != nil {
+				return nil, err
+			}
+			out[name] = h
+		}
+		if list.GetContinue() == "" {
+			return out, nil
+		}
+		opts.Continue = list.GetContinue()
+	}
+}

@@ -1,0 +1,73 @@
+package objectimport
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// StateKey is the key of the migration state under the server's storage prefix
+// (--etcd-prefix, /registry/<server name> by default). Its "_" cannot start an API group
+// (a DNS subdomain), so no resource's keys can be next to it.
+const StateKey = "_aagen/migration-state"
+
+// State is the migration state: while InProgress, ImportPath accepts objects.
+type State struct {
+	// InProgress opens the import.
+	InProgress bool `json:"inProgress"`
+	// Since is when the state last changed (set by the server).
+	Since time.Time `json:"since,omitzero"`
+	// By is the user who changed it last (set by the server).
+	By string `json:"by,omitempty"`
+	// Source says where the objects come from (free text the migrate command sets, e.g.
+	// "customresourcedefinition visitors.webapp.example.com").
+	Source string `json:"source,omitempty"`
+}
+
+// StateStore reads and writes the migration state in an etcd (or kine) under a prefix.
+type StateStore struct {
+	// KV is the etcd client of the server's storage.
+	KV clientv3.KV
+	// Prefix is the storage prefix (--etcd-prefix).
+	Prefix string
+}
+
+func (s StateStore) key() string { return path.Join("/", s.Prefix, StateKey) }
+
+// Read returns the stored state; no state stored is a State that is not in progress.
+func (s StateStore) Read(ctx context.Context) (State, error) {
+	resp, err := s.KV.Get(ctx, s.key())
+	if err != nil {
+		return State{}, fmt.Errorf("reading the migration state %s: %w", s.key(), err)
+	}
+	var st State
+	if len(resp.Kvs) == 0 {
+		return st, nil
+	}
+	if err := json.Unmarshal(resp.Kvs[0].Value, &st); err != nil {
+		return State{}, fmt.Errorf("the migration state %s is not JSON: %w", s.key(), err)
+	}
+	return st, nil
+}
+
+// Write stores st (a state not in progress deletes the key).
+func (s StateStore) Write(ctx context.Context, st State) error {
+	if !st.InProgress {
+		if _, err := s.KV.Delete(ctx, s.key()); err != nil {
+			return fmt.Errorf("clearing the migration state %s: %w", s.key(), err)
+		}
+		return nil
+	}
+	data, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	if _, err := s.KV.Put(ctx, s.key(), string(data)); err != nil {
+		return fmt.Errorf("writing the migration state %s: %w", s.key(), err)
+	}
+	return nil
+}
