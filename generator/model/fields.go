@@ -170,6 +170,9 @@ func (w *fieldWalker) jsonNamesOnce(where string, fields []*Field) {
 				continue // no json tag: an error of structFields
 			}
 			prev, dup := first[f.JSONName]
+			if dup && prev.field == f {
+				continue // the struct inlines itself: reported by structFields
+			}
 			if !dup {
 				first[f.JSONName] = named{f, via}
 				continue
