@@ -170,16 +170,18 @@ func corpus() []corpusPackage {
 		openshift("network", false, `{"apiVersion":"network.openshift.io/v1","kind":"NetNamespace","metadata":{"name":"example"},"netname":"example","netid":100}`),
 		openshiftRefused("authorization", refusedNoListType, virtualKinds),
 		// The module ships no v1beta1 manifest but its round-trip fixture (every field set,
-		// values that do not survive conversion through v1): a CRD with a nested schema.
+		// values that do not survive conversion through v1): a CRD with a nested schema, in
+		// v1beta1's form (one version's schema is spec.validation; conversion moves it there).
 		{Name: "k8s.io/apiextensions-apiserver apiextensions/v1beta1", Module: corpusAPIExtension,
 			Pkgs: []string{"pkg/apis/apiextensions", "pkg/apis/apiextensions/v1beta1"},
 			Objects: []corpusObject{{Manifest: `{"apiVersion":"apiextensions.k8s.io/v1beta1","kind":"CustomResourceDefinition","metadata":{"name":"widgets.shop.example.com"},
 				"spec":{"group":"shop.example.com","scope":"Namespaced","names":{"plural":"widgets","singular":"widget","kind":"Widget","listKind":"WidgetList"},
-					"versions":[{"name":"v1","served":true,"storage":true,"schema":{"openAPIV3Schema":{"type":"object","properties":{
+					"version":"v1","versions":[{"name":"v1","served":true,"storage":true}],
+					"validation":{"openAPIV3Schema":{"type":"object","properties":{
 						"spec":{"type":"object","required":["size"],"properties":{
 							"size":{"type":"integer","minimum":1},
 							"parts":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string","maxLength":8},
-								"children":{"type":"object","additionalProperties":{"type":"object","properties":{"depth":{"type":"integer"}}}}}}}}}}}}}]}}`}}},
+								"children":{"type":"object","additionalProperties":{"type":"object","properties":{"depth":{"type":"integer"}}}}}}}}}}}}}}`}}},
 		{Name: "sigs.k8s.io/kueue kueue/v1alpha1", Module: corpusKueue, Pkgs: []string{"apis/kueue/v1alpha1"},
 			Refused: refusedNoKinds, Item: "right: an empty package (a //+genclient line and no types) kept for kube_codegen.sh"},
 		{Name: "k8s.io/metrics custom_metrics/v1beta2", Module: corpusMetrics, Pkgs: []string{"pkg/apis/custom_metrics/v1beta2"},

@@ -12,7 +12,7 @@ import (
 // numbers, unsafe pointers, empty interfaces, maps with non-string keys, unexported fields
 // with json tags, embedded structs without inline tags, and types that inline themselves;
 // a recursive type (apiextensions' JSONSchemaProps) gets a warning saying what its
-// validation covers (recursiveWarning). Types of
+// validation covers. Types of
 // other modules and Kubernetes' own bring their own OpenAPI and are not walked; those of
 // the user's module are, wherever in it they are declared.
 func (b *builder) checkFields(k *Kind) {
