@@ -1,6 +1,8 @@
 package codegen
 
 import (
+	"errors"
+	"io"
 	"strings"
 	"testing"
 
@@ -39,5 +41,35 @@ func TestOpenAPIPrivateNamesUnique(t *testing.T) {
 	}
 	if g := (typeErrors{Generator: privateNamerGen{}, tool: toolDeepcopy}); g.Namers(both)["private"].Name(copied) != "pkg_apis_apiextensions_v1_JSON" {
 		t.Error("another tool's namers changed")
+	}
+}
+
+// refusesField is a generator that refuses any struct with a field named Bad, as openapi-gen
+// refuses a type for one field's tags without naming the field.
+type refusesField struct{ generator.GoGenerator }
+
+func (refusesField) GenerateType(_ *generator.Context, t *types.Type, _ io.Writer) error {
+	for _, m := range t.Members {
+		if m.Name == "Bad" {
+			return errors.New("multiple values are not allowed for tag patchMergeKey")
+		}
+	}
+	return nil
+}
+
+// TestTypeErrorNamesTheField: a generator's error on a struct comes back as a TypeError
+// naming the type and the one field that alone gives the same error, which the generator
+// puts at that field's file:line.
+func TestTypeErrorNamesTheField(t *testing.T) {
+	g := typeErrors{Generator: refusesField{}, tool: toolOpenAPI}
+	st := &types.Type{Name: types.Name{Package: "example.com/w/v1", Name: "WidgetSpec"}, Kind: types.Struct,
+		Members: []types.Member{{Name: "Size"}, {Name: "Bad"}, {Name: "Color"}}}
+	err := g.GenerateType(&generator.Context{}, st, io.Discard)
+	te, ok := errors.AsType[*TypeError](err)
+	if !ok || te.Tool != toolOpenAPI || te.Pkg != "example.com/w/v1" || te.Name != "WidgetSpec" || te.Field != "Bad" {
+		t.Fatalf("got %#v, want a TypeError of openapi-gen on example.com/w/v1.WidgetSpec field Bad", err)
+	}
+	if want := "openapi-gen on example.com/w/v1.WidgetSpec.Bad: multiple values are not allowed for tag patchMergeKey"; err.Error() != want {
+		t.Errorf("error %q, want %q", err, want)
 	}
 }
