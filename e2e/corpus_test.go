@@ -80,12 +80,10 @@ const (
 
 // The refusals of today, each the message its check gives.
 const (
-	refusedNoListType        = "has no list type"
-	refusedRawExtensionList  = "a field of type []runtime.RawExtension keeps only the fields its Go type declares"
-	refusedTwoPatchMergeKeys = "multiple values are not allowed for tag patchMergeKey"
-	refusedRecursive         = "OpenAPI schemas of Kubernetes APIs cannot be recursive"
-	refusedNoKinds           = "but no kinds"
-	refusedNoAPIPackage      = "no API types packages"
+	refusedNoListType       = "has no list type"
+	refusedRawExtensionList = "a field of type []runtime.RawExtension keeps only the fields its Go type declares"
+	refusedNoKinds          = "but no kinds"
+	refusedNoAPIPackage     = "no API types packages"
 )
 
 // corpus is the list TestCorpus serves or expects refused.
@@ -135,13 +133,27 @@ func corpus() []corpusPackage {
 		openshiftRefused("user", refusedNoListType, virtualKinds),
 		openshiftRefused("image", refusedNoListType, virtualKinds),
 		openshiftRefused("security", refusedNoListType, virtualKinds),
+		// kueue's own examples (cmd/kueueviz/examples), in v1beta2, its storage version.
 		{Name: "sigs.k8s.io/kueue kueue/v1beta2", Module: corpusKueue, Pkgs: []string{"apis/kueue/v1beta2"},
-			Refused: refusedTwoPatchMergeKeys, Item: "two +patchMergeKey markers on SchedulingStats.Evictions: openapi-gen's refusal, reported at file:line"},
+			Objects: []corpusObject{
+				{File: "cmd/kueueviz/examples/00-resource-flavor.yaml", Doc: 2},
+				{File: "cmd/kueueviz/examples/01-cluster-queues.yaml", Doc: 1},
+				{File: "cmd/kueueviz/examples/02-local-queues.yaml", Doc: 0, Namespaced: true},
+				{File: "cmd/kueueviz/examples/07-workload-priority-classes.yaml", Doc: 0},
+			}},
+		// v1beta1 converts to v1beta2 with kueue's own conversion functions: its performance
+		// test's ResourceFlavor, and a LocalQueue (its other v1beta1 manifests are templates).
 		{Name: "sigs.k8s.io/kueue kueue/v1beta1", Module: corpusKueue, Pkgs: []string{"apis/kueue/v1beta1"},
-			Refused: refusedTwoPatchMergeKeys, Item: "two +patchMergeKey markers on SchedulingStats.Evictions: openapi-gen's refusal, reported at file:line"},
+			Objects: []corpusObject{
+				{File: "test/performance/e2e/jobs/prerequisites/resource-flavor.yaml"},
+				{Namespaced: true, Manifest: `{"apiVersion":"kueue.x-k8s.io/v1beta1","kind":"LocalQueue","metadata":{"name":"team-a","namespace":"default"},
+					"spec":{"clusterQueue":"cluster-queue","stopPolicy":"None"}}`},
+			}},
+		// A CRD of the module's own test examples (kcp's APIExport: nested properties, list
+		// items, printer columns), whose JSONSchemaProps nest to the data's depth.
 		{Name: "k8s.io/apiextensions-apiserver apiextensions/v1", Module: corpusAPIExtension,
 			Pkgs:    []string{"pkg/apis/apiextensions", "pkg/apis/apiextensions/v1"},
-			Refused: refusedRecursive, Item: "recursive types (JSONSchemaProps) are not served"},
+			Objects: []corpusObject{{File: "pkg/test/example/apiexports_crd.yaml"}}},
 		{Name: "cert-manager certmanager/v1", Module: corpusCertManager, Pkgs: []string{"pkg/apis/certmanager/v1"},
 			Pins: []string{"sigs.k8s.io/gateway-api@v1.6.3"},
 			// cert-manager's test fixture: an Issuer and a Certificate it issues.
@@ -157,9 +169,19 @@ func corpus() []corpusPackage {
 			"spec":{"selector":{"annotations":{"openshift.io/requester":"alice"}},"quota":{"hard":{"pods":"10","secrets":"20"}}}}`),
 		openshift("network", false, `{"apiVersion":"network.openshift.io/v1","kind":"NetNamespace","metadata":{"name":"example"},"netname":"example","netid":100}`),
 		openshiftRefused("authorization", refusedNoListType, virtualKinds),
+		// The module ships no v1beta1 manifest but its round-trip fixture (every field set,
+		// values that do not survive conversion through v1): a CRD with a nested schema, in
+		// v1beta1's form (one version's schema is spec.validation; conversion moves it there).
 		{Name: "k8s.io/apiextensions-apiserver apiextensions/v1beta1", Module: corpusAPIExtension,
-			Pkgs:    []string{"pkg/apis/apiextensions", "pkg/apis/apiextensions/v1beta1"},
-			Refused: refusedRecursive, Item: "recursive types (JSONSchemaProps) are not served"},
+			Pkgs: []string{"pkg/apis/apiextensions", "pkg/apis/apiextensions/v1beta1"},
+			Objects: []corpusObject{{Manifest: `{"apiVersion":"apiextensions.k8s.io/v1beta1","kind":"CustomResourceDefinition","metadata":{"name":"widgets.shop.example.com"},
+				"spec":{"group":"shop.example.com","scope":"Namespaced","names":{"plural":"widgets","singular":"widget","kind":"Widget","listKind":"WidgetList"},
+					"version":"v1","versions":[{"name":"v1","served":true,"storage":true}],
+					"validation":{"openAPIV3Schema":{"type":"object","properties":{
+						"spec":{"type":"object","required":["size"],"properties":{
+							"size":{"type":"integer","minimum":1},
+							"parts":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string","maxLength":8},
+								"children":{"type":"object","additionalProperties":{"type":"object","properties":{"depth":{"type":"integer"}}}}}}}}}}}}}}`}}},
 		{Name: "sigs.k8s.io/kueue kueue/v1alpha1", Module: corpusKueue, Pkgs: []string{"apis/kueue/v1alpha1"},
 			Refused: refusedNoKinds, Item: "right: an empty package (a //+genclient line and no types) kept for kube_codegen.sh"},
 		{Name: "k8s.io/metrics custom_metrics/v1beta2", Module: corpusMetrics, Pkgs: []string{"pkg/apis/custom_metrics/v1beta2"},

@@ -3,6 +3,7 @@ package generator
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -19,7 +20,7 @@ import (
 func validationTags(g *model.Types) map[string][]codegen.TypeValidation {
 	out := map[string][]codegen.TypeValidation{}
 	for _, t := range g.All() {
-		if t.HasValidation() {
+		if t.HasValidation() || slices.ContainsFunc(t.Fields(), func(f *model.Field) bool { return f.PatchFromStructTags }) {
 			out[t.Name.Pkg] = append(out[t.Name.Pkg], typeTags(t))
 		}
 	}
@@ -30,11 +31,21 @@ func validationTags(g *model.Types) map[string][]codegen.TypeValidation {
 func typeTags(t *model.Type) codegen.TypeValidation {
 	ct := codegen.TypeValidation{Name: t.Name.Name, Tags: schemaTags(t.Validation)}
 	for _, f := range t.Fields() {
-		if !f.HasValidation() {
+		if !f.HasValidation() && !f.PatchFromStructTags {
 			continue
 		}
 		cf := codegen.FieldValidation{GoName: f.GoName, JSONName: f.JSONName, Tags: schemaTags(f.Validation), Enum: f.Validation.Enum, Format: f.Validation.Format,
 			PreserveUnknownFields: f.FreeForm, EmbeddedResource: f.EmbeddedResource}
+		if f.PatchFromStructTags {
+			// openapi-gen publishes the patch markers and refuses any that differ from the
+			// struct tags, which are what strategic merge patch reads: it gets those.
+			cf.Replace = []string{"patchMergeKey", "patchStrategy"}
+			for _, name := range cf.Replace {
+				if v := f.Tag.Get(name); v != "" {
+					cf.Tags = append(cf.Tags, "+"+name+"="+v)
+				}
+			}
+		}
 		if f.OpenAPIEnum {
 			// kube-openapi writes the enum of a +enum type itself (the same values).
 			cf.Enum = nil

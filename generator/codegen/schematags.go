@@ -53,6 +53,9 @@ type FieldValidation struct {
 	// Tags are comment tags (with the leading "+") added to the field. Existing
 	// +default, +required and +optional tags of the field are replaced.
 	Tags []string
+	// Replace names further tags of the field (without the "+") that are dropped before
+	// Tags are added: patchMergeKey and patchStrategy, when they must be the struct tags'.
+	Replace []string
 	// Enum and Format are written into the field's property of the generated definitions.
 	Enum   []any
 	Format string
@@ -103,7 +106,7 @@ func injectValidation(u types.Universe, in Input) {
 					if m.Name != fv.GoName || m.Embedded {
 						continue
 					}
-					m.CommentLines = rewriteTags(m.CommentLines, dropNames(tagDefault, tagRequired, tagOptional), fv.Tags...)
+					m.CommentLines = rewriteTags(m.CommentLines, dropNames(append([]string{tagDefault, tagRequired, tagOptional}, fv.Replace...)...), fv.Tags...)
 					if slices.ContainsFunc(fv.Tags, func(tag string) bool { return tagName(tag) == tagDefault }) {
 						m.Tags = withOmitEmpty(m.Tags)
 					}

@@ -3,8 +3,10 @@ package codegen
 import (
 	"fmt"
 	"io"
+	"maps"
 
 	"k8s.io/gengo/v2/generator"
+	"k8s.io/gengo/v2/namer"
 	"k8s.io/gengo/v2/types"
 )
 
@@ -63,4 +65,38 @@ func (g typeErrors) culprit(c *generator.Context, t *types.Type, err error) stri
 		}
 	}
 	return ""
+}
+
+// Namers are the generator's, except openapi-gen's "private" namer, which names the schema_
+// functions by the last four elements of a type's package path: it gets as many more as the
+// types the generator names need to be told apart (a project with a copy of a published API
+// package next to the package itself, two .../pkg/apis/apiextensions/v1.JSON; openapi-gen's
+// output then declared one function twice).
+func (g typeErrors) Namers(c *generator.Context) namer.NameSystems {
+	ns := g.Generator.Namers(c)
+	private, ok := ns["private"].(*namer.NameStrategy)
+	if g.tool != toolOpenAPI || !ok {
+		return ns
+	}
+	for n := private.PrependPackageNames; ; n++ {
+		p := *private
+		p.PrependPackageNames, p.Names = n, nil
+		names := map[string]bool{}
+		for _, t := range c.Order {
+			name := p.Name(t)
+			if names[name] {
+				break
+			}
+			names[name] = true
+		}
+		// More names than a package path has elements change nothing.
+		if len(names) == len(c.Order) || n > 64 {
+			if n == private.PrependPackageNames {
+				return ns
+			}
+			out := maps.Clone(ns)
+			out["private"] = &p
+			return out
+		}
+	}
 }

@@ -262,8 +262,8 @@ func otherTools() []*Definition {
 		raw("structType", "atomic or granular: how server-side apply merges the struct (kube-openapi).", ""),
 		raw("k8s:listType", "Same as +listType (k8s.io/api's declarative validation spelling).", "declarative validation (validation-gen) is not run; use +listType, which kube-openapi publishes"),
 		raw("k8s:listMapKey", "Same as +listMapKey (k8s.io/api's declarative validation spelling).", "declarative validation (validation-gen) is not run; use +listMapKey, which kube-openapi publishes"),
-		raw("patchStrategy", "Strategic merge patch strategy of the field (kube-openapi publishes it as x-kubernetes-patch-strategy).", ""),
-		raw("patchMergeKey", "Strategic merge patch key of a list (kube-openapi publishes it as x-kubernetes-patch-merge-key).", ""),
+		raw("patchStrategy", "Strategic merge patch strategy of the field (kube-openapi publishes it as x-kubernetes-patch-strategy). Strategic merge patch reads the patchStrategy struct tag: a marker that differs from it is a warning, and the tag is published.", ""),
+		raw("patchMergeKey", "Strategic merge patch key of a list (kube-openapi publishes it as x-kubernetes-patch-merge-key). Strategic merge patch reads the one patchMergeKey struct tag: a marker that differs from it, or several, is a warning, and the tag is published.", ""),
 		valued(&Definition{Name: "enum", Target: OnType, Form: Flag,
 			Help: "The named string type is an enum of its constants (kube-openapi publishes them; the server checks them). " +
 				"Next to +kubebuilder:validation:Enum the two must list the same values (one enum); different values are an error."}, flagOf[OpenAPIEnum]()),

@@ -10,7 +10,9 @@ import (
 // checkFields walks the fields reachable from a kind in the type graph and reports what
 // cannot be stored, served as JSON or described in OpenAPI: channels, functions, complex
 // numbers, unsafe pointers, empty interfaces, maps with non-string keys, unexported fields
-// with json tags, embedded structs without inline tags, and recursive types. Types of
+// with json tags, embedded structs without inline tags, and types that inline themselves;
+// a recursive type (apiextensions' JSONSchemaProps) gets a warning saying what its
+// validation covers. Types of
 // other modules and Kubernetes' own bring their own OpenAPI and are not walked; those of
 // the user's module are, wherever in it they are declared.
 func (b *builder) checkFields(k *Kind) {
@@ -18,14 +20,17 @@ func (b *builder) checkFields(k *Kind) {
 	if t == nil || !t.IsStruct() {
 		return
 	}
-	w := &fieldWalker{b: b, visiting: map[*Type]bool{}, done: map[*Type]bool{}}
+	w := &fieldWalker{b: b, visiting: map[*Type]int{}, done: map[*Type]bool{}}
 	w.jsonNamesOnce(k.Name, t.Fields())
 	w.structFields(k.Name, t.Fields())
 }
 
 type fieldWalker struct {
-	b        *builder
-	visiting map[*Type]bool
+	b *builder
+	// visiting holds the types being walked, each with the JSON depth it was entered at;
+	// depth counts the fields walked into that are not inlined.
+	visiting map[*Type]int
+	depth    int
 	done     map[*Type]bool
 }
 
@@ -60,7 +65,13 @@ func (w *fieldWalker) structFields(path string, fields []*Field) {
 			w.errorf(f.Pos, "add a json tag in lowerCamelCase, e.g. `json:\""+lowerFirst(f.GoName)+",omitempty\"`",
 				"field %s has no json tag; Kubernetes API fields need explicit lowerCamelCase json names", fieldPath)
 		}
+		if f.Inline {
+			w.typ(fieldPath, f.Pos, f.Type)
+			continue
+		}
+		w.depth++
 		w.typ(fieldPath, f.Pos, f.Type)
+		w.depth--
 	}
 }
 
@@ -76,15 +87,20 @@ func (w *fieldWalker) typ(path string, pos token.Position, e *TypeExpr) {
 			// types of published API packages) bring their own OpenAPI.
 			return
 		}
-		if w.visiting[t] {
-			w.errorf(pos, "break the cycle, e.g. with a list of names or a runtime.RawExtension",
-				"type %s is recursive (reached again through %s); OpenAPI schemas of Kubernetes APIs cannot be recursive", t.Name.Name, path)
+		if depth, ok := w.visiting[t]; ok {
+			if depth == w.depth {
+				w.errorf(pos, "make one of the inlined fields a named field with a json name",
+					"type %s inlines itself (through %s); its JSON fields would never end", t.Name.Name, path)
+				return
+			}
+			w.b.warnf(pos, "nothing, if checking the repetitions by their Go type is enough; to have every level validated, break the cycle (a list of names, a runtime.RawExtension)",
+				"type %s is recursive (reached again through %s): it is served, and published with $ref as kube-apiserver publishes JSONSchemaProps, but the schema the server validates with is a CRD's structural schema, which cannot repeat: from %s down, values are only decoded into the Go type, without the schema's value validations, required fields and CEL rules", t.Name.Name, path, path)
 			return
 		}
 		if w.done[t] {
 			return
 		}
-		w.visiting[t] = true
+		w.visiting[t] = w.depth
 		if t.IsStruct() {
 			w.jsonNamesOnce(t.Name.Name, t.Fields())
 			w.structFields(path, t.Fields())
@@ -154,6 +170,9 @@ func (w *fieldWalker) jsonNamesOnce(where string, fields []*Field) {
 				continue // no json tag: an error of structFields
 			}
 			prev, dup := first[f.JSONName]
+			if dup && prev.field == f {
+				continue // the struct inlines itself: reported by structFields
+			}
 			if !dup {
 				first[f.JSONName] = named{f, via}
 				continue

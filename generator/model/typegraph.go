@@ -262,6 +262,12 @@ type Field struct {
 	ListType    string
 	ListMapKeys []string
 	MapType     string
+	// PatchFromStructTags is set when the field's +patchMergeKey and +patchStrategy
+	// markers do not say what its patchMergeKey and patchStrategy struct tags say (two
+	// merge keys, a marker without its tag, other values): strategic merge patch reads the
+	// struct tags, so openapi-gen is given their values instead of the markers
+	// (patchSemantics).
+	PatchFromStructTags bool
 	FieldValidation
 }
 

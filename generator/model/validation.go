@@ -114,6 +114,9 @@ func (b *builder) validations(g *Types) {
 		}
 		for _, f := range t.Fields() {
 			ms := f.Markers
+			if !f.Embedded {
+				b.patchSemantics(t, f)
+			}
 			if f.Embedded || !f.Exported || f.JSONName == "" || f.JSONName == "-" {
 				if len(ms) > 0 && hasAnyValidation(ms) {
 					b.errorf(ms[0].Pos, "put validation markers on named fields with a json name", "validation markers on field %s.%s, which has no JSON name of its own", where(t), f.GoName)

@@ -317,15 +317,21 @@ func (r *resolver) definition(name string) (*spec.Schema, error) {
 	if !ok {
 		return nil, fmt.Errorf("no OpenAPI definition %q", name)
 	}
-	if r.visiting[name] {
-		return nil, fmt.Errorf("OpenAPI definition %q is recursive", name)
-	}
-	r.visiting[name] = true
-	defer delete(r.visiting, name)
 	s := def.Schema
 	if v2, ok := s.Extensions[openapicommon.ExtensionV2Schema].(spec.Schema); ok {
 		s = v2
 	}
+	if r.visiting[name] {
+		// A recursive type (apiextensions' JSONSchemaProps): a structural schema cannot
+		// repeat, so its repetition keeps what decoding into the Go type keeps (the model
+		// warns about it at the field that repeats the type).
+		if len(s.Type) == 1 && s.Type[0] == "object" {
+			return preserveUnknown(), nil
+		}
+		return &spec.Schema{VendorExtensible: spec.VendorExtensible{Extensions: spec.Extensions{"x-kubernetes-preserve-unknown-fields": true}}}, nil
+	}
+	r.visiting[name] = true
+	defer delete(r.visiting, name)
 	if len(s.Type) == 0 {
 		return preserveUnknown(), nil
 	}
