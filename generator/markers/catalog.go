@@ -256,11 +256,11 @@ func otherTools() []*Definition {
 	}
 	const byTool = "read from the comment by the code generator named (aagen runs it)"
 	return []*Definition{
-		raw("listType", "atomic, set or map: how server-side apply merges the list, published as x-kubernetes-list-type and checked (set, map keys) like a CRD (kube-openapi).", ""),
+		valued(raw("listType", "atomic, set or map: how server-side apply merges the list, published as x-kubernetes-list-type and checked (set, map keys) like a CRD (kube-openapi).", ""), choiceOf("atomic", "set", "map")),
 		raw("listMapKey", "A key field of a +listType=map list (repeatable; kube-openapi).", ""),
-		raw("mapType", "atomic or granular: how server-side apply merges the map (kube-openapi).", ""),
-		raw("structType", "atomic or granular: how server-side apply merges the struct (kube-openapi).", ""),
-		raw("k8s:listType", "Same as +listType (k8s.io/api's declarative validation spelling).", "declarative validation (validation-gen) is not run; use +listType, which kube-openapi publishes"),
+		valued(raw("mapType", "atomic or granular: how server-side apply merges the map (kube-openapi).", ""), choiceOf("atomic", "granular")),
+		valued(raw("structType", "atomic or granular: how server-side apply merges the struct (kube-openapi).", ""), choiceOf("atomic", "granular")),
+		valued(raw("k8s:listType", "Same as +listType (k8s.io/api's declarative validation spelling).", "declarative validation (validation-gen) is not run; use +listType, which kube-openapi publishes"), choiceOf("atomic", "set", "map")),
 		raw("k8s:listMapKey", "Same as +listMapKey (k8s.io/api's declarative validation spelling).", "declarative validation (validation-gen) is not run; use +listMapKey, which kube-openapi publishes"),
 		raw("patchStrategy", "Strategic merge patch strategy of the field (kube-openapi publishes it as x-kubernetes-patch-strategy). Strategic merge patch reads the patchStrategy struct tag: a marker that differs from it is a warning, and the tag is published.", ""),
 		raw("patchMergeKey", "Strategic merge patch key of a list (kube-openapi publishes it as x-kubernetes-patch-merge-key). Strategic merge patch reads the one patchMergeKey struct tag: a marker that differs from it, or several, is a warning, and the tag is published.", ""),

@@ -281,7 +281,9 @@ func (r *Registry) parseOne(text string, pos token.Position, target Target) (Mar
 	switch def.Form {
 	case Raw:
 		m.Value = strings.TrimSpace(value)
-		return m, nil, true
+		if def.Parse == nil {
+			return m, nil, true
+		}
 	case Flag:
 		m.Value = "true"
 		if hasValue {

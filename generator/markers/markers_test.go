@@ -36,6 +36,11 @@ func TestParseForms(t *testing.T) {
 		{text: "genclient=yes", target: OnType, err: "takes no value or =true/=false"},
 		{text: "groupName=x.y", target: OnType, err: "belongs on a package, not on a type"},
 		{text: "kubebuilder:resource:path={a", target: OnType, err: "unbalanced"},
+		{text: "listType=map", target: OnField, name: "listType", value: "map"},
+		{text: "listType=sorted", target: OnField, err: `"sorted" is not a value of +listType (it is one of atomic, set, map)`},
+		{text: "k8s:listType=sorted", target: OnField, err: `"sorted" is not a value of +k8s:listType`},
+		{text: "mapType=merge", target: OnField, err: `"merge" is not a value of +mapType (it is one of atomic, granular)`},
+		{text: "structType=atomic", target: OnType, name: "structType", value: "atomic"},
 	}
 	for _, c := range cases {
 		m, d, known := r.ParseText(c.text, c.target)

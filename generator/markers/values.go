@@ -195,6 +195,23 @@ func stringOf[T ~string]() func(Marker) (any, error) {
 	return func(m Marker) (any, error) { return T(m.Value), nil }
 }
 
+// choiceOf accepts one of the values kube-openapi and server-side apply know for the marker
+// (+listType=atomic|set|map, ...), so that a value they do not know is an error at the
+// marker, not applyconfiguration-gen's refusal naming another type.
+func choiceOf(values ...string) func(Marker) (any, error) {
+	return func(m Marker) (any, error) {
+		if !slices.Contains(values, m.Value) {
+			var spelled []string
+			for _, v := range values {
+				spelled = append(spelled, "+"+m.Def.Name+"="+v)
+			}
+			return nil, problem("write one of "+strings.Join(spelled, ", "),
+				"%q is not a value of +%s (it is one of %s)", m.Value, m.Def.Name, strings.Join(values, ", "))
+		}
+		return m.Value, nil
+	}
+}
+
 func numberOf[T ~float64]() func(Marker) (any, error) {
 	return func(m Marker) (any, error) {
 		f, err := strconv.ParseFloat(m.Value, 64)
