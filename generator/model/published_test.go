@@ -347,7 +347,7 @@ func TestJSONNameTwiceThroughInline(t *testing.T) {
 // families is read as controller-gen reads it (the kubebuilder spelling wins, k8s.io/api's
 // IngressPortStatus.Error is +optional and +kubebuilder:validation:Required), with a
 // warning; two markers of one family contradict each other and are an error. An embedded
-// struct whose json tag names nothing (k8s.io/api's `LocalObjectReference `json:""``) is
+// struct whose json tag names nothing (k8s.io/api's `LocalObjectReference `json:""“) is
 // inline, as encoding/json reads it; an embedded string type is not.
 func TestRequiredAndOptionalSpellings(t *testing.T) {
 	kind := func(spec string) string {
