@@ -552,3 +552,42 @@ func (k kubeAPIKind) encodeProtobuf(t *testing.T, o protobufMessage) []byte {
 	}
 	return append(append([]byte(nil), protobufMagic...), env...)
 }
+
+// TestKubeAPIKindsDoc: docs/corpus.md has, in its k8s.io/api section, a row for each
+// package of kubeAPIGroupVersions with each gap's kind and value, or its refusal, and says
+// how many packages a run serves.
+func TestKubeAPIKindsDoc(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "corpus.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(b), "## Every k8s.io/api kind")
+	if !ok {
+		t.Fatal(`docs/corpus.md has no "## Every k8s.io/api kind" section`)
+	}
+	rows := map[string]string{}
+	for _, line := range strings.Split(section, "\n") {
+		if cells := strings.Split(line, " | "); len(cells) > 2 && strings.HasPrefix(line, "| ") {
+			rows[strings.TrimPrefix(cells[0], "| ")] = line
+		}
+	}
+	for _, gv := range kubeAPIGroupVersions() {
+		row, ok := rows[gv.Dir]
+		if !ok {
+			t.Errorf("docs/corpus.md's k8s.io/api table has no row for %s", gv.Dir)
+			continue
+		}
+		if gv.Refused != "" && !strings.Contains(row, "refused: "+gv.Refused) {
+			t.Errorf("docs/corpus.md: the row of %s does not say it is refused with %q: %s", gv.Dir, gv.Refused, row)
+		}
+		for kind, gap := range gv.Gaps {
+			value := strings.TrimSuffix(strings.TrimPrefix(gap, `Unsupported value: "`), `"`)
+			if !strings.Contains(row, kind+" (`"+value+"`)") {
+				t.Errorf("docs/corpus.md: the row of %s does not list the gap %s (`%s`): %s", gv.Dir, kind, value, row)
+			}
+		}
+	}
+	if want := fmt.Sprintf("serves %d of them", kubeAPIServedPerRun); !strings.Contains(section, want) {
+		t.Errorf("docs/corpus.md's k8s.io/api section does not say a run %s", want)
+	}
+}
