@@ -72,6 +72,8 @@ func kubeAPIGroupVersions() []kubeAPIGroupVersion {
 			"ValidatingWebhookConfiguration": enumGap("failurePolicyValue")}},
 		{Dir: "resource/v1", Gaps: map[string]string{"DeviceTaintRule": enumGap("effectValue"), "ResourceClaim": enumGap("operatorValue"),
 			"ResourceClaimTemplate": enumGap("effectValue"), "ResourceSlice": enumGap("skipNodeOperationsValue")}},
+		{Dir: "scheduling/v1alpha3", Refused: refusedRecursive, Item: "Workload's CompositePodGroupTemplate holds a list of itself: recursive types are not served"},
+		{Dir: "scheduling/v1beta1", Refused: refusedRecursive, Item: "Workload's CompositePodGroupTemplate holds a list of itself: recursive types are not served"},
 		{Dir: "policy/v1", Refused: refusedNoListType,
 			Item: "Eviction is a create-only subresource kind of pods, with no list type: a storage-backed server cannot serve it"},
 	}
@@ -112,10 +114,11 @@ func kubeAPISelection(t *testing.T) ([]kubeAPIGroupVersion, string) {
 		kubeAPIServedPerRun, len(served), seed, seed)
 }
 
-// kubeAPIGroup is the group a k8s.io/api package is served under in the copy: the first
-// label of its group ("core" for the core group's "") under kinds.example.com, so that
-// apps becomes apps.kinds.example.com and rbac.authorization.k8s.io
-// rbac.kinds.example.com (the first labels of k8s.io/api's groups are distinct).
+// kubeAPIGroup is the group a k8s.io/api package of the group is served under in the
+// copy: the first label of its group ("core" for the core group's "") under
+// kinds.example.com, so that apps becomes apps.kinds.example.com and
+// rbac.authorization.k8s.io rbac.kinds.example.com: a Go identifier (client-gen names the
+// group's clientset by it), and distinct (so are the first labels of k8s.io/api's groups).
 func kubeAPIGroup(group string) string {
 	if group == "" {
 		group = "core"
