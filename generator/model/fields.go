@@ -56,7 +56,11 @@ func (w *fieldWalker) structFields(path string, fields []*Field) {
 			if f.Type.IsNamed(metav1Path, "TypeMeta") || f.Type.IsNamed(metav1Path, "ObjectMeta") || f.Type.IsNamed(metav1Path, "ListMeta") {
 				continue
 			}
-			if !strings.Contains(f.Tag.Get("json"), "inline") && name == "" {
+			// encoding/json promotes the fields of an embedded struct (or pointer to struct)
+			// whose tag names nothing (no tag, `json:""`, as k8s.io/api's SecretKeySelector
+			// embeds LocalObjectReference): it is inline, as openapi-gen reads it. Any other
+			// embedded type is serialised under its type's name.
+			if u := w.b.types.under(f.Type.Deref()); !strings.Contains(f.Tag.Get("json"), "inline") && name == "" && (u == nil || u.Kind != ExprStruct) {
 				w.errorf(f.Pos, "add `json:\",inline\"` to the embedded field, or give it a name and a json tag",
 					"embedded field %s has no json tag; its fields would be serialised under %q", fieldPath, f.GoName)
 				continue

@@ -344,3 +344,45 @@ func TestJSONNameTwiceThroughInline(t *testing.T) {
 		t.Fatalf("an inline struct without a clash: %v", err)
 	}
 }
+
+// TestRequiredAndOptionalSpellings: a field marked required and optional in two spelling
+// families is read as controller-gen reads it (the kubebuilder spelling wins, k8s.io/api's
+// IngressPortStatus.Error is +optional and +kubebuilder:validation:Required), with a
+// warning; two markers of one family contradict each other and are an error. An embedded
+// struct whose json tag names nothing (k8s.io/api's `LocalObjectReference `json:""“) is
+// inline, as encoding/json reads it; an embedded string type is not.
+func TestRequiredAndOptionalSpellings(t *testing.T) {
+	kind := func(spec string) string {
+		return "package v1\n\nimport metav1 \"k8s.io/apimachinery/pkg/apis/meta/v1\"\n\n" +
+			"// +genclient\ntype Widget struct {\n\tmetav1.TypeMeta   `json:\",inline\"`\n\tmetav1.ObjectMeta `json:\"metadata,omitempty\"`\n\tSpec WidgetSpec `json:\"spec\"`\n}\n\n" +
+			"type WidgetSpec struct {\n" + spec + "}\n\n" +
+			"type Ref struct {\n\tName string `json:\"name,omitempty\"`\n}\n\ntype Label string\n\n" +
+			"type WidgetList struct {\n\tmetav1.TypeMeta `json:\",inline\"`\n\tmetav1.ListMeta `json:\"metadata,omitempty\"`\n\tItems []Widget `json:\"items\"`\n}\n"
+	}
+	m, warns, err := build(t, module(t, map[string]string{"apis/shop/v1/doc.go": docGo, "apis/shop/v1/types.go": kind(
+		"\t// +optional\n\t// +kubebuilder:validation:Required\n\tError *string `json:\"error,omitempty\"`\n" +
+			"\t// +kubebuilder:validation:Optional\n\t// +required\n\tNote string `json:\"note\"`\n" +
+			"\tRef `json:\"\"`\n")}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := m.Types.Lookup(model.GoType{Pkg: m.Groups[0].Versions[0].ImportPath, Name: "WidgetSpec"})
+	if f := spec.Field("Error"); f.Required == nil || !*f.Required {
+		t.Errorf("Error: required %v; want required (+kubebuilder:validation:Required wins over +optional)", f.Required)
+	}
+	if f := spec.Field("Note"); f.Required == nil || *f.Required {
+		t.Errorf("Note: required %v; want optional (+kubebuilder:validation:Optional wins over +required)", f.Required)
+	}
+	if w := warningsContaining(warns, "+kubebuilder:validation:Required wins, as in controller-gen's CRD"); len(w) != 1 || !strings.Contains(w[0], "types.go:13:2: warning: field WidgetSpec.Error is +kubebuilder:validation:Required and +optional") {
+		t.Errorf("want one warning at Error (types.go:13:2) that +kubebuilder:validation:Required wins, got %v", warns)
+	}
+	_, _, err = build(t, module(t, map[string]string{"apis/shop/v1/doc.go": docGo, "apis/shop/v1/types.go": kind(
+		"\t// +optional\n\t// +required\n\tError *string `json:\"error,omitempty\"`\n")}))
+	if err == nil || !strings.Contains(err.Error(), "types.go:14:2: field WidgetSpec.Error is marked both required and optional") {
+		t.Errorf("+optional and +required: want an error, got %v", err)
+	}
+	_, _, err = build(t, module(t, map[string]string{"apis/shop/v1/doc.go": docGo, "apis/shop/v1/types.go": kind("\tLabel `json:\"\"`\n")}))
+	if err == nil || !strings.Contains(err.Error(), `embedded field Widget.Spec.Label has no json tag; its fields would be serialised under "Label"`) {
+		t.Errorf("an embedded string type without a json name: want an error, got %v", err)
+	}
+}

@@ -189,11 +189,28 @@ func (b *builder) fieldValidation(g *Types, f *Field, at string) {
 		fv.Items = items
 	}
 	req, reqMarker, _ := markers.Find[markers.Required](ms) // or +required, +k8s:required
-	opt, _, _ := markers.Find[markers.Optional](ms)         // or +optional, +k8s:optional
+	opt, optMarker, _ := markers.Find[markers.Optional](ms) // or +optional, +k8s:optional
+	if bool(req) && bool(opt) {
+		// controller-gen reads the kubebuilder spellings before the Kubernetes ones
+		// (+kubebuilder:validation:Optional, then +kubebuilder:validation:Required, then
+		// +optional, then +required): k8s.io/api's IngressPortStatus.Error is +optional and
+		// +kubebuilder:validation:Required, and its CRD requires it. Two markers of one
+		// spelling family contradict each other.
+		reqKB, optKB := reqMarker.Def.Same == "", optMarker.Def.Same == ""
+		if reqKB == optKB {
+			b.errorf(reqMarker.Pos, "keep one of them", "field %s is marked both required and optional", at)
+			return
+		}
+		winner, loser := reqMarker, optMarker
+		if optKB {
+			winner, loser = optMarker, reqMarker
+			req = false
+		} else {
+			opt = false
+		}
+		b.warnf(loser.Pos, "keep one of them", "field %s is +%s and +%s: +%s wins, as in controller-gen's CRD", at, winner.Def.Name, loser.Def.Name, winner.Def.Name)
+	}
 	switch {
-	case bool(req) && bool(opt):
-		b.errorf(reqMarker.Pos, "keep one of them", "field %s is marked both required and optional", at)
-		return
 	case bool(req):
 		fv.Required = ptrTo(true)
 	case bool(opt):

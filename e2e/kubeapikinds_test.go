@@ -1,0 +1,594 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand"
+	"net/http"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+)
+
+// kubeAPIModule is the k8s.io/api release whose packages TestKubeAPIKinds serves as a
+// user's types: the release aagen pins.
+const kubeAPIModule = "k8s.io/api@v0.37.2"
+
+// kubeAPIGroupVersion is a package of k8s.io/api (its module-relative directory, such as
+// "coordination/v1") that TestKubeAPIKinds copies under another group name: served, every
+// kind's round-trip fixture created and read back equal, or refused with Refused.
+type kubeAPIGroupVersion struct {
+	Dir string
+	// Refused is the message aagen must give for a package it refuses, Item why.
+	Refused, Item string
+	// Gaps are the kinds of a served package whose fixture the server refuses today, each
+	// with the text its refusal must hold (in JSON and in protobuf).
+	Gaps map[string]string
+}
+
+// enumGap is the text of the refusal of a fixture whose +enum field holds value: aagen's
+// server checks a +enum type's constants, where kube-apiserver (its built-in enums are
+// documentation) and a CRD (controller-gen ignores +enum) take any string.
+func enumGap(value string) string { return `Unsupported value: "` + value + `"` }
+
+// enumGapItem says why an enumGap is a gap.
+const enumGapItem = "+enum enforced: aagen's server checks a +enum type's constants; kube-apiserver (built-in enums are documentation) and a CRD (controller-gen ignores +enum) take the fixture's arbitrary strings"
+
+// kubeAPIGroupVersions are the packages of k8s.io/api TestKubeAPIKinds covers.
+func kubeAPIGroupVersions() []kubeAPIGroupVersion {
+	return []kubeAPIGroupVersion{
+		{Dir: "coordination/v1"},
+		{Dir: "rbac/v1"},
+		{Dir: "storagemigration/v1"},
+		{Dir: "flowcontrol/v1"},
+		{Dir: "events/v1"},
+		{Dir: "certificates/v1", Gaps: map[string]string{"CertificateSigningRequest": enumGap("usagesValue")}},
+		{Dir: "networking/v1", Gaps: map[string]string{"Ingress": enumGap("pathTypeValue"), "NetworkPolicy": enumGap("policyTypesValue")}},
+		{Dir: "scheduling/v1", Gaps: map[string]string{"PriorityClass": enumGap("preemptionPolicyValue")}},
+		{Dir: "node/v1", Gaps: map[string]string{"RuntimeClass": enumGap("operatorValue")}},
+		{Dir: "discovery/v1", Gaps: map[string]string{"EndpointSlice": enumGap("addressTypeValue")}},
+		{Dir: "storage/v1", Gaps: map[string]string{"CSINode": enumGap("volumeModeValue"), "StorageClass": enumGap("volumeBindingModeValue"),
+			"VolumeAttachment": enumGap("accessModesValue")}},
+		{Dir: "batch/v1", Gaps: map[string]string{"CronJob": enumGap("concurrencyPolicyValue"), "Job": enumGap("completionModeValue")}},
+		{Dir: "admissionregistration/v1", Gaps: map[string]string{"MutatingAdmissionPolicy": enumGap("failurePolicyValue"),
+			"MutatingAdmissionPolicyBinding": enumGap("scopeValue"), "MutatingWebhookConfiguration": enumGap("sideEffectsValue"),
+			"ValidatingAdmissionPolicy": enumGap("failurePolicyValue"), "ValidatingAdmissionPolicyBinding": enumGap("matchPolicyValue"),
+			"ValidatingWebhookConfiguration": enumGap("failurePolicyValue")}},
+		{Dir: "resource/v1", Gaps: map[string]string{"DeviceTaintRule": enumGap("effectValue"), "ResourceClaim": enumGap("operatorValue"),
+			"ResourceClaimTemplate": enumGap("effectValue"), "ResourceSlice": enumGap("skipNodeOperationsValue")}},
+		{Dir: "policy/v1", Refused: refusedNoListType,
+			Item: "Eviction is a create-only subresource kind of pods, with no list type: a storage-backed server cannot serve it"},
+	}
+}
+
+// kubeAPIServedPerRun is how many served packages of kubeAPIGroupVersions a CI run of
+// TestKubeAPIKinds serves (all of them take about 12 minutes on 2 cores, over the budget):
+// a subset drawn with a seed the log prints, replayed with AAGEN_KUBE_API_SEED=<seed>;
+// AAGEN_KUBE_API_KINDS=all serves every one. The refused packages are checked every run.
+const kubeAPIServedPerRun = 3
+
+// kubeAPISelection is the packages this run covers and what the log says of the choice.
+func kubeAPISelection(t *testing.T) ([]kubeAPIGroupVersion, string) {
+	t.Helper()
+	all := kubeAPIGroupVersions()
+	if os.Getenv("AAGEN_KUBE_API_KINDS") == "all" {
+		return all, "every package (AAGEN_KUBE_API_KINDS=all)"
+	}
+	seed := time.Now().UnixNano()
+	if s := os.Getenv("AAGEN_KUBE_API_SEED"); s != "" {
+		var err error
+		if seed, err = strconv.ParseInt(s, 10, 64); err != nil {
+			t.Fatalf("AAGEN_KUBE_API_SEED=%q: %v", s, err)
+		}
+	}
+	var served, out []kubeAPIGroupVersion
+	for _, gv := range all {
+		if gv.Refused == "" {
+			served = append(served, gv)
+		} else {
+			out = append(out, gv)
+		}
+	}
+	for _, i := range rand.New(rand.NewSource(seed)).Perm(len(served))[:kubeAPIServedPerRun] {
+		out = append(out, served[i])
+	}
+	return out, fmt.Sprintf("%d of %d served packages with seed %d (replay: AAGEN_KUBE_API_SEED=%d; all: AAGEN_KUBE_API_KINDS=all)",
+		kubeAPIServedPerRun, len(served), seed, seed)
+}
+
+// kubeAPIGroup is the group a k8s.io/api package of the group is served under in the
+// copy: the first label of its group ("core" for the core group's "") under
+// kinds.example.com, so that apps becomes apps.kinds.example.com and
+// rbac.authorization.k8s.io rbac.kinds.example.com: a Go identifier (client-gen names the
+// group's clientset by it), and distinct (so are the first labels of k8s.io/api's groups).
+func kubeAPIGroup(group string) string {
+	if group == "" {
+		group = "core"
+	}
+	first, _, _ := strings.Cut(group, ".")
+	return first + ".kinds.example.com"
+}
+
+var (
+	groupNameConst  = regexp.MustCompile(`(?m)^const GroupName = "([^"]*)"`)
+	groupNameMarker = regexp.MustCompile(`(?m)^// \+groupName=.*$`)
+)
+
+// kubeAPIGroupOf is the group of the k8s.io/api package at dir: its const GroupName.
+func kubeAPIGroupOf(t *testing.T, dir string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "register.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := groupNameConst.FindSubmatch(b)
+	if m == nil {
+		t.Fatalf("%s/register.go declares no const GroupName", dir)
+	}
+	return string(m[1])
+}
+
+// TestKubeAPIKinds serves k8s.io/api's packages as a user's types: each package of
+// kubeAPIGroupVersions is copied from the module (copyPackages: unchanged except the import
+// path) into one project, its group renamed (kubeAPIGroup: its const GroupName and its
+// +groupName, added to doc.go where the package has none); a refused package is generated
+// alone and must fail with its message; the others are generated, built and served by one
+// `aagen up`, and each kind's round-trip fixture of k8s.io/api's testdata/HEAD is created
+// and read back equal, in JSON (<kind>.json) and in protobuf (<kind>.pb). One log line per
+// kind says which.
+//
+// What is compared: every field of the fixture must come back equal (the server may add
+// defaults). metadata is replaced by a name of the test's and the fixture's labels and
+// annotations: the fixture's metadata is a round trip's (uid, resourceVersion,
+// creationTimestamp, generation, selfLink, managedFields, deletionTimestamp and
+// deletionGracePeriodSeconds are the server's to set; name "nameValue" and namespace
+// "namespaceValue" are not valid names; generateName, ownerReferences and finalizers are
+// dropped with them). A kind with a status subresource has its status written with an
+// update of /status after the create (a create resets status), then the whole object is
+// read back.
+func TestKubeAPIKinds(t *testing.T) {
+	skipShort(t)
+	start := time.Now()
+	modDir := downloadModule(t, kubeAPIModule)
+	dir := t.TempDir()
+	run(t, dir, aagen(t), "init", "--domain", "example.com", "--module", "example.com/corpus")
+	const sub = "k8s-io-api"
+	rename := func(rel, name string, b []byte) []byte {
+		switch name {
+		case "register.go":
+			return groupNameConst.ReplaceAllFunc(b, func(m []byte) []byte {
+				return []byte(`const GroupName = "` + kubeAPIGroup(string(groupNameConst.FindSubmatch(m)[1])) + `"`)
+			})
+		case "doc.go":
+			group := kubeAPIGroup(kubeAPIGroupOf(t, filepath.Join(modDir, filepath.FromSlash(rel))))
+			if groupNameMarker.Match(b) {
+				return groupNameMarker.ReplaceAll(b, []byte("// +groupName="+group))
+			}
+			return regexp.MustCompile(`(?m)^package `).ReplaceAll(b, []byte("// +groupName="+group+"\n\npackage "))
+		}
+		return b
+	}
+	selected, choice := kubeAPISelection(t)
+	t.Logf("k8s.io/api: %s", choice)
+	copied := map[string]bool{}
+	for _, gv := range selected {
+		copyPackages(t, modDir, modulePath(kubeAPIModule), dir, sub, []string{gv.Dir}, copied, rename)
+	}
+	run(t, dir, "go", "mod", "tidy")
+
+	var served []kubeAPIGroupVersion
+	var patterns []string
+	for _, gv := range selected {
+		if gv.Refused == "" {
+			served = append(served, gv)
+			patterns = append(patterns, "./"+path.Join(sub, gv.Dir))
+			continue
+		}
+		cmd := exec.Command(aagen(t), "generate", "./"+path.Join(sub, gv.Dir))
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		switch {
+		case err == nil:
+			t.Errorf("k8s.io/api %s: generated, but expected refused (%s): update kubeAPIGroupVersions", gv.Dir, gv.Item)
+		case !strings.Contains(string(out), gv.Refused):
+			t.Errorf("k8s.io/api %s: refused, but not with %q:\n%s", gv.Dir, gv.Refused, out)
+		default:
+			t.Logf("k8s.io/api %-28s refused as expected (%s): %s", gv.Dir, gv.Item, gv.Refused)
+		}
+	}
+	cmd := exec.Command(aagen(t), append([]string{"generate"}, patterns...)...)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("k8s.io/api: generating %s: %v\n%s", strings.Join(patterns, " "), err, out)
+	}
+	t.Logf("k8s.io/api: %d packages copied and generated in %s", len(served), time.Since(start).Round(time.Second))
+	up := startUpPatterns(t, dir, patterns, 25*time.Minute)
+	t.Logf("k8s.io/api: served after %s", time.Since(start).Round(time.Second))
+	cfg := up.restConfig(t)
+	client, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := 0
+	for _, gv := range served {
+		group := kubeAPIGroupOf(t, filepath.Join(modDir, filepath.FromSlash(gv.Dir)))
+		version := path.Base(gv.Dir)
+		copyGV := schema.GroupVersion{Group: kubeAPIGroup(group), Version: version}
+		resources := kubeAPIResources(t, cfg, client, copyGV)
+		prefix := group
+		if prefix == "" {
+			prefix = "core"
+		}
+		fixtures, err := filepath.Glob(filepath.Join(modDir, "testdata", "HEAD", prefix+"."+version+".*.json"))
+		if err != nil || len(fixtures) == 0 {
+			t.Fatalf("k8s.io/api %s: no round-trip fixtures %s.%s.*.json: %v", gv.Dir, prefix, version, err)
+		}
+		sort.Strings(fixtures)
+		fixtureKinds := map[string]bool{}
+		for _, f := range fixtures {
+			fixtureKinds[strings.TrimSuffix(strings.TrimPrefix(filepath.Base(f), prefix+"."+version+"."), ".json")] = true
+		}
+		for kind := range gv.Gaps {
+			if !fixtureKinds[kind] {
+				t.Errorf("k8s.io/api %s: a gap is listed for kind %s, which has no fixture: update kubeAPIGroupVersions", gv.Dir, kind)
+			}
+		}
+		for _, f := range fixtures {
+			kind := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(f), prefix+"."+version+"."), ".json")
+			kinds++
+			r, ok := resources[kind]
+			if !ok {
+				t.Errorf("k8s.io/api %s %s: not served (the group-version's discovery has no resource of the kind)", gv.Dir, kind)
+				continue
+			}
+			k := kubeAPIKind{client: client, host: cfg.Host, gvk: schema.GroupVersionKind{Group: group, Version: version, Kind: kind}, copyGV: copyGV, resource: r}
+			var failed []string
+			if why := k.roundTripJSON(t, f); why != "" {
+				failed = append(failed, "JSON: "+why)
+			}
+			if why := k.roundTripProtobuf(t, strings.TrimSuffix(f, ".json")+".pb"); why != "" {
+				failed = append(failed, "protobuf: "+why)
+			}
+			if gap := gv.Gaps[kind]; gap != "" {
+				// Both encodings must be refused with the gap's text (JSON escapes its quotes).
+				if len(failed) == 2 && strings.Contains(strings.ReplaceAll(failed[0], `\"`, `"`), gap) && strings.Contains(failed[1], gap) {
+					t.Logf("k8s.io/api %-28s %-36s refused as expected in JSON and protobuf (%s): %s", gv.Dir, kind, enumGapItem, gap)
+				} else {
+					t.Errorf("k8s.io/api %s %s (as %s, %s): expected refused with %q in JSON and protobuf (%s), got:\n\t%s", gv.Dir, kind, copyGV, r.Name, gap, enumGapItem, strings.Join(failed, "\n\t"))
+				}
+				continue
+			}
+			if len(failed) > 0 {
+				t.Errorf("k8s.io/api %s %s (as %s, %s):\n\t%s", gv.Dir, kind, copyGV, r.Name, strings.Join(failed, "\n\t"))
+				continue
+			}
+			t.Logf("k8s.io/api %-28s %-36s round-trip equal in JSON and protobuf (as %s)", gv.Dir, kind, copyGV)
+		}
+	}
+	t.Logf("k8s.io/api: %d kinds of %d packages in %s", kinds, len(served), time.Since(start).Round(time.Second))
+}
+
+// kubeAPIResource is a resource of a served group-version, from its discovery.
+type kubeAPIResource struct {
+	Name       string
+	Namespaced bool
+	// Status says the resource has a status subresource.
+	Status bool
+}
+
+// kubeAPIResources maps each kind of gv to its resource, from the server's discovery.
+func kubeAPIResources(t *testing.T, cfg *rest.Config, client *http.Client, gv schema.GroupVersion) map[string]kubeAPIResource {
+	t.Helper()
+	code, body := httpGet(t, cfg, "/apis/"+gv.String())
+	if code != http.StatusOK {
+		t.Fatalf("GET /apis/%s: %d\n%s", gv, code, body)
+	}
+	var list metav1.APIResourceList
+	if err := json.Unmarshal(body, &list); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]kubeAPIResource{}
+	status := map[string]bool{}
+	for _, r := range list.APIResources {
+		if res, sub, ok := strings.Cut(r.Name, "/"); ok {
+			status[res] = status[res] || sub == "status"
+			continue
+		}
+		out[r.Kind] = kubeAPIResource{Name: r.Name, Namespaced: r.Namespaced}
+	}
+	for k, r := range out {
+		r.Status = status[r.Name]
+		out[k] = r
+	}
+	return out
+}
+
+// kubeAPIKind is one kind of k8s.io/api served from the copy.
+type kubeAPIKind struct {
+	client *http.Client
+	host   string
+	// gvk is the kind in k8s.io/api, copyGV the group-version it is served as.
+	gvk      schema.GroupVersionKind
+	copyGV   schema.GroupVersion
+	resource kubeAPIResource
+}
+
+// objectPath is the path of the resource's collection, or of the object name in it.
+func (k kubeAPIKind) objectPath(name string) string {
+	p := "/apis/" + k.copyGV.String()
+	if k.resource.Namespaced {
+		p += "/namespaces/default"
+	}
+	p += "/" + k.resource.Name
+	if name != "" {
+		p += "/" + name
+	}
+	return p
+}
+
+// do sends a request with body in contentType and returns the status code and the
+// response body, asked for in contentType.
+func (k kubeAPIKind) do(method, p, contentType string, body []byte) (int, []byte, error) {
+	req, err := http.NewRequest(method, k.host+p, bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", contentType)
+	}
+	req.Header.Set("Accept", contentType)
+	resp, err := k.client.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, err
+}
+
+// name is the object's name for an encoding.
+func (k kubeAPIKind) name(encoding string) string {
+	return "kinds-" + strings.ToLower(k.gvk.Kind) + "-" + encoding
+}
+
+// kubeAPIMeta is the metadata a fixture is created with: a name of the test's, the
+// namespace "default" for a namespaced kind, and the fixture's labels and annotations.
+func (k kubeAPIKind) meta(name string, fixture metav1.Object) metav1.ObjectMeta {
+	m := metav1.ObjectMeta{Name: name, Labels: fixture.GetLabels(), Annotations: fixture.GetAnnotations()}
+	if k.resource.Namespaced {
+		m.Namespace = "default"
+	}
+	return m
+}
+
+// roundTripJSON creates the kind's JSON fixture, writes its status, reads it back and
+// returns what differs, or "".
+func (k kubeAPIKind) roundTripJSON(t *testing.T, file string) string {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(b, &obj); err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	var fixtureMeta metav1.ObjectMeta
+	mb, _ := json.Marshal(obj["metadata"])
+	if err := json.Unmarshal(mb, &fixtureMeta); err != nil {
+		t.Fatalf("%s: metadata: %v", file, err)
+	}
+	m := k.meta(k.name("json"), &fixtureMeta)
+	var meta map[string]any
+	mb, _ = json.Marshal(m)
+	_ = json.Unmarshal(mb, &meta)
+	delete(meta, "creationTimestamp")
+	obj["metadata"] = meta
+	obj["apiVersion"] = k.copyGV.String()
+	body, _ := json.Marshal(obj)
+	const ct = "application/json"
+	code, out, err := k.do(http.MethodPost, k.objectPath(""), ct, body)
+	if err != nil || code != http.StatusCreated {
+		return fmt.Sprintf("POST %s: %d %v\n%s", k.objectPath(""), code, err, out)
+	}
+	if k.resource.Status {
+		var created map[string]any
+		if err := json.Unmarshal(out, &created); err != nil {
+			return fmt.Sprintf("POST: %v", err)
+		}
+		meta["resourceVersion"] = created["metadata"].(map[string]any)["resourceVersion"]
+		body, _ := json.Marshal(obj)
+		delete(meta, "resourceVersion")
+		if code, out, err := k.do(http.MethodPut, k.objectPath(m.Name)+"/status", ct, body); err != nil || code != http.StatusOK {
+			return fmt.Sprintf("PUT %s/status: %d %v\n%s", k.objectPath(m.Name), code, err, out)
+		}
+	}
+	code, out, err = k.do(http.MethodGet, k.objectPath(m.Name), ct, nil)
+	if err != nil || code != http.StatusOK {
+		return fmt.Sprintf("GET %s: %d %v\n%s", k.objectPath(m.Name), code, err, out)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(out, &got); err != nil {
+		return fmt.Sprintf("GET: %v", err)
+	}
+	if diffs := jsonSubsetDiff("", obj, got); len(diffs) > 0 {
+		return "read back differs from what was sent:\n\t\t" + strings.Join(diffs, "\n\t\t")
+	}
+	return ""
+}
+
+// protobufMagic starts every Kubernetes protobuf message (k8s.io/apimachinery's
+// runtime/serializer/protobuf).
+var protobufMagic = []byte{0x6b, 0x38, 0x73, 0x00}
+
+// protobufMessage is a k8s.io/api type's gogo protobuf methods.
+type protobufMessage interface {
+	runtime.Object
+	Marshal() ([]byte, error)
+	Unmarshal([]byte) error
+}
+
+// roundTripProtobuf creates the kind's protobuf fixture (its runtime.Unknown envelope's
+// apiVersion rewritten to the copy's group), writes its status, reads it back in protobuf
+// and returns what differs, or "": both are decoded into the k8s.io/api Go type (the
+// copy's generated.pb.go has the same field numbers) and compared as JSON.
+func (k kubeAPIKind) roundTripProtobuf(t *testing.T, file string) string {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := k.decodeProtobuf(t, file, b)
+	accessor, err := meta.Accessor(sent)
+	if err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	m := k.meta(k.name("pb"), accessor)
+	setMeta := func(o runtime.Object, m metav1.ObjectMeta) {
+		a, _ := meta.Accessor(o)
+		a.SetName(m.Name)
+		a.SetNamespace(m.Namespace)
+		a.SetLabels(m.Labels)
+		a.SetAnnotations(m.Annotations)
+		a.SetResourceVersion(m.ResourceVersion)
+		for _, clear := range []func(){
+			func() { a.SetGenerateName("") }, func() { a.SetUID("") }, func() { a.SetSelfLink("") },
+			func() { a.SetGeneration(0) }, func() { a.SetCreationTimestamp(metav1.Time{}) },
+			func() { a.SetDeletionTimestamp(nil) }, func() { a.SetDeletionGracePeriodSeconds(nil) },
+			func() { a.SetOwnerReferences(nil) }, func() { a.SetFinalizers(nil) }, func() { a.SetManagedFields(nil) },
+		} {
+			clear()
+		}
+	}
+	setMeta(sent, m)
+	const ct = "application/vnd.kubernetes.protobuf"
+	code, out, err := k.do(http.MethodPost, k.objectPath(""), ct, k.encodeProtobuf(t, sent))
+	if err != nil || code != http.StatusCreated {
+		return fmt.Sprintf("POST %s: %d %v\n%s", k.objectPath(""), code, err, out)
+	}
+	if k.resource.Status {
+		created := k.decodeProtobuf(t, "the POST's response", out)
+		ca, _ := meta.Accessor(created)
+		withRV := m
+		withRV.ResourceVersion = ca.GetResourceVersion()
+		setMeta(sent, withRV)
+		body := k.encodeProtobuf(t, sent)
+		setMeta(sent, m)
+		if code, out, err := k.do(http.MethodPut, k.objectPath(m.Name)+"/status", ct, body); err != nil || code != http.StatusOK {
+			return fmt.Sprintf("PUT %s/status: %d %v\n%s", k.objectPath(m.Name), code, err, out)
+		}
+	}
+	code, out, err = k.do(http.MethodGet, k.objectPath(m.Name), ct, nil)
+	if err != nil || code != http.StatusOK {
+		return fmt.Sprintf("GET %s: %d %v\n%s", k.objectPath(m.Name), code, err, out)
+	}
+	got := k.decodeProtobuf(t, "the GET's response", out)
+	var want, have map[string]any
+	wb, _ := json.Marshal(sent)
+	hb, _ := json.Marshal(got)
+	_ = json.Unmarshal(wb, &want)
+	_ = json.Unmarshal(hb, &have)
+	// The Go type's JSON has metadata.creationTimestamp null when unset.
+	delete(want["metadata"].(map[string]any), "creationTimestamp")
+	if diffs := jsonSubsetDiff("", want, have); len(diffs) > 0 {
+		return "read back differs from what was sent:\n\t\t" + strings.Join(diffs, "\n\t\t")
+	}
+	return ""
+}
+
+// decodeProtobuf decodes a Kubernetes protobuf message (the magic, then a runtime.Unknown)
+// holding the kind into its k8s.io/api Go type.
+func (k kubeAPIKind) decodeProtobuf(t *testing.T, what string, b []byte) protobufMessage {
+	t.Helper()
+	raw, ok := bytes.CutPrefix(b, protobufMagic)
+	if !ok {
+		t.Fatalf("%s: not a Kubernetes protobuf message (no magic prefix): %q", what, b[:min(len(b), 200)])
+	}
+	var u runtime.Unknown
+	if err := u.Unmarshal(raw); err != nil {
+		t.Fatalf("%s: the runtime.Unknown envelope: %v", what, err)
+	}
+	if u.Kind != k.gvk.Kind {
+		t.Fatalf("%s: holds kind %q (%s), want %s", what, u.Kind, u.APIVersion, k.gvk.Kind)
+	}
+	o, err := scheme.Scheme.New(k.gvk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, ok := o.(protobufMessage)
+	if !ok {
+		t.Fatalf("%s has no protobuf methods", k.gvk)
+	}
+	if err := msg.Unmarshal(u.Raw); err != nil {
+		t.Fatalf("%s: decoding %s: %v", what, k.gvk, err)
+	}
+	return msg
+}
+
+// encodeProtobuf encodes o as a Kubernetes protobuf message of the copy's group-version.
+func (k kubeAPIKind) encodeProtobuf(t *testing.T, o protobufMessage) []byte {
+	t.Helper()
+	raw, err := o.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := runtime.Unknown{TypeMeta: runtime.TypeMeta{APIVersion: k.copyGV.String(), Kind: k.gvk.Kind}, Raw: raw}
+	env, err := u.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(append([]byte(nil), protobufMagic...), env...)
+}
+
+// TestKubeAPIKindsDoc: docs/corpus.md has, in its k8s.io/api section, a row for each
+// package of kubeAPIGroupVersions with each gap's kind and value, or its refusal, and says
+// how many packages a run serves.
+func TestKubeAPIKindsDoc(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "corpus.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(b), "## Every k8s.io/api kind")
+	if !ok {
+		t.Fatal(`docs/corpus.md has no "## Every k8s.io/api kind" section`)
+	}
+	rows := map[string]string{}
+	for _, line := range strings.Split(section, "\n") {
+		if cells := strings.Split(line, " | "); len(cells) > 2 && strings.HasPrefix(line, "| ") {
+			rows[strings.TrimPrefix(cells[0], "| ")] = line
+		}
+	}
+	for _, gv := range kubeAPIGroupVersions() {
+		row, ok := rows[gv.Dir]
+		if !ok {
+			t.Errorf("docs/corpus.md's k8s.io/api table has no row for %s", gv.Dir)
+			continue
+		}
+		if gv.Refused != "" && !strings.Contains(row, "refused: "+gv.Refused) {
+			t.Errorf("docs/corpus.md: the row of %s does not say it is refused with %q: %s", gv.Dir, gv.Refused, row)
+		}
+		for kind, gap := range gv.Gaps {
+			value := strings.TrimSuffix(strings.TrimPrefix(gap, `Unsupported value: "`), `"`)
+			if !strings.Contains(row, kind+" (`"+value+"`)") {
+				t.Errorf("docs/corpus.md: the row of %s does not list the gap %s (`%s`): %s", gv.Dir, kind, value, row)
+			}
+		}
+	}
+	if want := fmt.Sprintf("serves %d of them", kubeAPIServedPerRun); !strings.Contains(section, want) {
+		t.Errorf("docs/corpus.md's k8s.io/api section does not say a run %s", want)
+	}
+}
