@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"sort"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -215,6 +216,8 @@ func clusterHashes(ctx context.Context, cfg *rest.Config, plan *Plan, versions m
 	return out, nil
 }
 
+// compareHashes compares the content hashes of each resource's objects, want (the CRD's)
+// with got (the generated server's), by "<namespace>/<name>".
 func compareHashes(want, got map[string]map[string]string) *Verification {
 	v := &Verification{Objects: map[string]int{}, Server: map[string]int{}}
 	for resource, w := range want {
@@ -233,6 +236,9 @@ func compareHashes(want, got map[string]map[string]string) *Verification {
 				v.Extra = append(v.Extra, resource+" "+name)
 			}
 		}
+	}
+	for _, l := range [][]string{v.Differ, v.Missing, v.Extra} {
+		sort.Strings(l)
 	}
 	return v
 }

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"sort"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -79,7 +78,7 @@ func Verify(ctx context.Context, o VerifyOptions) (*Verification, error) {
 	for _, s := range o.Skip {
 		skip[s] = true
 	}
-	v := &Verification{Objects: map[string]int{}, Server: map[string]int{}}
+	want, got := map[string]map[string]string{}, map[string]map[string]string{}
 	for _, crd := range crds {
 		resource := crd.Spec.Names.Plural + "." + crd.Spec.Group
 		version := o.Versions[resource]
@@ -87,38 +86,19 @@ func Verify(ctx context.Context, o VerifyOptions) (*Verification, error) {
 			version = storageVersion(crd)
 		}
 		gvr := schema.GroupVersionResource{Group: crd.Spec.Group, Version: version, Resource: crd.Spec.Names.Plural}
-		want, err := hashes(ctx, cluster, gvr)
-		if err != nil {
+		if want[resource], err = hashes(ctx, cluster, gvr); err != nil {
 			return nil, fmt.Errorf("%s in the cluster: %w", resource, err)
 		}
-		for name := range want {
+		for name := range want[resource] {
 			if skip[resource+"/"+name] {
-				delete(want, name)
+				delete(want[resource], name)
 			}
 		}
-		got, err := hashes(ctx, server, gvr)
-		if err != nil {
+		if got[resource], err = hashes(ctx, server, gvr); err != nil {
 			return nil, fmt.Errorf("%s on the generated server: %w", resource, err)
 		}
-		v.Objects[resource], v.Server[resource] = len(want), len(got)
-		for name, h := range want {
-			switch g, ok := got[name]; {
-			case !ok:
-				v.Missing = append(v.Missing, resource+" "+name)
-			case g != h:
-				v.Differ = append(v.Differ, resource+" "+name)
-			}
-		}
-		for name := range got {
-			if _, ok := want[name]; !ok {
-				v.Extra = append(v.Extra, resource+" "+name)
-			}
-		}
 	}
-	for _, l := range [][]string{v.Differ, v.Missing, v.Extra} {
-		sort.Strings(l)
-	}
-	return v, nil
+	return compareHashes(want, got), nil
 }
 
 // hashes lists gvr and returns the content hash of each object by "<namespace>/<name>"
