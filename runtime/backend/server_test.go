@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"reflect"
 	"sort"
 	"strings"
 	"testing"
@@ -16,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/registry/rest"
@@ -24,9 +22,6 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes/scheme"
 	clientrest "k8s.io/client-go/rest"
-	openapicommon "k8s.io/kube-openapi/pkg/common"
-	openapiutil "k8s.io/kube-openapi/pkg/util"
-	"k8s.io/kube-openapi/pkg/validation/spec"
 
 	"github.com/aagen-dev/aagen/runtime/server"
 	"github.com/aagen-dev/aagen/runtime/servertest"
@@ -75,7 +70,7 @@ func testSpec(t *testing.T, m *memory, d derived) server.Spec {
 	return server.Spec{
 		Name: "backend-test", Title: "backend test", Version: "v0.0.0",
 		Scheme: scheme, StorageVersions: []schema.GroupVersion{testGV},
-		OpenAPIDefinitions: permissiveDefinitions(scheme),
+		OpenAPIDefinitions: servertest.PermissiveDefinitions(scheme),
 		// One storage function builds both resources; the server installs every path it returns.
 		Groups: []server.Group{{Name: testGV.Group, Resources: []server.Resource{
 			{Plural: "configmaps", Versions: []server.ResourceVersion{{Name: "v1"}}, NewStorage: storage},
@@ -128,32 +123,6 @@ func (unwritten) Get(context.Context, string, string) (*corev1.Pod, error) {
 
 func (unwritten) List(context.Context, string) ([]*corev1.Pod, error) {
 	return nil, fmt.Errorf("list unwritten.test.example.com: not implemented yet: write List in pkg/registry/test/unwritten/backend.go")
-}
-
-// permissiveDefinitions gives every Go type the scheme knows, and the meta types routes
-// name, an object schema that keeps unknown fields: enough for the apiserver to install the
-// routes; the tests here are about verbs and storage, not schemas.
-func permissiveDefinitions(scheme *runtime.Scheme) openapicommon.GetOpenAPIDefinitions {
-	names := map[string]bool{}
-	for _, typ := range scheme.AllKnownTypes() {
-		names[openapiutil.GetCanonicalTypeName(reflect.New(typ).Interface())] = true
-	}
-	for _, v := range []any{metav1.ObjectMeta{}, metav1.ListMeta{}, metav1.Status{}, metav1.DeleteOptions{}, metav1.WatchEvent{},
-		metav1.Patch{}, metav1.Time{}, metav1.APIResourceList{}, metav1.StatusDetails{}, metav1.StatusCause{}, metav1.ManagedFieldsEntry{},
-		metav1.OwnerReference{}, metav1.Preconditions{}, metav1.FieldsV1{}, version.Info{}, metav1.APIGroup{}, metav1.APIGroupList{},
-		metav1.APIVersions{}, metav1.APIResource{}, metav1.GroupVersionForDiscovery{}, metav1.ServerAddressByClientCIDR{}} {
-		names[openapiutil.GetCanonicalTypeName(reflect.New(reflect.TypeOf(v)).Interface())] = true
-	}
-	return func(openapicommon.ReferenceCallback) map[string]openapicommon.OpenAPIDefinition {
-		defs := map[string]openapicommon.OpenAPIDefinition{}
-		for n := range names {
-			defs[n] = openapicommon.OpenAPIDefinition{Schema: spec.Schema{
-				SchemaProps:      spec.SchemaProps{Type: []string{"object"}},
-				VendorExtensible: spec.VendorExtensible{Extensions: spec.Extensions{"x-kubernetes-preserve-unknown-fields": true}},
-			}}
-		}
-		return defs
-	}
 }
 
 // TestServed runs the wrapper in a real generated-server runtime: discovery lists exactly

@@ -15,14 +15,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/client-go/dynamic"
 	clientrest "k8s.io/client-go/rest"
-	openapicommon "k8s.io/kube-openapi/pkg/common"
-	openapiutil "k8s.io/kube-openapi/pkg/util"
-	"k8s.io/kube-openapi/pkg/validation/spec"
 
 	"github.com/aagen-dev/aagen/runtime/objectimport"
 	"github.com/aagen-dev/aagen/runtime/registry"
@@ -57,36 +53,11 @@ func startShop(t *testing.T) *servertest.Server {
 	return servertest.Start(t, server.Spec{
 		Name: "import-test", Title: "import test", Version: "v0.0.0",
 		Scheme: scheme, StorageVersions: []schema.GroupVersion{shopGV},
-		OpenAPIDefinitions: objectDefinitions(scheme),
+		OpenAPIDefinitions: servertest.PermissiveDefinitions(scheme),
 		Groups: []server.Group{{Name: shopGV.Group, Resources: []server.Resource{
 			{Plural: "widgets", Versions: []server.ResourceVersion{{Name: shopGV.Version}}, NewStorage: storage},
 		}}},
 	})
-}
-
-// objectDefinitions gives every Go type the scheme knows, and the meta types routes name,
-// an object schema that keeps unknown fields: enough to install the routes.
-func objectDefinitions(scheme *runtime.Scheme) openapicommon.GetOpenAPIDefinitions {
-	names := map[string]bool{}
-	for _, typ := range scheme.AllKnownTypes() {
-		names[openapiutil.GetCanonicalTypeName(reflect.New(typ).Interface())] = true
-	}
-	for _, v := range []any{metav1.ObjectMeta{}, metav1.ListMeta{}, metav1.Status{}, metav1.DeleteOptions{}, metav1.WatchEvent{},
-		metav1.Patch{}, metav1.Time{}, metav1.APIResourceList{}, metav1.StatusDetails{}, metav1.StatusCause{}, metav1.ManagedFieldsEntry{},
-		metav1.OwnerReference{}, metav1.Preconditions{}, metav1.FieldsV1{}, version.Info{}, metav1.APIGroup{}, metav1.APIGroupList{},
-		metav1.APIVersions{}, metav1.APIResource{}, metav1.GroupVersionForDiscovery{}, metav1.ServerAddressByClientCIDR{}} {
-		names[openapiutil.GetCanonicalTypeName(reflect.New(reflect.TypeOf(v)).Interface())] = true
-	}
-	return func(openapicommon.ReferenceCallback) map[string]openapicommon.OpenAPIDefinition {
-		defs := map[string]openapicommon.OpenAPIDefinition{}
-		for n := range names {
-			defs[n] = openapicommon.OpenAPIDefinition{Schema: spec.Schema{
-				SchemaProps:      spec.SchemaProps{Type: []string{"object"}},
-				VendorExtensible: spec.VendorExtensible{Extensions: spec.Extensions{"x-kubernetes-preserve-unknown-fields": true}},
-			}}
-		}
-		return defs
-	}
 }
 
 // call sends body (JSON of v, or nothing) to the server's path and returns the status

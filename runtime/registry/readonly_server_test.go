@@ -3,7 +3,6 @@ package registry_test
 import (
 	"context"
 	"net/http"
-	"reflect"
 	"sort"
 	"strings"
 	"testing"
@@ -14,14 +13,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
-	openapicommon "k8s.io/kube-openapi/pkg/common"
-	openapiutil "k8s.io/kube-openapi/pkg/util"
-	"k8s.io/kube-openapi/pkg/validation/spec"
 
 	"github.com/aagen-dev/aagen/runtime/registry"
 	"github.com/aagen-dev/aagen/runtime/server"
@@ -51,7 +46,7 @@ func TestReadOnlyServed(t *testing.T) {
 	srv := servertest.Start(t, server.Spec{
 		Name: "readonly-test", Title: "read-only test", Version: "v0.0.0",
 		Scheme: scheme, StorageVersions: []schema.GroupVersion{gv},
-		OpenAPIDefinitions: objectDefinitions(scheme),
+		OpenAPIDefinitions: servertest.PermissiveDefinitions(scheme),
 		Groups: []server.Group{{Name: gv.Group, Resources: []server.Resource{
 			{Plural: "pods", Versions: []server.ResourceVersion{{Name: gv.Version}}, NewStorage: storage},
 		}}},
@@ -79,30 +74,5 @@ func TestReadOnlyServed(t *testing.T) {
 	_, err = pods.Create(ctx, obj, metav1.CreateOptions{})
 	if status, ok := err.(apierrors.APIStatus); !ok || status.Status().Code != http.StatusMethodNotAllowed {
 		t.Errorf("create on the read-only resource: want 405, got %v", err)
-	}
-}
-
-// objectDefinitions gives every Go type the scheme knows, and the meta types routes name,
-// an object schema that keeps unknown fields: enough to install the routes.
-func objectDefinitions(scheme *runtime.Scheme) openapicommon.GetOpenAPIDefinitions {
-	names := map[string]bool{}
-	for _, typ := range scheme.AllKnownTypes() {
-		names[openapiutil.GetCanonicalTypeName(reflect.New(typ).Interface())] = true
-	}
-	for _, v := range []any{metav1.ObjectMeta{}, metav1.ListMeta{}, metav1.Status{}, metav1.DeleteOptions{}, metav1.WatchEvent{},
-		metav1.Patch{}, metav1.Time{}, metav1.APIResourceList{}, metav1.StatusDetails{}, metav1.StatusCause{}, metav1.ManagedFieldsEntry{},
-		metav1.OwnerReference{}, metav1.Preconditions{}, metav1.FieldsV1{}, version.Info{}, metav1.APIGroup{}, metav1.APIGroupList{},
-		metav1.APIVersions{}, metav1.APIResource{}, metav1.GroupVersionForDiscovery{}, metav1.ServerAddressByClientCIDR{}} {
-		names[openapiutil.GetCanonicalTypeName(reflect.New(reflect.TypeOf(v)).Interface())] = true
-	}
-	return func(openapicommon.ReferenceCallback) map[string]openapicommon.OpenAPIDefinition {
-		defs := map[string]openapicommon.OpenAPIDefinition{}
-		for n := range names {
-			defs[n] = openapicommon.OpenAPIDefinition{Schema: spec.Schema{
-				SchemaProps:      spec.SchemaProps{Type: []string{"object"}},
-				VendorExtensible: spec.VendorExtensible{Extensions: spec.Extensions{"x-kubernetes-preserve-unknown-fields": true}},
-			}}
-		}
-		return defs
 	}
 }
