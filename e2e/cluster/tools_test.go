@@ -70,7 +70,9 @@ func TestEtcdImageIsKubeadms(t *testing.T) {
 	if want := "registry.k8s.io/etcd:" + string(m[1]); emit.DefaultEtcdImage != want {
 		t.Errorf("emit.DefaultEtcdImage is %s; kubeadm %s runs %s", emit.DefaultEtcdImage, KubeVersion, want)
 	}
-	minor := func(v string) string { return strings.Join(strings.SplitN(strings.TrimPrefix(v, "v"), ".", 3)[:2], ".") }
+	minor := func(v string) string {
+		return strings.Join(strings.SplitN(strings.TrimPrefix(v, "v"), ".", 3)[:2], ".")
+	}
 	if minor(string(m[1])) != minor(EtcdVersion) {
 		t.Errorf("kubeadm's etcd %s and the server's etcd %s are different minors", m[1], EtcdVersion)
 	}
