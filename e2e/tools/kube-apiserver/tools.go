@@ -12,3 +12,11 @@ import _ "k8s.io/kubernetes/cmd/kube-apiserver"
 import _ "k8s.io/kubernetes/cmd/kube-controller-manager"
 
 import _ "k8s.io/kubernetes/cmd/kubectl"
+
+// The single-node cluster of the node tests (cluster.StartNode): kubelet on containerd,
+// kube-scheduler and kube-proxy.
+import _ "k8s.io/kubernetes/cmd/kubelet"
+
+import _ "k8s.io/kubernetes/cmd/kube-scheduler"
+
+import _ "k8s.io/kubernetes/cmd/kube-proxy"
