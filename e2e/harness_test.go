@@ -22,6 +22,7 @@ import (
 	"github.com/aagen-dev/aagen/e2e/cluster"
 	"github.com/aagen-dev/aagen/internal/gocmd"
 	"github.com/aagen-dev/aagen/internal/testskip"
+	"github.com/aagen-dev/aagen/runtime/etcd"
 )
 
 // repoRoot is the aagen checkout.
@@ -265,4 +266,18 @@ func kubectl(t *testing.T, kubeconfig string, stdin string, args ...string) (str
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
 	return out.String(), err
+}
+
+// startControlPlane starts an embedded etcd (no fsync: a test's data) and, on it,
+// kube-apiserver with kube-controller-manager (cluster.StartControlPlane), both stopped
+// when the test ends; it returns the control plane and etcd's client URL (a generated
+// server the test deploys may store there too).
+func startControlPlane(t *testing.T, ctx context.Context) (*cluster.ControlPlane, string) {
+	t.Helper()
+	e, err := etcd.Start(ctx, etcd.Config{Dir: t.TempDir(), UnsafeNoFsync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Close() })
+	return cluster.StartControlPlane(t, e.ClientURL()), e.ClientURL()
 }

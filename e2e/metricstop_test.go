@@ -18,7 +18,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/aagen-dev/aagen/e2e/cluster"
-	"github.com/aagen-dev/aagen/runtime/etcd"
 )
 
 // TestMetricsTop serves k8s.io/metrics v0.37.2's metrics/v1beta1, copied unchanged but for
@@ -36,12 +35,7 @@ func TestMetricsTop(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 
-	e, err := etcd.Start(ctx, etcd.Config{Dir: t.TempDir(), UnsafeNoFsync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = e.Close() })
-	cp := cluster.StartControlPlane(t, e.ClientURL())
+	cp, etcdURL := startControlPlane(t, ctx)
 	kube := kubernetes.NewForConfigOrDie(cp.Admin)
 
 	// Pods and a Node as objects: nothing runs them (metrics-server only lists them). The
@@ -118,7 +112,7 @@ func TestMetricsTop(t *testing.T) {
 	run(t, dir, "go", "build", "-o", clientBin, "./cmd/clientcheck")
 
 	// Deployed behind the aggregator: its APIService v1beta1.metrics.k8s.io is Available.
-	cluster.Deploy(t, ctx, cp, dir, serverBin, e.ClientURL())
+	cluster.Deploy(t, ctx, cp, dir, serverBin, etcdURL)
 
 	t.Run("discovery and writes", func(t *testing.T) {
 		// The backends are Readers: get and list, as metrics-server serves them; writes 405.

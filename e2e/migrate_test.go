@@ -29,7 +29,6 @@ import (
 
 	"github.com/aagen-dev/aagen/e2e/cluster"
 	"github.com/aagen-dev/aagen/internal/migrate"
-	"github.com/aagen-dev/aagen/runtime/etcd"
 )
 
 // TestMigratePlanAndImport graduates testdata/crosspkg's Crate from controller-gen
@@ -80,12 +79,7 @@ func TestMigratePlanAndImport(t *testing.T) {
 	spec.Properties["label"] = label
 	root.Properties["spec"] = spec
 
-	e, err := etcd.Start(ctx, etcd.Config{Dir: t.TempDir(), UnsafeNoFsync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = e.Close() })
-	cp := cluster.StartControlPlane(t, e.ClientURL())
+	cp, _ := startControlPlane(t, ctx)
 	const ns = "depot"
 	core := kubernetes.NewForConfigOrDie(cp.Admin).CoreV1()
 	if _, err := core.Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
@@ -476,12 +470,7 @@ func TestMigrateApply(t *testing.T) {
 	bin := filepath.Join(dir, "crosspkg-apiserver")
 	run(t, dir, "go", "build", "-o", bin, "./cmd/crosspkg-apiserver")
 
-	e, err := etcd.Start(ctx, etcd.Config{Dir: t.TempDir(), UnsafeNoFsync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = e.Close() })
-	cp := cluster.StartControlPlane(t, e.ClientURL())
+	cp, etcdURL := startControlPlane(t, ctx)
 	const ns = "depot"
 	core := kubernetes.NewForConfigOrDie(cp.Admin).CoreV1()
 	if _, err := core.Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
@@ -528,7 +517,7 @@ func TestMigrateApply(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	backend := cluster.DeployWithoutAPIServices(t, ctx, cp, dir, bin, e.ClientURL())
+	backend := cluster.DeployWithoutAPIServices(t, ctx, cp, dir, bin, etcdURL)
 	var service map[string]any
 	var caBundle []byte
 	for _, o := range backend.Objects {

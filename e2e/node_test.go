@@ -17,7 +17,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/aagen-dev/aagen/e2e/cluster"
-	"github.com/aagen-dev/aagen/runtime/etcd"
 )
 
 // TestNodeRunsPods starts the single-node cluster of cluster.StartNode (kubelet on
@@ -30,12 +29,7 @@ func TestNodeRunsPods(t *testing.T) {
 	skipShort(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	e, err := etcd.Start(ctx, etcd.Config{Dir: t.TempDir(), UnsafeNoFsync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = e.Close() })
-	cp := cluster.StartControlPlane(t, e.ClientURL())
+	cp, _ := startControlPlane(t, ctx)
 	node := cluster.StartNode(t, cp)
 	kube := kubernetes.NewForConfigOrDie(cp.Admin)
 
