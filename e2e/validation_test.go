@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -216,16 +217,23 @@ func TestValidation(t *testing.T) {
 		// The same check for a protobuf body: a Boat with 1.4 million empty crew entries
 		// where the schema allows 12 (2.8 MB; each entry is two bytes on the wire). Before
 		// the check covered protobuf, this cost about 3 s of CPU here (300 ticks) before its 422.
+		// Decoding 1.4 million entries is most of what is left: about 60 ticks on a quiet
+		// machine, 130 in a CI run with other packages' tests beside it. So the least of three
+		// requests is compared, with a bound of 400x (200 ticks at the 0.5-tick floor), still
+		// well under the 300 ticks (600x) the unchecked path cost on a quiet machine.
 		pb := protobufBoat(ns, "crowded", 1400000)
-		before = cpuTicks(t, pid)
-		status, body := postProtobuf(t, cfg, "/apis/marina.example.com/v1alpha1/namespaces/"+ns+"/boats", pb)
-		perProto := float64(cpuTicks(t, pid) - before)
-		if status != 422 || !strings.Contains(string(body), `spec.crew: Too many: 1400000: must have at most 12 items`) {
-			t.Fatalf("a protobuf Boat with 1.4 million crew entries: %d %s; want 422 naming spec.crew", status, body)
+		perProto := math.Inf(1)
+		for range 3 {
+			before = cpuTicks(t, pid)
+			status, body := postProtobuf(t, cfg, "/apis/marina.example.com/v1alpha1/namespaces/"+ns+"/boats", pb)
+			perProto = min(perProto, float64(cpuTicks(t, pid)-before))
+			if status != 422 || !strings.Contains(string(body), `spec.crew: Too many: 1400000: must have at most 12 items`) {
+				t.Fatalf("a protobuf Boat with 1.4 million crew entries: %d %s; want 422 naming spec.crew", status, body)
+			}
 		}
-		t.Logf("server CPU: %.1f ticks for the refused %.1f MB protobuf create", perProto, float64(len(pb))/1e6)
-		if perProto > 250*max(perCreate, 0.5) {
-			t.Errorf("a refused protobuf request over a limit cost %.0fx an ordinary create (%.1f vs %.1f clock ticks); want under 250x", perProto/max(perCreate, 0.5), perProto, perCreate)
+		t.Logf("server CPU: %.1f ticks (least of 3) for the refused %.1f MB protobuf create", perProto, float64(len(pb))/1e6)
+		if perProto > 400*max(perCreate, 0.5) {
+			t.Errorf("a refused protobuf request over a limit cost %.0fx an ordinary create (%.1f vs %.1f clock ticks); want under 400x", perProto/max(perCreate, 0.5), perProto, perCreate)
 		}
 
 		// 150,000 labels and 250,000 finalizers, over the bounds of 1,000 and 100: each
