@@ -61,7 +61,7 @@ func TestConformanceExample(t *testing.T) {
 		}
 		assertKnownDifferences(t, res, exampleKnownDifferences)
 		for _, name := range []string{"cluster scope from +genclient:nonNamespaced", "empty struct member", "list items without apiVersion and kind",
-			"status subresource without +kubebuilder:subresource:status", "managedFields: no \".\" entry for spec and status",
+			"status subresource without +kubebuilder:subresource:status", "managedFields: no \".\" entry for what a Go type always encodes",
 			"list metadata without continue \"\"", "unsupported field selector message lists the supported ones",
 			"managedFields: zero values sent on create not owned", "unknown field in a merge patch under Strict: the message quotes the patched object",
 			"unknown field outside status written through /status: warned",

@@ -286,6 +286,13 @@ func (f *Field) listSemantics() {
 	}
 }
 
+// DropsZeroValue reports whether encoding/json leaves the field out when it holds its zero
+// value: omitempty on a field that is not a pointer. (A struct is never left out; callers
+// that may see one check its kind.) Such a field cannot hold a zero value sent.
+func (f *Field) DropsZeroValue() bool {
+	return f.OmitEmpty && f.Type != nil && f.Type.Kind != ExprPointer
+}
+
 // HasJSON reports whether the field is serialised under a name of its own.
 func (f *Field) HasJSON() bool {
 	return f.Exported && f.JSONName != "" && f.JSONName != "-" && !f.Inline

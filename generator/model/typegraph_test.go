@@ -360,3 +360,61 @@ type Label struct {
 		t.Errorf("a field of the type itself is warned about:\n%s", got)
 	}
 }
+
+// TestEmbeddedStructRules: a struct that embeds another inline gets the embedded type's CEL
+// rules (before its own, recursively), as controller-gen merges the embedded schema into
+// the embedding one: Gateway API's BackendRef embeds BackendObjectReference and its rule.
+func TestEmbeddedStructRules(t *testing.T) {
+	m, _, err := build(t, crossPackageModule(t, map[string]string{
+		"pkg/common/ref.go": `package common
+
+// +kubebuilder:validation:XValidation:rule="has(self.port) || self.kind != 'Service'",message="Must have port for Service reference"
+type ObjectRef struct {
+	Kind string ` + "`json:\"kind\"`" + `
+	Port *int32 ` + "`json:\"port,omitempty\"`" + `
+}
+
+// +kubebuilder:validation:XValidation:rule="!has(self.weight) || self.weight >= 0",message="weight must not be negative"
+type Ref struct {
+	ObjectRef ` + "`json:\",inline\"`" + `
+	Weight *int32 ` + "`json:\"weight,omitempty\"`" + `
+}
+
+type WeightedRef struct {
+	Ref ` + "`json:\",inline\"`" + `
+	Note string ` + "`json:\"note,omitempty\"`" + `
+}
+`,
+		"pkg/apis/shop/v1/refs.go": `package v1
+
+import "example.com/marina/pkg/common"
+
+type RefHolder struct {
+	Refs []common.WeightedRef ` + "`json:\"refs,omitempty\"`" + `
+}
+`,
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules := func(name string) []string {
+		ty := m.Types.Lookup(model.GoType{Pkg: "example.com/marina/pkg/common", Name: name})
+		if ty == nil {
+			t.Fatalf("common.%s is not in the graph", name)
+		}
+		var out []string
+		for _, r := range ty.Validation.Rules {
+			out = append(out, r.Message)
+		}
+		return out
+	}
+	for name, want := range map[string][]string{
+		"ObjectRef":   {"Must have port for Service reference"},
+		"Ref":         {"Must have port for Service reference", "weight must not be negative"},
+		"WeightedRef": {"Must have port for Service reference", "weight must not be negative"},
+	} {
+		if got := rules(name); !slices.Equal(got, want) {
+			t.Errorf("common.%s has the rules %q; want %q", name, got, want)
+		}
+	}
+}

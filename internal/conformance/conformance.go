@@ -125,7 +125,8 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 	}
 	crdDir := h.TempDir()
 	logf("writing CRDs with controller-gen %s", ControllerGenVersion)
-	cmd := exec.CommandContext(ctx, cg, "crd", "paths="+strings.Join(o.Generate.Patterns, ";"), "output:crd:dir="+crdDir)
+	// generateEmbeddedObjectMeta: docs/conformance.md, step 2.
+	cmd := exec.CommandContext(ctx, cg, "crd:generateEmbeddedObjectMeta=true", "paths="+strings.Join(o.Generate.Patterns, ";"), "output:crd:dir="+crdDir)
 	cmd.Dir = dir
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("controller-gen: %v\n%s", err, out)

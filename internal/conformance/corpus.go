@@ -225,7 +225,7 @@ func (b *builder) walkKind(t *target) {
 		case "metadata", "apiVersion", "kind":
 			continue
 		}
-		b.walk(t, f.field.Type, f.field.FieldValidation, root.child(f.field.JSONName, t.sample), f.required(), 0, map[model.GoType]bool{})
+		b.walk(t, f.field.Type, f.field.FieldValidation, root.child(f.field.JSONName, t.sample), f.required(), f.field.DropsZeroValue(), 0, map[model.GoType]bool{})
 	}
 	if rt := b.types.Lookup(t.root.Name); rt != nil && len(rt.Validation.Rules) > 0 {
 		b.addRules(t, root, rt.Validation.Rules, t.root, t.sample)
@@ -233,12 +233,15 @@ func (b *builder) walkKind(t *target) {
 }
 
 // walk derives the cases of one node (a field, a list item, a map value) and descends.
-func (b *builder) walk(t *target, e *model.TypeExpr, fv model.FieldValidation, p place, required bool, depth int, seen map[model.GoType]bool) {
+//
+// dropsZero is set for a field Go leaves out at its zero value (model.Field.DropsZeroValue):
+// the cases that send that value say so in their ID, "(zero value, omitempty)".
+func (b *builder) walk(t *target, e *model.TypeExpr, fv model.FieldValidation, p place, required, dropsZero bool, depth int, seen map[model.GoType]bool) {
 	if depth > 6 || e == nil {
 		return
 	}
 	kind := jsonKind(b.types, e)
-	b.constraintCases(t, e, fv, p, kind)
+	b.constraintCases(t, e, fv, p, kind, dropsZero)
 	if p.build == nil && len(p.prefix) > 0 {
 		if required && fv.Default == "" {
 			b.opCases(t, fmt.Sprintf("%s required: absent", p.display), mutation{path: p.prefix, remove: true}, allOps)
@@ -272,16 +275,16 @@ func (b *builder) walk(t *target, e *model.TypeExpr, fv model.FieldValidation, p
 			}
 		}
 		for _, f := range b.structFields(e) {
-			b.walk(t, f.field.Type, f.field.FieldValidation, p.child(f.field.JSONName, parent), f.required() && p.build == nil, depth+1, seen)
+			b.walk(t, f.field.Type, f.field.FieldValidation, p.child(f.field.JSONName, parent), f.required() && p.build == nil, f.field.DropsZeroValue(), depth+1, seen)
 		}
 	case "array":
 		var iv model.FieldValidation
 		if fv.Items != nil {
 			iv.Validation = *fv.Items
 		}
-		b.walk(t, listElem(b.types, e), iv, p.item(), false, depth+1, seen)
+		b.walk(t, listElem(b.types, e), iv, p.item(), false, false, depth+1, seen)
 	case "map":
-		b.walk(t, mapValue(b.types, e), model.FieldValidation{}, p.mapValue(), false, depth+1, seen)
+		b.walk(t, mapValue(b.types, e), model.FieldValidation{}, p.mapValue(), false, false, depth+1, seen)
 	}
 }
 
@@ -440,10 +443,40 @@ func toFloat(v any) (float64, bool) {
 
 // constraintCases adds, for each constraint of the node, the writes of a value at its
 // boundary and of one past it.
-func (b *builder) constraintCases(t *target, e *model.TypeExpr, fv model.FieldValidation, p place, kind string) {
+func (b *builder) constraintCases(t *target, e *model.TypeExpr, fv model.FieldValidation, p place, kind string, dropsZero bool) {
 	for _, bd := range b.boundaries(e, fv, kind) {
-		b.opCases(t, fmt.Sprintf("%s %s", p.display, bd.label), mutation{path: p.prefix, value: p.value(bd.value)}, allOps)
+		label := fmt.Sprintf("%s %s", p.display, bd.label)
+		if dropsZero && kind != "object" && isZeroJSON(bd.value) {
+			label += " " + zeroValueOmitEmpty
+		}
+		b.opCases(t, label, mutation{path: p.prefix, value: p.value(bd.value)}, allOps)
 	}
+}
+
+// zeroValueOmitEmpty ends the ID of a case that sends the zero value of a field Go leaves
+// out at its zero value (listed as intended: "a zero value Go drops").
+const zeroValueOmitEmpty = "(zero value, omitempty)"
+
+// isZeroJSON reports whether v is the JSON form of a Go zero value: 0, "", false, an
+// empty list or object.
+func isZeroJSON(v any) bool {
+	switch x := v.(type) {
+	case string:
+		return x == ""
+	case bool:
+		return !x
+	case int64:
+		return x == 0
+	case float64:
+		return x == 0
+	case int:
+		return x == 0
+	case []any:
+		return len(x) == 0
+	case map[string]any:
+		return len(x) == 0
+	}
+	return false
 }
 
 // ruleCase is a CEL rule of a node: the comparison looks for a value that violates it by

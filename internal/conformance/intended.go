@@ -32,17 +32,34 @@ var Intended = []IntendedDifference{
 	},
 	{
 		Name: "empty struct member",
-		Reason: "a Go struct field is always encoded (encoding/json's omitempty does not omit a struct), " +
-			"so the generated server answers \"status\": {} (or \"spec\": {}) where the CRD, which keeps the JSON it was sent, has none; Kubernetes' own types do the same",
+		Reason: "a Go struct field is always encoded (encoding/json's omitempty does not omit a struct), and a list or map " +
+			"field without omitempty is encoded as null when it has no value, so the generated server answers \"status\": {} " +
+			"(or \"spec\": {}, \"parents\": null) where the CRD, which keeps the JSON it was sent, has none; Kubernetes' own types do the same",
 		Rewrite: func(body map[string]any, aagen bool) {
+			if !aagen {
+				return
+			}
 			forObjects(body, func(o map[string]any) {
 				for _, k := range []string{"spec", "status"} {
-					if st, ok := o[k].(map[string]any); ok && aagen && len(st) == 0 {
+					st, ok := o[k].(map[string]any)
+					if !ok {
+						continue
+					}
+					dropNulls(st)
+					if len(st) == 0 {
 						delete(o, k)
 					}
 				}
 			})
 		},
+	},
+	{
+		Name: "a zero value Go drops",
+		Reason: "a field with omitempty that is not a pointer cannot hold its zero value: Go drops a 0, \"\", false, empty list " +
+			"or empty map sent, so the generated server stores the field as absent (and defaults it) where the CRD keeps the " +
+			"value and checks it (a minimum, MinLength, MinItems, MinProperties, enum or pattern may refuse it); the corpus marks the " +
+			"cases that send such a zero value \"(zero value, omitempty)\"; the fix is a pointer",
+		Case: `\(zero value, omitempty\) \|`,
 	},
 	{
 		Name: "list items without apiVersion and kind",
@@ -66,9 +83,12 @@ var Intended = []IntendedDifference{
 		Case:   `^\w+ \| status subresource \| CRD$`,
 	},
 	{
-		Name:   "managedFields: no \".\" entry for spec and status",
-		Known:  true,
-		Reason: "the CRD's field set owns the top-level spec and status objects themselves (\".\": {}), the generated server's does not",
+		Name:  "managedFields: no \".\" entry for what a Go type always encodes",
+		Known: true,
+		Reason: "on create and update the field manager records as added what the previous object lacked; a Go type's empty " +
+			"object already holds its struct members (spec, status, a pod template and its spec) and its lists and maps " +
+			"without omitempty, so the generated server's field set owns their members but not the objects themselves " +
+			"(\".\": {}), where the CRD's does; the rewrite drops \".\" under spec and status on both sides",
 		Rewrite: func(body map[string]any, aagen bool) {
 			forObjects(body, func(o map[string]any) {
 				md, _ := o["metadata"].(map[string]any)
@@ -77,8 +97,8 @@ var Intended = []IntendedDifference{
 					m, _ := mf.(map[string]any)
 					fs, _ := m["fieldsV1"].(map[string]any)
 					for _, k := range []string{"f:spec", "f:status"} {
-						if sub, ok := fs[k].(map[string]any); ok && !aagen {
-							delete(sub, ".")
+						if sub, ok := fs[k].(map[string]any); ok {
+							dropSelfEntries(sub)
 						}
 					}
 				}
@@ -162,6 +182,35 @@ func forObjects(body map[string]any, f func(map[string]any)) {
 			if m, ok := it.(map[string]any); ok {
 				f(m)
 			}
+		}
+	}
+}
+
+// dropNulls removes the members of m that are null, in m and in every object below it.
+func dropNulls(m map[string]any) {
+	for k, v := range m {
+		switch x := v.(type) {
+		case nil:
+			delete(m, k)
+		case map[string]any:
+			dropNulls(x)
+		case []any:
+			for _, it := range x {
+				if im, ok := it.(map[string]any); ok {
+					dropNulls(im)
+				}
+			}
+		}
+	}
+}
+
+// dropSelfEntries removes the "." entries (the node itself owned) from fs, a managed-fields
+// set, and from every set below it.
+func dropSelfEntries(fs map[string]any) {
+	delete(fs, ".")
+	for _, sub := range fs {
+		if m, ok := sub.(map[string]any); ok {
+			dropSelfEntries(m)
 		}
 	}
 }
