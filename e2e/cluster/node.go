@@ -51,6 +51,9 @@ const PauseImage = "localhost/aagen-e2e/pause:v1"
 // node's Pods, stops everything and removes kube-proxy's rules and the bridge.
 func StartNode(t T, cp *ControlPlane) *Node {
 	t.Helper()
+	if cp.AdvertiseAddress == "" {
+		t.Fatalf("kube-apiserver listens on 127.0.0.1 only: this machine has no address Pods could reach it at (cluster.HostIP: an IPv4 address of an interface that is up and not loopback)")
+	}
 	installPackages(t)
 	kubelet := KubeBinary(t, "kubelet")
 	scheduler := KubeBinary(t, "kube-scheduler")
@@ -78,8 +81,12 @@ func StartNode(t T, cp *ControlPlane) *Node {
 		"--root-dir="+filepath.Join(dir, "kubelet", "root"), "--hostname-override="+n.Name)
 	StartProcess(t, "kube-scheduler", scheduler, "--kubeconfig="+cp.Kubeconfig, "--authentication-kubeconfig="+cp.Kubeconfig,
 		"--authorization-kubeconfig="+cp.Kubeconfig, "--leader-elect=false", "--secure-port=0")
+	// serviceaccount-token signs the legacy token Secrets with the key kube-apiserver
+	// verifies; root-ca-cert-publisher writes the kube-root-ca.crt ConfigMap that every
+	// Pod's projected service-account volume reads (its Pods do not start without it).
 	StartProcess(t, "kube-controller-manager (node)", kcm, "--kubeconfig="+cp.Kubeconfig, "--leader-elect=false", "--secure-port=0",
-		"--controllers=nodelifecycle,endpointslice,endpoint,serviceaccount,namespace,garbagecollector,replicaset,deployment,statefulset,disruption")
+		"--root-ca-file="+cp.PKI.Path("ca.crt"), "--service-account-private-key-file="+cp.PKI.Path("sa.key"),
+		"--controllers=nodelifecycle,endpointslice,endpointslicemirroring,endpoint,serviceaccount,serviceaccount-token,root-ca-cert-publisher,namespace,garbagecollector,replicaset,deployment,statefulset,disruption")
 	StartProcess(t, "kube-proxy", proxy, "--kubeconfig="+cp.Kubeconfig, "--hostname-override="+n.Name, "--cluster-cidr="+n.ClusterCIDR,
 		"--proxy-mode=iptables", "--conntrack-max-per-core=0", "--metrics-bind-address=127.0.0.1:"+fmt.Sprint(FreePort(t)),
 		"--healthz-bind-address=127.0.0.1:"+fmt.Sprint(FreePort(t)))
