@@ -157,6 +157,15 @@ images:
 		if p.Spec.ServiceAccountName != sa {
 			t.Errorf("Pod %s runs as service account %q, want %q", p.Name, p.Spec.ServiceAccountName, sa)
 		}
+		// What made it Ready is the manifests' own: probes, non-root, read-only root
+		// filesystem, no capabilities (the overlay changes the image name only).
+		c := p.Spec.Containers[0]
+		sc, psc := c.SecurityContext, p.Spec.SecurityContext
+		if c.StartupProbe == nil || c.LivenessProbe == nil || c.ReadinessProbe == nil || sc == nil || psc == nil ||
+			sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot ||
+			sc.Capabilities == nil || len(sc.Capabilities.Drop) != 1 || sc.Capabilities.Drop[0] != "ALL" {
+			t.Errorf("Pod %s lacks the manifests' probes or security context: %+v, pod %+v", p.Name, c, psc)
+		}
 	}
 
 	// Every APIService Available: kube-apiserver reaches the Pods through the Service's
