@@ -151,6 +151,11 @@ images:
 		restarts := int32(0)
 		for _, c := range p.Status.ContainerStatuses {
 			restarts += c.RestartCount
+			// Both replicas start together on an empty database: neither may fail
+			// (kine's schema setup raced before runtime/datastore retried it).
+			if last := c.LastTerminationState.Terminated; c.RestartCount > 0 {
+				t.Errorf("Pod %s/%s container %s restarted %d times; last exit %+v; its log before:\n%s", ns, p.Name, c.Name, c.RestartCount, last, previousLog(&p, c.Name))
+			}
 		}
 		t.Logf("Pod %s/%s Ready on %s at %s (image %s, service account %s, %d restarts)", ns, p.Name, p.Spec.NodeName, p.Status.PodIP,
 			p.Spec.Containers[0].Image, p.Spec.ServiceAccountName, restarts)
@@ -321,6 +326,17 @@ func describePods(pods *corev1.PodList) string {
 		}
 	}
 	return b.String()
+}
+
+// previousLog is the tail of the log kubelet kept of the container's previous run
+// (/var/log/pods/<ns>_<pod>_<uid>/<container>/<restart>.log, the lowest number).
+func previousLog(p *corev1.Pod, container string) string {
+	logs, _ := filepath.Glob(filepath.Join("/var/log/pods", p.Namespace+"_"+p.Name+"_"+string(p.UID), container, "*.log"))
+	if len(logs) == 0 {
+		return "(none kept)"
+	}
+	data, _ := os.ReadFile(logs[0])
+	return cluster.Tail(string(data), 2000)
 }
 
 func datastoreSecret(t *testing.T, d *appsv1.Deployment) (name, key string) {
