@@ -51,6 +51,9 @@ const PauseImage = "localhost/aagen-e2e/pause:v1"
 // node's Pods, stops everything and removes kube-proxy's rules and the bridge.
 func StartNode(t T, cp *ControlPlane) *Node {
 	t.Helper()
+	if cp.AdvertiseAddress == "" {
+		t.Fatalf("kube-apiserver listens on 127.0.0.1 only: this machine has no address Pods could reach it at (cluster.HostIP: an IPv4 address of an interface that is up and not loopback)")
+	}
 	installPackages(t)
 	kubelet := KubeBinary(t, "kubelet")
 	scheduler := KubeBinary(t, "kube-scheduler")
@@ -78,13 +81,17 @@ func StartNode(t T, cp *ControlPlane) *Node {
 		"--root-dir="+filepath.Join(dir, "kubelet", "root"), "--hostname-override="+n.Name)
 	StartProcess(t, "kube-scheduler", scheduler, "--kubeconfig="+cp.Kubeconfig, "--authentication-kubeconfig="+cp.Kubeconfig,
 		"--authorization-kubeconfig="+cp.Kubeconfig, "--leader-elect=false", "--secure-port=0")
+	// serviceaccount-token signs the legacy token Secrets with the key kube-apiserver
+	// verifies; root-ca-cert-publisher writes the kube-root-ca.crt ConfigMap that every
+	// Pod's projected service-account volume reads (its Pods do not start without it).
 	StartProcess(t, "kube-controller-manager (node)", kcm, "--kubeconfig="+cp.Kubeconfig, "--leader-elect=false", "--secure-port=0",
-		"--controllers=nodelifecycle,endpointslice,endpoint,serviceaccount,namespace,garbagecollector,replicaset,deployment,statefulset,disruption")
+		"--root-ca-file="+cp.PKI.Path("ca.crt"), "--service-account-private-key-file="+cp.PKI.Path("sa.key"),
+		"--controllers=nodelifecycle,endpointslice,endpointslicemirroring,endpoint,serviceaccount,serviceaccount-token,root-ca-cert-publisher,namespace,garbagecollector,replicaset,deployment,statefulset,disruption")
 	StartProcess(t, "kube-proxy", proxy, "--kubeconfig="+cp.Kubeconfig, "--hostname-override="+n.Name, "--cluster-cidr="+n.ClusterCIDR,
 		"--proxy-mode=iptables", "--conntrack-max-per-core=0", "--metrics-bind-address=127.0.0.1:"+fmt.Sprint(FreePort(t)),
 		"--healthz-bind-address=127.0.0.1:"+fmt.Sprint(FreePort(t)))
 	kube := kubernetes.NewForConfigOrDie(cp.Admin)
-	t.Cleanup(func() { n.cleanup(kube, proxy, dir) })
+	t.Cleanup(func() { n.cleanup(t, kube, proxy, dir) })
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -127,12 +134,27 @@ func (n *Node) Import(t T, ref, binary string, args ...string) {
 	}
 }
 
-// cleanup deletes the node's Pods (so that kubelet stops their containers), stops the
-// processes (StartProcess's cleanups, which run after this one), removes kube-proxy's
-// iptables rules and the bridge, and unmounts what containerd and kubelet left under dir.
-func (n *Node) cleanup(kube kubernetes.Interface, proxy, dir string) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+// cleanup deletes the workloads (so that no controller makes new Pods) and the node's Pods
+// (so that kubelet stops their containers), kills in containerd what kubelet did not stop
+// in time, stops the processes (StartProcess's cleanups, which run after this one), removes
+// kube-proxy's iptables rules and the bridge, and unmounts what containerd and kubelet left
+// under dir: no container outlives the node.
+func (n *Node) cleanup(t T, kube kubernetes.Interface, proxy, dir string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	if nss, err := kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{}); err == nil {
+		all := metav1.ListOptions{}
+		background := metav1.DeletePropagationBackground
+		del := metav1.DeleteOptions{PropagationPolicy: &background}
+		for _, ns := range nss.Items {
+			apps := kube.AppsV1()
+			_ = apps.Deployments(ns.Name).DeleteCollection(ctx, del, all)
+			_ = apps.StatefulSets(ns.Name).DeleteCollection(ctx, del, all)
+			_ = apps.DaemonSets(ns.Name).DeleteCollection(ctx, del, all)
+			_ = apps.ReplicaSets(ns.Name).DeleteCollection(ctx, del, all)
+			_ = kube.BatchV1().Jobs(ns.Name).DeleteCollection(ctx, del, all)
+		}
+	}
 	pods, err := kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + n.Name})
 	if err == nil {
 		for _, p := range pods.Items {
@@ -142,6 +164,27 @@ func (n *Node) cleanup(kube kubernetes.Interface, proxy, dir string) {
 			pods, err := kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + n.Name})
 			return err == nil && len(pods.Items) == 0, nil
 		})
+	}
+	// kubelet stops the containers of deleted Pods on its own; what is still running after
+	// that is killed, with a note of it.
+	ctr := func(args ...string) (string, error) {
+		out, err := exec.Command("ctr", append([]string{"--address", n.Socket, "--namespace", "k8s.io"}, args...)...).Output()
+		return string(out), err
+	}
+	var running []string
+	_ = wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
+		out, err := ctr("tasks", "ls", "-q")
+		running = strings.Fields(out)
+		return err != nil || len(running) == 0, nil
+	})
+	if len(running) > 0 {
+		t.Logf("node cleanup: killing %d containers kubelet left running", len(running))
+		for _, id := range running {
+			_, _ = ctr("tasks", "kill", "--signal", "SIGKILL", id)
+		}
+		for _, id := range running {
+			_, _ = ctr("tasks", "delete", "--force", id)
+		}
 	}
 	_ = exec.Command(proxy, "--cleanup").Run()
 	removeKubeletChains()

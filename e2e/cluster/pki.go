@@ -30,14 +30,17 @@ type PKI struct {
 	frontProxyCA *certs.Pair
 }
 
-// NewPKI writes a cluster CA with kube-apiserver's serving certificate and an admin
-// (system:masters) client certificate, a front-proxy CA with the aggregator's client
+// NewPKI writes a cluster CA with kube-apiserver's serving certificate (for localhost,
+// 127.0.0.1, the in-cluster names of the kubernetes Service and the addresses ips) and an
+// admin (system:masters) client certificate, a front-proxy CA with the aggregator's client
 // certificate, and a service-account key pair into dir.
-func NewPKI(t T, dir string) *PKI {
+func NewPKI(t T, dir string, ips ...net.IP) *PKI {
 	t.Helper()
 	p := &PKI{Dir: dir}
 	p.ca = p.newCA(t, "ca", "aagen-e2e-ca")
-	p.issue(t, "apiserver", p.ca, certs.Spec{CommonName: "localhost", DNSNames: []string{"localhost"}, IPs: []net.IP{net.ParseIP("127.0.0.1")}, Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
+	p.issue(t, "apiserver", p.ca, certs.Spec{CommonName: "localhost",
+		DNSNames: []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"},
+		IPs:      append([]net.IP{net.ParseIP("127.0.0.1")}, ips...), Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
 	p.issue(t, "admin", p.ca, clientSpec("admin", "system:masters"))
 	p.frontProxyCA = p.newCA(t, "front-proxy-ca", "aagen-e2e-front-proxy-ca")
 	p.issue(t, "front-proxy-client", p.frontProxyCA, clientSpec(FrontProxyClientName))

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -60,8 +61,9 @@ func postgresBinDir(t T) string {
 
 // StartPostgres creates and starts a PostgreSQL cluster for the test and stops it when the
 // test ends. initdb refuses to run as root: as root, the cluster runs as the postgres user
-// the Debian package creates.
-func StartPostgres(t T) *Postgres {
+// the Debian package creates. It listens on 127.0.0.1 only, or, with clientCIDRs (a Pod
+// network), on every address of the host, and trusts connections from those networks too.
+func StartPostgres(t T, clientCIDRs ...string) *Postgres {
 	t.Helper()
 	p := &Postgres{binDir: postgresBinDir(t)}
 	// Not t.TempDir: its parents are private to root, and the server runs as postgres.
@@ -87,9 +89,25 @@ func StartPostgres(t T) *Postgres {
 		}
 	}
 	p.run(t, "initdb", "--pgdata="+p.data, "--username=aagen", "--auth=trust", "--encoding=UTF8", "--no-instructions")
+	listen := "127.0.0.1"
+	if len(clientCIDRs) > 0 {
+		listen = "*"
+		hba, err := os.OpenFile(filepath.Join(p.data, "pg_hba.conf"), os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, cidr := range clientCIDRs {
+			if _, err := fmt.Fprintf(hba, "host all all %s trust\n", cidr); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := hba.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for attempt := 0; ; attempt++ {
 		p.port = FreePort(t)
-		opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -k %s -c max_connections=200", p.port, root)
+		opts := fmt.Sprintf("-c listen_addresses='%s' -p %d -k %s -c max_connections=200", listen, p.port, root)
 		err := p.try("pg_ctl", "start", "--wait", "--timeout=60", "--pgdata="+p.data, "--log="+filepath.Join(root, "postgres.log"), "-o", opts)
 		if err == nil {
 			break
@@ -109,7 +127,12 @@ func StartPostgres(t T) *Postgres {
 
 // DSN is the kine datastore endpoint for database db (kine creates it on first use).
 func (p *Postgres) DSN(db string) string {
-	return fmt.Sprintf("postgres://aagen@127.0.0.1:%d/%s?sslmode=disable", p.port, db)
+	return p.DSNAt("127.0.0.1", db)
+}
+
+// DSNAt is DSN through the host address host (of a PostgreSQL started with clientCIDRs).
+func (p *Postgres) DSNAt(host, db string) string {
+	return fmt.Sprintf("postgres://aagen@%s/%s?sslmode=disable", net.JoinHostPort(host, strconv.Itoa(p.port)), db)
 }
 
 func (p *Postgres) try(name string, args ...string) error {

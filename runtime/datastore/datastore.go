@@ -92,7 +92,30 @@ func Scheme(dsn string) (string, error) {
 	return "", fmt.Errorf("datastore endpoint %s: unsupported scheme %q, want one of %s (for etcd, use --etcd-servers)", redact(dsn), scheme, SupportedSchemes)
 }
 
+// schemaSetupAttempts is how many times Start tries kine's schema setup that failed because
+// another server was setting it up in the same database at the same moment.
+const schemaSetupAttempts = 5
+
+// ConcurrentSchemaSetup reports whether err is PostgreSQL's refusal of a CREATE ... IF NOT
+// EXISTS that raced with the same statement of another connection: unique_violation (23505,
+// on the catalog) or duplicate_table/duplicate_object (42P07, 42710). Two replicas of a
+// Deployment starting together on an empty database meet it in kine's table setup (seen on
+// the node: e2e TestNodeDeploysServer); the loser's retry finds the tables made.
+func ConcurrentSchemaSetup(err error) bool {
+	if err == nil {
+		return false
+	}
+	msg := err.Error()
+	for _, code := range []string{"(SQLSTATE 23505)", "(SQLSTATE 42P07)", "(SQLSTATE 42710)"} {
+		if strings.Contains(msg, code) {
+			return true
+		}
+	}
+	return false
+}
+
 // Start opens the database and serves kine's etcd API until ctx ends or Close is called.
+// It retries kine's schema setup when another server raced it there (ConcurrentSchemaSetup).
 func Start(ctx context.Context, cfg Config) (*Server, error) {
 	scheme, err := Scheme(cfg.Endpoint)
 	if err != nil {
@@ -114,30 +137,46 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	} else if err := os.MkdirAll(s.socketDir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating kine's socket directory: %w", err)
 	}
-	kctx, cancel := context.WithCancel(ctx)
-	s.cancel = cancel
-	etcdCfg, err := endpoint.Listen(kctx, endpoint.Config{
-		WaitGroup: s.wg,
-		Listener:  "unix://" + filepath.Join(s.socketDir, "kine.sock"),
-		Endpoint:  cfg.Endpoint,
-		ConnectionPoolConfig: generic.ConnectionPoolConfig{
-			MaxIdle:     defaultMaxIdleConnections,
-			MaxIdleTime: defaultConnectionIdleTime,
-		},
-		NotifyInterval:      defaultNotifyInterval,
-		EmulatedETCDVersion: defaultEmulatedEtcdVersion,
-		// The apiserver's compactor decides, as with etcd: kine's own is off
-		// (interval 0) and honours the apiserver's Compact calls to the revision asked.
-		CompactInterval:  0,
-		CompactMinRetain: 0,
-		CompactTimeout:   defaultCompactTimeout,
-		CompactBatchSize: defaultCompactBatchSize,
-		PollBatchSize:    defaultPollBatchSize,
-		PollInterval:     defaultPollInterval,
-	})
-	if err != nil {
-		s.Close()
-		return nil, fmt.Errorf("starting kine on %s: %w", redact(cfg.Endpoint), err)
+	var etcdCfg endpoint.ETCDConfig
+	for attempt := 1; ; attempt++ {
+		kctx, cancel := context.WithCancel(ctx)
+		s.cancel, s.wg = cancel, &sync.WaitGroup{}
+		etcdCfg, err = endpoint.Listen(kctx, endpoint.Config{
+			WaitGroup: s.wg,
+			Listener:  "unix://" + filepath.Join(s.socketDir, "kine.sock"),
+			Endpoint:  cfg.Endpoint,
+			ConnectionPoolConfig: generic.ConnectionPoolConfig{
+				MaxIdle:     defaultMaxIdleConnections,
+				MaxIdleTime: defaultConnectionIdleTime,
+			},
+			NotifyInterval:      defaultNotifyInterval,
+			EmulatedETCDVersion: defaultEmulatedEtcdVersion,
+			// The apiserver's compactor decides, as with etcd: kine's own is off
+			// (interval 0) and honours the apiserver's Compact calls to the revision asked.
+			CompactInterval:  0,
+			CompactMinRetain: 0,
+			CompactTimeout:   defaultCompactTimeout,
+			CompactBatchSize: defaultCompactBatchSize,
+			PollBatchSize:    defaultPollBatchSize,
+			PollInterval:     defaultPollInterval,
+		})
+		if err == nil {
+			break
+		}
+		cancel()
+		s.wg.Wait()
+		if !ConcurrentSchemaSetup(err) || attempt == schemaSetupAttempts {
+			s.Close()
+			return nil, fmt.Errorf("starting kine on %s: %w", redact(cfg.Endpoint), err)
+		}
+		// Another replica is creating kine's tables in the same database right now:
+		// once it has, the next attempt finds them.
+		select {
+		case <-ctx.Done():
+			s.Close()
+			return nil, fmt.Errorf("starting kine on %s: %w", redact(cfg.Endpoint), err)
+		case <-time.After(time.Duration(attempt) * 250 * time.Millisecond):
+		}
 	}
 	if len(etcdCfg.Endpoints) != 1 {
 		s.Close()

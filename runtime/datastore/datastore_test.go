@@ -2,6 +2,7 @@ package datastore
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -100,5 +101,24 @@ func TestSQLiteDSNSyncsEveryCommit(t *testing.T) {
 	// The first case spells out kine's defaults but synchronous: they are still kine's.
 	if want := "_journal_mode=WAL&_busy_timeout=30000&_synchronous=NORMAL&_txlock=immediate&_stmt_cache_size=20&cache=shared"; sqlite.DefaultParams != want {
 		t.Errorf("kine's SQLite defaults are now %q, not %q: update the first case", sqlite.DefaultParams, want)
+	}
+}
+
+// The errors of a schema setup that raced another server's (as two replicas starting on an
+// empty PostgreSQL database meet them) are retried; others are not.
+func TestConcurrentSchemaSetup(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{errors.New(`failed to create driver for configured endpoint: ERROR: duplicate key value violates unique constraint "pg_class_relname_nsp_index" (SQLSTATE 23505)`), true},
+		{errors.New(`ERROR: relation "kine" already exists (SQLSTATE 42P07)`), true},
+		{errors.New(`ERROR: password authentication failed for user "aagen" (SQLSTATE 28P01)`), false},
+		{errors.New("dial tcp 10.0.0.1:5432: connect: connection refused"), false},
+		{nil, false},
+	} {
+		if got := ConcurrentSchemaSetup(c.err); got != c.want {
+			t.Errorf("ConcurrentSchemaSetup(%v) = %v, want %v", c.err, got, c.want)
+		}
 	}
 }
