@@ -231,6 +231,10 @@ func TestCrossPackageMarkersLikeControllerGenCRD(t *testing.T) {
 				field: "spec.limits", message: "minWeight must not exceed maxWeight"},
 			{name: "defaults", spec: valid(nil, nil),
 				wantSpec: `{"label":{"color":"green","text":"apples"},"limits":{"maxWeight":10,"unit":"kg"}}`},
+			// common.Finish is +enum alone: documentation, so a value outside its constants is
+			// taken, as by the CRD (controller-gen ignores +enum).
+			{name: "common.Label/+enum is documentation", spec: valid(map[string]any{"finish": "Satin"}, nil),
+				wantSpec: `{"label":{"color":"green","finish":"Satin","text":"apples"},"limits":{"maxWeight":10,"unit":"kg"}}`},
 			{name: "every field set", spec: valid(map[string]any{"code": "apples-1", "color": "red", "fontSize": int64(6)},
 				map[string]any{"minWeight": int64(10), "unit": "lb", "carrier": "ACME"}),
 				wantSpec: `{"label":{"code":"apples-1","color":"red","fontSize":6,"text":"apples"},"limits":{"carrier":"ACME","maxWeight":10,"minWeight":10,"unit":"lb"}}`},
@@ -346,6 +350,32 @@ func TestCrossPackageMarkersLikeControllerGenCRD(t *testing.T) {
 					t.Errorf("spec.%s description:\naagen: %q\nCRD:   %q", f.path, aagenField.Description, crdField.Description)
 				}
 			})
+		}
+	})
+
+	// The one intended difference of spec.label.finish: the generated server publishes the
+	// +enum constants as its enum (as kube-apiserver publishes its built-in enums), the CRD
+	// none (controller-gen ignores +enum); both take other values ("writes" above).
+	t.Run("openapi v3: a +enum field's constants published by aagen only", func(t *testing.T) {
+		want := map[string]string{"aagen": `{"type":"string","enum":["Gloss","Matte"]}`, "crd": `{"type":"string"}`}
+		for _, s := range servers {
+			rc := discovery.NewDiscoveryClientForConfigOrDie(rest.CopyConfig(s.cfg)).RESTClient()
+			doc, err := rc.Get().AbsPath("/openapi/v3/apis/" + depot + "/v1").DoRaw(ctx)
+			if err != nil {
+				t.Fatalf("%s: OpenAPI v3 of %s/v1: %v", s.name, depot, err)
+			}
+			root, err := cluster.CRDSchema(doc, ".v1.Crate")
+			if err != nil {
+				t.Fatalf("%s: %v", s.name, err)
+			}
+			f, ok := specField(root, "label.finish")
+			if !ok {
+				t.Errorf("%s publishes no spec.label.finish", s.name)
+				continue
+			}
+			if got := publishedConstraints(f); got != want[s.name] {
+				t.Errorf("%s publishes spec.label.finish as %s; want %s", s.name, got, want[s.name])
+			}
 		}
 	})
 
