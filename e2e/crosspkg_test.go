@@ -46,13 +46,17 @@ type crosspkgField struct {
 	enum string
 	// typeDoc, for a field of struct type, is the Go doc of the type (the field has its own).
 	typeDoc string
+	// documentedEnum, for a field of struct type, names its member of a +enum type: kubectl
+	// explain of the generated server shows that member's enum and kube-openapi's "Possible
+	// enum values" (documentation; the server takes other values), the CRD's neither.
+	documentedEnum string
 }
 
 // crosspkgFields are the constrained fields of the two structs from outside the API
 // package: common.Label (pkg/common, the same module) and extlib.Limits (the module
 // example.com/extlib, through a replace).
 var crosspkgFields = []crosspkgField{
-	{path: "label", typeDoc: "Label is printed on a crate.", want: `{"type":"object","required":["text"],"x-kubernetes-validations":[{"rule":"!has(self.code) || self.text != self.code","message":"text must differ from code"}]}`},
+	{path: "label", typeDoc: "Label is printed on a crate.", documentedEnum: "finish", want: `{"type":"object","required":["text"],"x-kubernetes-validations":[{"rule":"!has(self.code) || self.text != self.code","message":"text must differ from code"}]}`},
 	{path: "label.text", want: `{"type":"string","maxLength":12}`},
 	{path: "label.code", want: `{"type":"string","pattern":"^[a-z]+-[0-9]+$"}`},
 	{path: "label.color", want: `{"type":"string","enum":["red","green","blue"],"default":"green"}`, enum: "ENUM:\n    red\n    green\n    blue\n"},
@@ -417,6 +421,17 @@ func TestCrossPackageMarkersLikeControllerGenCRD(t *testing.T) {
 					}
 					aagenOut = fieldLine.ReplaceAllString(aagenOut, "FIELD: "+last+" <Object>")
 					aagenOut = strings.Replace(aagenOut, typeDocLine, "\n", 1)
+				}
+				if f.documentedEnum != "" {
+					// The member of a +enum type: the generated server publishes the constants
+					// (its enum line, and kube-openapi's list after the member's description),
+					// the CRD does not. The second intended difference: asserted, then taken out.
+					enumLine := regexp.MustCompile(`(?m)^(  ` + regexp.QuoteMeta(f.documentedEnum) + `\t<string>\n)  enum: .*\n`)
+					possible := regexp.MustCompile(`\n[ \t]*\n[ \t]*Possible enum values:\n(?:[ \t]+- [^\n]*\n)+`)
+					if !enumLine.MatchString(aagenOut) || !possible.MatchString(aagenOut) {
+						t.Errorf("kubectl explain crates.spec.%s of the generated server: want %s's enum line and its \"Possible enum values\":\n%s", f.path, f.documentedEnum, aagenOut)
+					}
+					aagenOut = possible.ReplaceAllString(enumLine.ReplaceAllString(aagenOut, "$1"), "\n")
 				}
 				if aagenOut != crdOut {
 					t.Errorf("kubectl explain crates.spec.%s:\naagen:\n%s\nCRD:\n%s", f.path, out["aagen"], crdOut)
