@@ -17,6 +17,8 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
+
+	"github.com/aagen-dev/aagen/e2e/cluster"
 )
 
 const webapp = "webapp.example.com"
@@ -58,6 +60,10 @@ func TestVersions(t *testing.T) {
 	skipShort(t)
 	dir := t.TempDir()
 	copyTree(t, filepath.Join(repoRoot(t), "testdata/kbexample"), dir, nil)
+	// The oracle of the "like a CRD" subtests: controller-gen's CRDs of the same types,
+	// written before aagen touches the module.
+	crdDir := t.TempDir()
+	run(t, dir, cluster.ControllerGenBinary(t), "crd", "paths=./api/...", "output:crd:dir="+crdDir)
 	up := startUpPattern(t, dir, "./api/...", 20*time.Minute)
 	cfg := up.restConfig(t)
 	warn := &warnings{}
@@ -375,8 +381,12 @@ func TestVersions(t *testing.T) {
 		}
 	})
 
+	// controller-gen's CRDs of Visitor and Gift on one real kube-apiserver, shared by the
+	// two subtests that compare with them.
+	oracle := startCRDOracle(t, crdDir, "visitors", "gifts")
+
 	t.Run("each version validates and defaults with its own schema, like a CRD", func(t *testing.T) {
-		testVersionSchemasLikeCRD(t, ctx, cfg)
+		testVersionSchemasLikeCRD(t, ctx, cfg, oracle)
 	})
 
 	t.Run("fields of k8s.io/api and apimachinery types", func(t *testing.T) {
@@ -384,7 +394,7 @@ func TestVersions(t *testing.T) {
 	})
 
 	t.Run("free-form fields like a CRD", func(t *testing.T) {
-		testFreeFormLikeCRD(t, ctx, cfg)
+		testFreeFormLikeCRD(t, ctx, cfg, oracle)
 	})
 
 	t.Run("kubectl", func(t *testing.T) {

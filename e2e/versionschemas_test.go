@@ -8,84 +8,62 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/aagen-dev/aagen/e2e/cluster"
-	"github.com/aagen-dev/aagen/runtime/etcd"
 )
 
 // testVersionSchemasLikeCRD checks that each served version of kbexample's Visitor
 // validates and defaults with its own markers — v1beta1 limits spec.nickname to 8 bytes
 // and defaults spec.badge, v1 has a CEL rule on spec.nickname instead — by sending the
-// same creates and updates to the generated server (cfg) and to a CRD with the same two
-// versions, built from the generated server's own OpenAPI, on a real kube-apiserver, and
-// comparing the answers: status code, message and causes, or the stored spec.
-func testVersionSchemasLikeCRD(t *testing.T, ctx context.Context, cfg *rest.Config) {
-	openAPI := map[string][]byte{}
+// same creates and updates to the generated server (cfg) and to controller-gen's CRD of
+// the same types with the same two versions on a real kube-apiserver (oracle), and
+// comparing the answers: status code, message and causes, or the stored spec. Both the
+// generated server's OpenAPI and controller-gen's CRD must carry each version's markers
+// (the oracle's own check: a marker it did not read would make the comparison moot).
+func testVersionSchemasLikeCRD(t *testing.T, ctx context.Context, cfg *rest.Config, oracle *crdOracle) {
 	rc := discovery.NewDiscoveryClientForConfigOrDie(rest.CopyConfig(cfg)).RESTClient()
-	var err error
 	for _, v := range []string{"v1", "v1beta1"} {
-		if openAPI[v], err = rc.Get().AbsPath("/openapi/v3/apis/" + webapp + "/" + v).DoRaw(ctx); err != nil {
+		doc, err := rc.Get().AbsPath("/openapi/v3/apis/" + webapp + "/" + v).DoRaw(ctx)
+		if err != nil {
 			t.Fatalf("OpenAPI v3 of %s: %v", v, err)
 		}
-	}
-
-	// Each version's OpenAPI publishes its own constraints.
-	schemas := map[string]*apiextensionsv1.JSONSchemaProps{}
-	for v, doc := range openAPI {
-		s, err := cluster.CRDSchema(doc, "."+v+".Visitor")
+		published, err := cluster.CRDSchema(doc, "."+v+".Visitor")
 		if err != nil {
 			t.Fatal(err)
 		}
-		schemas[v] = s
-	}
-	nick := func(v string) apiextensionsv1.JSONSchemaProps {
-		return schemas[v].Properties["spec"].Properties["nickname"]
-	}
-	badge := func(v string) apiextensionsv1.JSONSchemaProps {
-		return schemas[v].Properties["spec"].Properties["badge"]
-	}
-	if n := nick("v1beta1"); n.MaxLength == nil || *n.MaxLength != 8 || len(n.XValidations) != 0 {
-		t.Errorf("v1beta1 OpenAPI: spec.nickname has maxLength %v and rules %v; want 8 and none", n.MaxLength, n.XValidations)
-	}
-	if n := nick("v1"); n.MaxLength != nil || len(n.XValidations) != 1 || n.XValidations[0].Message != "nickname must be lower case" {
-		t.Errorf("v1 OpenAPI: spec.nickname has maxLength %v and rules %v; want none and the lower-case rule", n.MaxLength, n.XValidations)
-	}
-	if b := badge("v1beta1"); b.Default == nil || string(b.Default.Raw) != `"visitor"` {
-		t.Errorf("v1beta1 OpenAPI: spec.badge default %v; want \"visitor\"", b.Default)
-	}
-	if b := badge("v1"); b.Default != nil {
-		t.Errorf("v1 OpenAPI: spec.badge default %s; want none", b.Default.Raw)
+		for source, s := range map[string]*apiextensionsv1.JSONSchemaProps{"the generated server's OpenAPI": published, "controller-gen's CRD": oracle.schema(t, "visitors", v)} {
+			nick, badge := s.Properties["spec"].Properties["nickname"], s.Properties["spec"].Properties["badge"]
+			switch v {
+			case "v1beta1":
+				if nick.MaxLength == nil || *nick.MaxLength != 8 || len(nick.XValidations) != 0 {
+					t.Errorf("%s, v1beta1: spec.nickname has maxLength %v and rules %v; want 8 and none", source, nick.MaxLength, nick.XValidations)
+				}
+				if badge.Default == nil || string(badge.Default.Raw) != `"visitor"` {
+					t.Errorf("%s, v1beta1: spec.badge default %v; want \"visitor\"", source, badge.Default)
+				}
+			case "v1":
+				if nick.MaxLength != nil || len(nick.XValidations) != 1 || nick.XValidations[0].Message != "nickname must be lower case" {
+					t.Errorf("%s, v1: spec.nickname has maxLength %v and rules %v; want none and the lower-case rule", source, nick.MaxLength, nick.XValidations)
+				}
+				if badge.Default != nil {
+					t.Errorf("%s, v1: spec.badge default %s; want none", source, badge.Default.Raw)
+				}
+			}
+		}
 	}
 
-	// The same API as a CRD on a real kube-apiserver.
-	e, err := etcd.Start(ctx, etcd.Config{Dir: t.TempDir(), UnsafeNoFsync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = e.Close() })
-	cp := cluster.StartControlPlane(t, e.ClientURL())
-	// The control plane may have taken minutes to build; the writes get their own time.
+	// The writes get their own time: the suite's context may be nearly spent.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	if _, err := kubernetes.NewForConfigOrDie(cp.Admin).CoreV1().Namespaces().Create(ctx,
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "guests"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	installVisitorCRD(t, ctx, cp.Admin, schemas)
-
-	servers := map[string]dynamic.Interface{"aagen": dynamic.NewForConfigOrDie(cfg), "crd": dynamic.NewForConfigOrDie(cp.Admin)}
+	servers := map[string]dynamic.Interface{"aagen": dynamic.NewForConfigOrDie(cfg), "crd": dynamic.NewForConfigOrDie(oracle.admin)}
 	visitor := func(v, name string, spec map[string]any) *unstructured.Unstructured {
 		return &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": webapp + "/" + v, "kind": "Visitor",
@@ -160,44 +138,4 @@ func describeAnswer(obj *unstructured.Unstructured, err error) string {
 	}
 	spec, _ := json.Marshal(obj.Object["spec"])
 	return "ok " + obj.GetAPIVersion() + " spec=" + string(spec)
-}
-
-// installVisitorCRD creates visitors.webapp.example.com with versions v1 (stored) and
-// v1beta1 and the given schemas, and waits until both versions answer.
-func installVisitorCRD(t *testing.T, ctx context.Context, admin *rest.Config, schemas map[string]*apiextensionsv1.JSONSchemaProps) {
-	t.Helper()
-	var versions []apiextensionsv1.CustomResourceDefinitionVersion
-	for _, v := range []string{"v1", "v1beta1"} {
-		versions = append(versions, apiextensionsv1.CustomResourceDefinitionVersion{
-			Name: v, Served: true, Storage: v == "v1",
-			Schema:       &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: schemas[v]},
-			Subresources: &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}},
-		})
-	}
-	crd := &apiextensionsv1.CustomResourceDefinition{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition"},
-		ObjectMeta: metav1.ObjectMeta{Name: "visitors." + webapp},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: webapp, Scope: apiextensionsv1.NamespaceScoped,
-			Names:    apiextensionsv1.CustomResourceDefinitionNames{Plural: "visitors", Singular: "visitor", Kind: "Visitor", ListKind: "VisitorList"},
-			Versions: versions,
-		},
-	}
-	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(crd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dyn := dynamic.NewForConfigOrDie(admin)
-	crds := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-	if _, err := dyn.Resource(crds).Create(ctx, &unstructured.Unstructured{Object: u}, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating the CRD: %v", err)
-	}
-	for _, v := range []string{"v1", "v1beta1"} {
-		if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-			_, err := dyn.Resource(visitors(v)).Namespace("guests").List(ctx, metav1.ListOptions{})
-			return err == nil, nil
-		}); err != nil {
-			t.Fatalf("the CRD's %s never answered: %v", v, err)
-		}
-	}
 }

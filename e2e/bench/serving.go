@@ -20,7 +20,6 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -159,9 +158,9 @@ func serving(root string, cfg servingConfig, res *Results) error {
 		return err
 	}
 
-	// The same schema as a CRD: taken from the generated server's published OpenAPI v3.
+	// The same types as a CRD: controller-gen's, under another group name.
 	crdGroup := "crd.marina.example.com"
-	if err := installCRD(ctx, cp.Admin, directHTTP, direct.Host, crdGroup); err != nil {
+	if err := installCRD(ctx, r, cp.Admin, dir, crdGroup); err != nil {
 		return err
 	}
 
@@ -650,36 +649,24 @@ func etcdPuts(cli *clientv3.Client, prefix string, n, c, size int, proc *cluster
 	})
 }
 
-// installCRD creates boats.<group> with the schema the generated server publishes for
-// Boat, and waits until it is served.
-func installCRD(ctx context.Context, admin *rest.Config, direct *http.Client, directHost, group string) error {
-	data, _, err := do(direct, http.MethodGet, directHost+"/openapi/v3/apis/marina.example.com/v1alpha1", "", http.StatusOK)
+// installCRD creates the CRD controller-gen v0.23.0 writes for the example's Boat (the
+// generated project in dir holds its types), moved to group (the same kube-apiserver serves
+// the aggregated marina.example.com) with the short name cbt, and waits until it is served.
+func installCRD(ctx context.Context, r *cluster.Runner, admin *rest.Config, dir, group string) error {
+	crdDir := r.TempDir()
+	cmd := exec.Command(cluster.ControllerGenBinary(r), "crd", "paths=./pkg/apis/...", "output:crd:dir="+crdDir)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("controller-gen: %v\n%s", err, out)
+	}
+	crd, err := cluster.ReadCRD(filepath.Join(crdDir, "marina.example.com_boats.yaml"))
 	if err != nil {
 		return err
 	}
-	schemaProps, err := cluster.CRDSchema(data, ".v1alpha1.Boat")
-	if err != nil {
-		return err
-	}
-	crd := &apiextensionsv1.CustomResourceDefinition{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition"},
-		ObjectMeta: metav1.ObjectMeta{Name: "boats." + group},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: group, Scope: apiextensionsv1.NamespaceScoped,
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "boats", Singular: "boat", Kind: "Boat", ListKind: "BoatList", ShortNames: []string{"cbt"}},
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
-				Name: "v1alpha1", Served: true, Storage: true,
-				Schema:           &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: schemaProps},
-				SelectableFields: []apiextensionsv1.SelectableField{{JSONPath: ".spec.dock"}},
-				AdditionalPrinterColumns: []apiextensionsv1.CustomResourceColumnDefinition{
-					{Name: "Dock", Type: "string", JSONPath: ".spec.dock"},
-					{Name: "Length", Type: "integer", JSONPath: ".spec.lengthMeters"},
-					{Name: "Phase", Type: "string", JSONPath: ".status.phase"},
-					{Name: "Berth", Type: "integer", JSONPath: ".status.berth", Priority: 1},
-				},
-			}},
-		},
-	}
+	crd.Name = "boats." + group
+	crd.Spec.Group = group
+	crd.Spec.Names.ShortNames = []string{"cbt"}
+	crd.Spec.Names.Categories = nil
 	body, _ := json.Marshal(crd)
 	var u map[string]any
 	_ = json.Unmarshal(body, &u)

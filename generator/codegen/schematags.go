@@ -368,6 +368,18 @@ func patchOpenAPISource(src []byte, byType map[string]map[string]FieldValidation
 				at := off(sp.Rbrace)
 				edits = append(edits, edit{at, at, strings.Join(add, "\n") + "\n"})
 			}
+			if fv.PreserveUnknownFields {
+				// A free-form object is published inline (type: object), as controller-gen
+				// writes it, not as a reference to runtime.RawExtension: kube-openapi's
+				// conversion to the field manager's schema makes that reference an atomic
+				// value, where an inline object that keeps unknown fields has its members
+				// tracked one by one, as a CRD's are (server-side apply then merges inside it
+				// and two managers can own different keys). Validation is the same: the
+				// definition of RawExtension is an object too.
+				if ref := keyValue(sp, "Ref"); ref != nil && refersTo(ref.Value, imports) == rawExtensionModel {
+					edits = append(edits, edit{off(ref.Pos()), off(ref.End()), `Type: []string{"object"}`})
+				}
+			}
 			if exts := fv.extensions(); len(exts) > 0 {
 				var entries []string
 				for _, x := range exts {
@@ -432,6 +444,22 @@ func hasEnum(e ast.Expr) bool {
 		return !found
 	})
 	return found
+}
+
+// rawExtensionModel is the model name of runtime.RawExtension in openapi-gen's output.
+const rawExtensionModel = "k8s.io/apimachinery/pkg/runtime.RawExtension"
+
+// refersTo returns the model a property's Ref names ("ref(<model name>)"), "" for another
+// expression.
+func refersTo(e ast.Expr, imports map[string]string) string {
+	call, ok := e.(*ast.CallExpr)
+	if !ok || len(call.Args) != 1 {
+		return ""
+	}
+	if id, ok := call.Fun.(*ast.Ident); !ok || id.Name != "ref" {
+		return ""
+	}
+	return modelNameKey(call.Args[0], imports)
 }
 
 // modelNameKey returns "<import path>.<Type>" for "<alias>.<Type>{}.OpenAPIModelName()",

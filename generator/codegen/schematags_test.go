@@ -110,6 +110,23 @@ func TestPatchOpenAPISource(t *testing.T) {
 		"\t\t\t\t\t\t\t\t\"x-kubernetes-preserve-unknown-fields\": true,"; !strings.Contains(string(out), want) {
 		t.Errorf("output lacks %q:\n%s", want, out)
 	}
+	// A free-form RawExtension field is published as an inline object, as controller-gen
+	// writes it (the field manager then tracks its members, as a CRD's).
+	withRaw := strings.Replace(openAPISrc, "\tcommon \"k8s.io/kube-openapi/pkg/common\"\n", "\tcommon \"k8s.io/kube-openapi/pkg/common\"\n\truntime \"k8s.io/apimachinery/pkg/runtime\"\n", 1)
+	withRaw = strings.Replace(withRaw, "\"size\": {\n\t\t\t\t\t\tSchemaProps: spec.SchemaProps{\n\t\t\t\t\t\t\tType:   []string{\"integer\"},\n\t\t\t\t\t\t\tFormat: \"int32\",\n",
+		"\"size\": {\n\t\t\t\t\t\tSchemaProps: spec.SchemaProps{\n\t\t\t\t\t\t\tDescription: \"any JSON object\",\n\t\t\t\t\t\t\tRef: ref(runtime.RawExtension{}.OpenAPIModelName()),\n", 1)
+	if !strings.Contains(withRaw, "RawExtension") {
+		t.Fatal("the RawExtension source was not made")
+	}
+	out, err = patchOpenAPISource([]byte(withRaw), map[string]map[string]FieldValidation{
+		"example.com/shop/pkg/apis/shop/v1.WidgetSpec": {"size": {JSONName: "size", PreserveUnknownFields: true}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(out), "Ref:") || !strings.Contains(string(out), "Description: \"any JSON object\",\n\t\t\t\t\t\t\tType:        []string{\"object\"},") {
+		t.Errorf("a free-form RawExtension field: want an inline object, not a Ref:\n%s", out)
+	}
 	if _, err := patchOpenAPISource([]byte(openAPISrc), map[string]map[string]FieldValidation{
 		"example.com/shop/pkg/apis/shop/v1.WidgetSpec": {"weight": {JSONName: "weight", Format: "byte"}},
 	}); err == nil || !strings.Contains(err.Error(), "has no property weight") {

@@ -7,6 +7,7 @@ import (
 	"go/ast"
 	"go/token"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -249,7 +250,66 @@ func (b *builder) fieldValidation(g *Types, f *Field, at string) {
 	if !b.freeForm(&fv, f.Type, ms, at) {
 		return
 	}
+	if f.OmitEmpty && f.Type.Kind != ExprPointer {
+		if c := zeroRefusedBy(fv, b.types.schemaKind(f.Type), b.types.under(f.Type)); c != "" {
+			b.warnf(f.Pos, "make it a pointer (*"+strings.TrimPrefix(f.Type.String, "*")+"), so that a zero value sent is kept and refused as in a CRD",
+				"field %s has omitempty and %s, which refuses its zero value: Go drops a zero value sent, so the server stores the field as absent%s where a CRD of the same type refuses it",
+				at, c, map[bool]string{true: " (and defaults it)", false: ""}[fv.Default != ""])
+		}
+	}
 	f.FieldValidation = fv
+}
+
+// zeroRefusedBy names the constraint of fv that refuses the zero value of a field of JSON
+// type kind (u is its underlying Go type), "" when none does. A non-pointer field with
+// omitempty never holds that value after decoding, so the constraint is never checked
+// against it (and a default fills it), where a CRD keeps the value sent and refuses it.
+// Enums from +enum are documentation and left out.
+func zeroRefusedBy(fv FieldValidation, kind string, u *TypeExpr) string {
+	v := fv.Validation
+	enumLacks := func(zero any) bool {
+		if len(v.Enum) == 0 || fv.OpenAPIEnum {
+			return false
+		}
+		for _, e := range v.Enum {
+			if fmt.Sprint(e) == fmt.Sprint(zero) {
+				return false
+			}
+		}
+		return true
+	}
+	switch kind {
+	case "integer", "number":
+		switch {
+		case v.Minimum != nil && (*v.Minimum > 0 || *v.Minimum == 0 && v.ExclusiveMinimum):
+			return fmt.Sprintf("a minimum of %v", *v.Minimum)
+		case v.Maximum != nil && (*v.Maximum < 0 || *v.Maximum == 0 && v.ExclusiveMaximum):
+			return fmt.Sprintf("a maximum of %v", *v.Maximum)
+		case enumLacks(0):
+			return "an Enum without 0"
+		}
+	case "string":
+		switch {
+		case v.MinLength != nil && *v.MinLength > 0:
+			return fmt.Sprintf("a MinLength of %d", *v.MinLength)
+		case enumLacks(""):
+			return `an Enum without ""`
+		}
+		if v.Pattern != "" {
+			if re, err := regexp.Compile(v.Pattern); err == nil && !re.MatchString("") {
+				return fmt.Sprintf(`a Pattern %s that "" does not match`, v.Pattern)
+			}
+		}
+	case "array":
+		if v.MinItems != nil && *v.MinItems > 0 && u != nil && u.Kind == ExprSlice {
+			return fmt.Sprintf("a MinItems of %d", *v.MinItems)
+		}
+	case "object":
+		if v.MinProperties != nil && *v.MinProperties > 0 && u != nil && u.Kind == ExprMap {
+			return fmt.Sprintf("a MinProperties of %d", *v.MinProperties)
+		}
+	}
+	return ""
 }
 
 // sameEnum checks that the +kubebuilder:validation:Enum of a field of the +enum type nt

@@ -342,7 +342,7 @@ func schema_examplecom_kbexample_api_v1_GiftSpec(ref common.ReferenceCallback) c
 					"card": {
 						SchemaProps: spec.SchemaProps{
 							Description: "Card is any JSON object; unknown fields in it are kept.",
-							Ref:         ref(runtime.RawExtension{}.OpenAPIModelName()),
+							Type:        []string{"object"},
 						},
 						VendorExtensible: spec.VendorExtensible{
 							Extensions: spec.Extensions{
@@ -353,7 +353,7 @@ func schema_examplecom_kbexample_api_v1_GiftSpec(ref common.ReferenceCallback) c
 					"wrapped": {
 						SchemaProps: spec.SchemaProps{
 							Description: "Wrapped is a Kubernetes object (apiVersion, kind, metadata), kept as sent except for its metadata, which is pruned to the fields of object metadata.",
-							Ref:         ref(runtime.RawExtension{}.OpenAPIModelName()),
+							Type:        []string{"object"},
 						},
 						VendorExtensible: spec.VendorExtensible{
 							Extensions: spec.Extensions{
@@ -972,7 +972,7 @@ func schema_examplecom_kbexample_api_v1_WorkerSpec(ref common.ReferenceCallback)
 					"config": {
 						SchemaProps: spec.SchemaProps{
 							Description: "Config is handed to the workers as it is.",
-							Ref:         ref(runtime.RawExtension{}.OpenAPIModelName()),
+							Type:        []string{"object"},
 						},
 						VendorExtensible: spec.VendorExtensible{
 							Extensions: spec.Extensions{

@@ -1,0 +1,126 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/aagen-dev/aagen/e2e/cluster"
+)
+
+// crdOracle is the peer "like a CRD" is measured against: CRDs that controller-gen wrote
+// from the same Go types, installed unchanged on a real kube-apiserver (cluster.KubeVersion,
+// its own etcd), with the namespace "guests" the comparisons write into.
+type crdOracle struct {
+	admin *rest.Config
+	// crds holds the installed CRDs by plural resource name.
+	crds map[string]*apiextensionsv1.CustomResourceDefinition
+}
+
+// startCRDOracle starts a control plane and installs the CRDs of crdDir (controller-gen's
+// output directory) whose plural is one of plurals; a plural with no CRD fails the test.
+// Every version of each CRD answers a list before it returns.
+func startCRDOracle(t *testing.T, crdDir string, plurals ...string) *crdOracle {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cp, _ := startControlPlane(t, ctx)
+	o := &crdOracle{admin: cp.Admin, crds: map[string]*apiextensionsv1.CustomResourceDefinition{}}
+	files, err := filepath.Glob(filepath.Join(crdDir, "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		crd, err := cluster.ReadCRD(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.Contains(plurals, crd.Spec.Names.Plural) {
+			o.crds[crd.Spec.Names.Plural] = crd
+		}
+	}
+	for _, p := range plurals {
+		if o.crds[p] == nil {
+			names, _ := os.ReadDir(crdDir)
+			var have []string
+			for _, n := range names {
+				have = append(have, n.Name())
+			}
+			t.Fatalf("controller-gen wrote no CRD for %s into %s (it wrote %s)", p, crdDir, strings.Join(have, ", "))
+		}
+	}
+	if _, err := kubernetes.NewForConfigOrDie(cp.Admin).CoreV1().Namespaces().Create(ctx,
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "guests"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dyn := dynamic.NewForConfigOrDie(cp.Admin)
+	for _, p := range plurals {
+		crd := o.crds[p]
+		cluster.InstallCRD(t, ctx, cp.Admin, installable(t, crd))
+		for _, v := range crd.Spec.Versions {
+			gvr := schema.GroupVersionResource{Group: crd.Spec.Group, Version: v.Name, Resource: p}
+			if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+				_, err := dyn.Resource(gvr).Namespace("guests").List(ctx, metav1.ListOptions{})
+				return err == nil, nil
+			}); err != nil {
+				t.Fatalf("the CRD's %s never answered: %v", gvr, err)
+			}
+		}
+	}
+	return o
+}
+
+// schema returns the OpenAPI schema controller-gen wrote for version v of the CRD of plural,
+// failing the test when there is none.
+func (o *crdOracle) schema(t *testing.T, plural, v string) *apiextensionsv1.JSONSchemaProps {
+	t.Helper()
+	for _, cv := range o.crds[plural].Spec.Versions {
+		if cv.Name == v && cv.Schema != nil && cv.Schema.OpenAPIV3Schema != nil {
+			return cv.Schema.OpenAPIV3Schema
+		}
+	}
+	t.Fatalf("controller-gen's CRD of %s has no schema for %s", plural, v)
+	return nil
+}
+
+// installable returns crd as kube-apiserver v1.37.2 accepts it. Its v1 conversion moves
+// selectableFields that every version has alike to the internal spec's top level, and its
+// validation then refuses them there unless the schemas are alike too ("may only be set when
+// validations.schema is included"): controller-gen's CRD of a kind whose versions differ in
+// schema but share a +kubebuilder:selectablefield (kbexample's Visitor) cannot be created.
+// Such selectableFields are dropped, with a log line; the comparisons using the oracle do
+// not select by field.
+func installable(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition) *apiextensionsv1.CustomResourceDefinition {
+	crd = crd.DeepCopy()
+	vs := crd.Spec.Versions
+	if len(vs) < 2 || len(vs[0].SelectableFields) == 0 {
+		return crd
+	}
+	sameFields, sameSchemas := true, true
+	for _, v := range vs[1:] {
+		sameFields = sameFields && equality.Semantic.DeepEqual(v.SelectableFields, vs[0].SelectableFields)
+		sameSchemas = sameSchemas && equality.Semantic.DeepEqual(v.Schema, vs[0].Schema)
+	}
+	if !sameFields || sameSchemas {
+		return crd
+	}
+	for i := range vs {
+		vs[i].SelectableFields = nil
+	}
+	t.Logf("%s: the selectableFields every version shares are dropped: kube-apiserver %s refuses them when the versions' schemas differ", crd.Name, cluster.KubeVersion)
+	return crd
+}
