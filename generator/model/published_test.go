@@ -195,7 +195,7 @@ func TestEnumMerged(t *testing.T) {
 	} {
 		src := c.src
 		t.Run(name, func(t *testing.T) {
-			m, _, err := build(t, module(t, map[string]string{"apis/shop/v1/doc.go": docGo, "apis/shop/v1/types.go": src}))
+			m, warnings, err := build(t, module(t, map[string]string{"apis/shop/v1/doc.go": docGo, "apis/shop/v1/types.go": src}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -210,6 +210,15 @@ func TestEnumMerged(t *testing.T) {
 			}
 			if f.DocumentedEnum != c.documented {
 				t.Errorf("DocumentedEnum %v; want %v (documentation only without +kubebuilder:validation:Enum)", f.DocumentedEnum, c.documented)
+			}
+			// Shape has omitempty and no "" constant: a checked enum refuses the zero value a
+			// non-pointer field drops (a warning), a documented one refuses nothing.
+			warned := false
+			for _, w := range warnings {
+				warned = warned || strings.Contains(w.Msg, `field WidgetSpec.Shape has omitempty and an Enum without ""`)
+			}
+			if warned == c.documented {
+				t.Errorf("zero-value warning %v, want %v; warnings: %v", warned, !c.documented, warnings)
 			}
 		})
 	}

@@ -264,11 +264,11 @@ func (b *builder) fieldValidation(g *Types, f *Field, at string) {
 // type kind (u is its underlying Go type), "" when none does. A non-pointer field with
 // omitempty never holds that value after decoding, so the constraint is never checked
 // against it (and a default fills it), where a CRD keeps the value sent and refuses it.
-// Enums from +enum are documentation and left out.
+// Enums from +enum alone are documentation (not checked) and left out.
 func zeroRefusedBy(fv FieldValidation, kind string, u *TypeExpr) string {
 	v := fv.Validation
 	enumLacks := func(zero any) bool {
-		if len(v.Enum) == 0 || fv.OpenAPIEnum {
+		if len(v.Enum) == 0 || fv.DocumentedEnum {
 			return false
 		}
 		for _, e := range v.Enum {
