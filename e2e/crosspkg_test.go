@@ -46,13 +46,17 @@ type crosspkgField struct {
 	enum string
 	// typeDoc, for a field of struct type, is the Go doc of the type (the field has its own).
 	typeDoc string
+	// documentedEnum, for a field of struct type, names its member of a +enum type: kubectl
+	// explain of the generated server shows that member's enum and kube-openapi's "Possible
+	// enum values" (documentation; the server takes other values), the CRD's neither.
+	documentedEnum string
 }
 
 // crosspkgFields are the constrained fields of the two structs from outside the API
 // package: common.Label (pkg/common, the same module) and extlib.Limits (the module
 // example.com/extlib, through a replace).
 var crosspkgFields = []crosspkgField{
-	{path: "label", typeDoc: "Label is printed on a crate.", want: `{"type":"object","required":["text"],"x-kubernetes-validations":[{"rule":"!has(self.code) || self.text != self.code","message":"text must differ from code"}]}`},
+	{path: "label", typeDoc: "Label is printed on a crate.", documentedEnum: "finish", want: `{"type":"object","required":["text"],"x-kubernetes-validations":[{"rule":"!has(self.code) || self.text != self.code","message":"text must differ from code"}]}`},
 	{path: "label.text", want: `{"type":"string","maxLength":12}`},
 	{path: "label.code", want: `{"type":"string","pattern":"^[a-z]+-[0-9]+$"}`},
 	{path: "label.color", want: `{"type":"string","enum":["red","green","blue"],"default":"green"}`, enum: "ENUM:\n    red\n    green\n    blue\n"},
@@ -231,6 +235,10 @@ func TestCrossPackageMarkersLikeControllerGenCRD(t *testing.T) {
 				field: "spec.limits", message: "minWeight must not exceed maxWeight"},
 			{name: "defaults", spec: valid(nil, nil),
 				wantSpec: `{"label":{"color":"green","text":"apples"},"limits":{"maxWeight":10,"unit":"kg"}}`},
+			// common.Finish is +enum alone: documentation, so a value outside its constants is
+			// taken, as by the CRD (controller-gen ignores +enum).
+			{name: "common.Label/+enum is documentation", spec: valid(map[string]any{"finish": "Satin"}, nil),
+				wantSpec: `{"label":{"color":"green","finish":"Satin","text":"apples"},"limits":{"maxWeight":10,"unit":"kg"}}`},
 			{name: "every field set", spec: valid(map[string]any{"code": "apples-1", "color": "red", "fontSize": int64(6)},
 				map[string]any{"minWeight": int64(10), "unit": "lb", "carrier": "ACME"}),
 				wantSpec: `{"label":{"code":"apples-1","color":"red","fontSize":6,"text":"apples"},"limits":{"carrier":"ACME","maxWeight":10,"minWeight":10,"unit":"lb"}}`},
@@ -349,6 +357,32 @@ func TestCrossPackageMarkersLikeControllerGenCRD(t *testing.T) {
 		}
 	})
 
+	// The one intended difference of spec.label.finish: the generated server publishes the
+	// +enum constants as its enum (as kube-apiserver publishes its built-in enums), the CRD
+	// none (controller-gen ignores +enum); both take other values ("writes" above).
+	t.Run("openapi v3: a +enum field's constants published by aagen only", func(t *testing.T) {
+		want := map[string]string{"aagen": `{"type":"string","enum":["Gloss","Matte"]}`, "crd": `{"type":"string"}`}
+		for _, s := range servers {
+			rc := discovery.NewDiscoveryClientForConfigOrDie(rest.CopyConfig(s.cfg)).RESTClient()
+			doc, err := rc.Get().AbsPath("/openapi/v3/apis/" + depot + "/v1").DoRaw(ctx)
+			if err != nil {
+				t.Fatalf("%s: OpenAPI v3 of %s/v1: %v", s.name, depot, err)
+			}
+			root, err := cluster.CRDSchema(doc, ".v1.Crate")
+			if err != nil {
+				t.Fatalf("%s: %v", s.name, err)
+			}
+			f, ok := specField(root, "label.finish")
+			if !ok {
+				t.Errorf("%s publishes no spec.label.finish", s.name)
+				continue
+			}
+			if got := publishedConstraints(f); got != want[s.name] {
+				t.Errorf("%s publishes spec.label.finish as %s; want %s", s.name, got, want[s.name])
+			}
+		}
+	})
+
 	t.Run("kubectl explain", func(t *testing.T) {
 		for _, f := range crosspkgFields {
 			t.Run("spec."+f.path, func(t *testing.T) {
@@ -387,6 +421,17 @@ func TestCrossPackageMarkersLikeControllerGenCRD(t *testing.T) {
 					}
 					aagenOut = fieldLine.ReplaceAllString(aagenOut, "FIELD: "+last+" <Object>")
 					aagenOut = strings.Replace(aagenOut, typeDocLine, "\n", 1)
+				}
+				if f.documentedEnum != "" {
+					// The member of a +enum type: the generated server publishes the constants
+					// (its enum line, and kube-openapi's list after the member's description),
+					// the CRD does not. The second intended difference: asserted, then taken out.
+					enumLine := regexp.MustCompile(`(?m)^(  ` + regexp.QuoteMeta(f.documentedEnum) + `\t<string>\n)  enum: .*\n`)
+					possible := regexp.MustCompile(`\n[ \t]*\n[ \t]*Possible enum values:\n(?:[ \t]+- [^\n]*\n)+`)
+					if !enumLine.MatchString(aagenOut) || !possible.MatchString(aagenOut) {
+						t.Errorf("kubectl explain crates.spec.%s of the generated server: want %s's enum line and its \"Possible enum values\":\n%s", f.path, f.documentedEnum, aagenOut)
+					}
+					aagenOut = possible.ReplaceAllString(enumLine.ReplaceAllString(aagenOut, "$1"), "\n")
 				}
 				if aagenOut != crdOut {
 					t.Errorf("kubectl explain crates.spec.%s:\naagen:\n%s\nCRD:\n%s", f.path, out["aagen"], crdOut)

@@ -46,10 +46,10 @@ func typeTags(t *model.Type) codegen.TypeValidation {
 				}
 			}
 		}
-		if f.OpenAPIEnum {
-			// kube-openapi writes the enum of a +enum type itself (the same values).
-			cf.Enum = nil
-		}
+		// The enum of a +enum type (the type's constants, which openapi-gen writes for +enum
+		// but not for +k8s:enum) is written by codegen either way; without
+		// +kubebuilder:validation:Enum it is documentation, which the server does not check.
+		cf.DocumentedEnum = f.DocumentedEnum
 		if f.Items != nil {
 			cf.Tags = append(cf.Tags, prefixedSchemaTags("+k8s:validation:items:", *f.Items)...)
 		}

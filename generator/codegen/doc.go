@@ -87,7 +87,9 @@
 // version parses +k8s:validation:enum and :format but never writes them, so
 // after the last step patchOpenAPI sets Enum and Format in the property
 // schemas of zz_generated.openapi.go (found through GetOpenAPIDefinitions'
-// keys) and formats the file again. The apply schema of the models-schema
+// keys), appends DocumentedEnums (the properties whose enum is a +enum
+// type's constants without +kubebuilder:validation:Enum: published, not
+// checked by the server) and formats the file again. The apply schema of the models-schema
 // step is computed before that patch; it has no use for either.
 //
 // # Stale generated files and packages that do not compile yet

@@ -59,6 +59,10 @@ type FieldValidation struct {
 	// Enum and Format are written into the field's property of the generated definitions.
 	Enum   []any
 	Format string
+	// DocumentedEnum says Enum is documentation (a +enum type's constants without
+	// +kubebuilder:validation:Enum): published, and listed in DocumentedEnums so that the
+	// server does not check it.
+	DocumentedEnum bool
 	// PreserveUnknownFields and EmbeddedResource are written into the field's property
 	// as x-kubernetes-preserve-unknown-fields and x-kubernetes-embedded-resource (for
 	// free-form fields, as a CRD's schema has them).
@@ -153,8 +157,18 @@ func (in Input) defaulterPackages() []string {
 	return out
 }
 
+// documentedEnumsFunc is the function patchOpenAPI adds to the generated openapi file: the
+// properties, by definition, whose enum is documentation. openapi-gen writes an enum only
+// from a +enum type's constants (for the fields of every package it defines, Kubernetes'
+// own types among them); the server checks only the enums a +kubebuilder:validation:Enum
+// gives, which codegen writes. Every other enum is published, as kube-apiserver publishes
+// its built-in enums (validated by hand-written code, not by the schema), and not checked,
+// as a CRD of the same types does not check it (controller-gen ignores +enum).
+const documentedEnumsFunc = "DocumentedEnums"
+
 // patchOpenAPI writes enum and format of the fields that have them, and the vendor
-// extensions of free-form fields, into the property schemas of the generated openapi file.
+// extensions of free-form fields, into the property schemas of the generated openapi file,
+// and adds the function documentedEnumsFunc.
 func patchOpenAPI(files []File, in Input) ([]File, error) {
 	byType := map[string]map[string]FieldValidation{} // import path + "." + type -> json name -> field
 	for path, tvs := range in.Validation {
@@ -170,9 +184,6 @@ func patchOpenAPI(files []File, in Input) ([]File, error) {
 				byType[key][fv.JSONName] = fv
 			}
 		}
-	}
-	if len(byType) == 0 {
-		return files, nil
 	}
 	name := path.Join(strings.TrimPrefix(strings.TrimPrefix(in.OutputPkg, in.ModulePath), "/"), "openapi", openAPIFileName)
 	i := slices.IndexFunc(files, func(f File) bool { return f.Path == name })
@@ -195,7 +206,9 @@ type edit struct {
 
 // patchOpenAPISource edits openapi-gen's output: for each definition of byType (found
 // through the keys of GetOpenAPIDefinitions, "<alias>.<Type>{}.OpenAPIModelName()"), it
-// sets Enum and Format in the SchemaProps of the named properties.
+// sets Enum and Format in the SchemaProps of the named properties; then it appends
+// documentedEnumsFunc, listing under the same keys every property with an enum that is not
+// a checked one of byType.
 func patchOpenAPISource(src []byte, byType map[string]map[string]FieldValidation) ([]byte, error) {
 	fset := token.NewFileSet()
 	f, err := parser.ParseFile(fset, "openapi.go", src, parser.ParseComments)
@@ -217,24 +230,81 @@ func patchOpenAPISource(src []byte, byType map[string]map[string]FieldValidation
 			funcs[fd.Name.Name] = fd
 		}
 	}
+	off := func(p token.Pos) int { return fset.Position(p).Offset }
 	schemaFunc := map[string]string{} // type key -> schema_ function
+	keyOfFunc := map[string]string{}  // schema_ function -> type key
+	// The definitions in GetOpenAPIDefinitions' order: its key as written, its schema_ function.
+	type definition struct{ keySrc, schemaFunc string }
+	var definitions []definition
 	if fd := funcs["GetOpenAPIDefinitions"]; fd != nil {
 		ast.Inspect(fd, func(n ast.Node) bool {
 			kv, ok := n.(*ast.KeyValueExpr)
 			if !ok {
 				return true
 			}
+			call, ok := kv.Value.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			id, ok := call.Fun.(*ast.Ident)
+			if !ok {
+				return true
+			}
+			definitions = append(definitions, definition{string(src[off(kv.Key.Pos()):off(kv.Key.End())]), id.Name})
 			if key := modelNameKey(kv.Key, imports); key != "" {
-				if call, ok := kv.Value.(*ast.CallExpr); ok {
-					if id, ok := call.Fun.(*ast.Ident); ok {
-						schemaFunc[key] = id.Name
-					}
-				}
+				schemaFunc[key] = id.Name
+				keyOfFunc[id.Name] = key
 			}
 			return true
 		})
 	}
-	off := func(p token.Pos) int { return fset.Position(p).Offset }
+	// checkedEnum: schema_ function -> the properties whose enum codegen writes from a
+	// +kubebuilder:validation:Enum.
+	checkedEnum := map[string]map[string]bool{}
+	for key, fields := range byType {
+		for prop, fv := range fields {
+			if len(fv.Enum) > 0 && !fv.DocumentedEnum {
+				if checkedEnum[schemaFunc[key]] == nil {
+					checkedEnum[schemaFunc[key]] = map[string]bool{}
+				}
+				checkedEnum[schemaFunc[key]][prop] = true
+			}
+		}
+	}
+	var documented []string // the entries of documentedEnumsFunc's map
+	for _, d := range definitions {
+		fd := funcs[d.schemaFunc]
+		if fd == nil {
+			continue
+		}
+		props := findProperties(fd)
+		if props == nil {
+			continue
+		}
+		var names []string
+		for _, el := range props.Elts {
+			kv, ok := el.(*ast.KeyValueExpr)
+			if !ok {
+				continue
+			}
+			lit, ok := kv.Key.(*ast.BasicLit)
+			if !ok {
+				continue
+			}
+			prop, _ := strconv.Unquote(lit.Value)
+			if checkedEnum[d.schemaFunc][prop] {
+				continue
+			}
+			fv, handed := byType[keyOfFunc[d.schemaFunc]][prop]
+			if handed && len(fv.Enum) > 0 || hasEnum(kv.Value) {
+				names = append(names, strconv.Quote(prop))
+			}
+		}
+		if len(names) > 0 {
+			sort.Strings(names)
+			documented = append(documented, d.keySrc+": {"+strings.Join(names, ", ")+"},")
+		}
+	}
 	var edits []edit
 	keys := make([]string, 0, len(byType))
 	for k := range byType {
@@ -340,11 +410,40 @@ func patchOpenAPISource(src []byte, byType map[string]map[string]FieldValidation
 	for _, e := range edits {
 		out = append(out[:e.start:e.start], append([]byte(e.text), out[e.end:]...)...)
 	}
+	out = append(out, documentedEnumsSource(documented)...)
 	res, err := format.Source(out)
 	if err != nil {
 		return nil, fmt.Errorf("formatting: %w", err)
 	}
 	return bytes.TrimLeft(res, "\n"), nil
+}
+
+// documentedEnumsSource renders documentedEnumsFunc with the map entries documented.
+func documentedEnumsSource(documented []string) string {
+	body := "return nil"
+	if len(documented) > 0 {
+		body = "return map[string][]string{\n" + strings.Join(documented, "\n") + "\n}"
+	}
+	return "\n// " + documentedEnumsFunc + " names, by definition, the properties whose enum is documentation:\n" +
+		"// the constants of a +enum type without +kubebuilder:validation:Enum. The definitions\n" +
+		"// publish them, as kube-apiserver publishes its built-in enums; the server does not check\n" +
+		"// them, as a CRD of the same types does not (controller-gen ignores +enum).\n" +
+		"func " + documentedEnumsFunc + "() map[string][]string {\n" + body + "\n}\n"
+}
+
+// hasEnum reports whether the schema literal e sets Enum anywhere: on itself, or on its
+// items or additional properties (openapi-gen's enum of a list or map of a +enum type).
+func hasEnum(e ast.Expr) bool {
+	found := false
+	ast.Inspect(e, func(n ast.Node) bool {
+		if kv, ok := n.(*ast.KeyValueExpr); ok {
+			if id, ok := kv.Key.(*ast.Ident); ok && id.Name == "Enum" {
+				found = true
+			}
+		}
+		return !found
+	})
+	return found
 }
 
 // rawExtensionModel is the model name of runtime.RawExtension in openapi-gen's output.

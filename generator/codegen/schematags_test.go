@@ -75,6 +75,30 @@ func TestPatchOpenAPISource(t *testing.T) {
 	if want := `Enum:   []interface{}{"", "Always", "Never"},`; !strings.Contains(string(out), want) || strings.Count(string(out), "Enum:") != 1 {
 		t.Errorf("want the one enum %s in:\n%s", want, out)
 	}
+	// That enum is the field's +kubebuilder:validation:Enum: checked, so not documented.
+	if want := "func DocumentedEnums() map[string][]string {\n\treturn nil\n}\n"; !strings.HasSuffix(string(out), want) {
+		t.Errorf("want the checked enum left out of DocumentedEnums (%q):\n%s", want, out)
+	}
+	// openapi-gen's enum of a +enum type that no +kubebuilder:validation:Enum repeats, and
+	// the enum codegen writes for a documented one (+k8s:enum, which openapi-gen does not
+	// read), are documentation: listed under the definition's key as GetOpenAPIDefinitions
+	// writes it, so that the server does not check them.
+	for name, byType := range map[string]map[string]map[string]FieldValidation{
+		"openapi-gen's": nil,
+		"codegen's":     {"example.com/shop/pkg/apis/shop/v1.WidgetSpec": {"size": {JSONName: "size", Enum: []any{int64(1)}, DocumentedEnum: true}}},
+	} {
+		out, err = patchOpenAPISource([]byte(withEnum), byType)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "\t\tv1.WidgetSpec{}.OpenAPIModelName(): {\"color\"},\n"
+		if byType != nil {
+			want = "\t\tv1.WidgetSpec{}.OpenAPIModelName(): {\"color\", \"size\"},\n"
+		}
+		if !strings.Contains(string(out), "func DocumentedEnums() map[string][]string {\n\treturn map[string][]string{\n"+want+"\t}\n}\n") {
+			t.Errorf("%s: want DocumentedEnums with %q:\n%s", name, want, out)
+		}
+	}
 	out, err = patchOpenAPISource([]byte(openAPISrc), map[string]map[string]FieldValidation{
 		"example.com/shop/pkg/apis/shop/v1.WidgetSpec": {"size": {JSONName: "size", PreserveUnknownFields: true, EmbeddedResource: true}},
 	})

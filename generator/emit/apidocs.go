@@ -308,7 +308,7 @@ func (t *typeWalker) fields(fields []*model.Field, typeName string) {
 			if f.Default != "" {
 				def = "`" + cell(f.Default) + "`"
 			}
-			cons = constraints(f.Validation)
+			cons = fieldConstraints(f.FieldValidation)
 		}
 		req := ""
 		if required {
@@ -410,6 +410,22 @@ func basicJSON(basic string) string {
 }
 
 // constraints describes a validation, one item per constraint.
+// fieldConstraints renders what a field's schema checks; a documented enum (+enum alone,
+// which the server publishes and does not check) is said as such.
+func fieldConstraints(fv model.FieldValidation) []string {
+	if !fv.DocumentedEnum {
+		return constraints(fv.Validation)
+	}
+	v := fv.Validation
+	v.Enum = nil
+	var vals []string
+	for _, e := range fv.Validation.Enum {
+		b, _ := json.Marshal(e)
+		vals = append(vals, "`"+cell(string(b))+"`")
+	}
+	return append(constraints(v), "documented values (+enum, not checked): "+strings.Join(vals, ", "))
+}
+
 func constraints(v model.Validation) []string {
 	var out []string
 	num := func(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }

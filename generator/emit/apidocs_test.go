@@ -1,6 +1,7 @@
 package emit
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/aagen-dev/aagen/generator/model"
@@ -37,5 +38,19 @@ func TestStoredVersion(t *testing.T) {
 	r2.Backend = true
 	if stored(h1) {
 		t.Error("a backend kind is labelled as stored")
+	}
+}
+
+// TestFieldConstraintsDocumentedEnum: the reference says a +enum type's constants are
+// documented values, not checked, and a +kubebuilder:validation:Enum's are checked ("one of").
+func TestFieldConstraintsDocumentedEnum(t *testing.T) {
+	enum := model.Validation{Enum: []any{"Round", "Square"}}
+	if got, want := strings.Join(fieldConstraints(model.FieldValidation{Validation: enum, OpenAPIEnum: true, DocumentedEnum: true}), "; "),
+		"documented values (+enum, not checked): `\"Round\"`, `\"Square\"`"; got != want {
+		t.Errorf("+enum alone: %q, want %q", got, want)
+	}
+	if got, want := strings.Join(fieldConstraints(model.FieldValidation{Validation: enum, OpenAPIEnum: true}), "; "),
+		"one of `\"Round\"`, `\"Square\"`"; got != want {
+		t.Errorf("+enum with +kubebuilder:validation:Enum: %q, want %q", got, want)
 	}
 }

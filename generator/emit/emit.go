@@ -254,7 +254,7 @@ func storage(r *model.Resource, o Options) *jen.File {
 	f.ImportName(o.GeneratedPkg+"/openapi", "openapi")
 	ptr := jen.Op("*").Qual(v.ImportPath, k.Name)
 	// Every write is validated against the kind's OpenAPI schema in the version of the
-	// request, like a CRD's.
+	// request, like a CRD's (its documented enums, +enum's alone, not checked).
 	var versions []jen.Code
 	for _, kv := range r.Served() {
 		f.ImportAlias(kv.Version.ImportPath, typesAlias(kv.Version))
@@ -262,6 +262,7 @@ func storage(r *model.Resource, o Options) *jen.File {
 			field("Name", jen.Lit(kv.Version.Name)),
 			field("Schema", jen.Op("&").Qual(pkgRegistry, "Schema").Add(structLit(
 				field("Definitions", jen.Qual(o.GeneratedPkg+"/openapi", "GetOpenAPIDefinitions")),
+				field("DocumentedEnums", jen.Qual(o.GeneratedPkg+"/openapi", "DocumentedEnums").Call()),
 				field("Name", jen.Qual(kv.Version.ImportPath, k.Name).Values().Dot("OpenAPIModelName").Call()),
 			))),
 		))
@@ -549,6 +550,7 @@ func apiserver(m *model.Model, o Options) *jen.File {
 			field("Scheme", jen.Id("scheme")),
 			field("StorageVersions", jen.Index().Qual(pkgSchema, "GroupVersion").Values(storageVersions...)),
 			field("OpenAPIDefinitions", jen.Qual(openapiPkg, "GetOpenAPIDefinitions")),
+			field("DocumentedEnums", jen.Qual(openapiPkg, "DocumentedEnums").Call()),
 			field("Groups", jen.Index().Qual(pkgServer, "Group").Values(groups...)),
 			field("Admission", jen.Id("newAdmission").Call()),
 		)), jen.Nil()),

@@ -160,6 +160,8 @@ func (GadgetList) OpenAPIModelName() string { return "com.example.shop.v1.Gadget
 import "k8s.io/kube-openapi/pkg/common"
 
 func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition { return nil }
+
+func DocumentedEnums() map[string][]string { return nil }
 `))
 	cmd := exec.Command("go", "vet", "./pkg/registry/...")
 	cmd.Dir = dir

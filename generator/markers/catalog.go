@@ -265,8 +265,8 @@ func otherTools() []*Definition {
 		raw("patchStrategy", "Strategic merge patch strategy of the field (kube-openapi publishes it as x-kubernetes-patch-strategy). Strategic merge patch reads the patchStrategy struct tag: a marker that differs from it is a warning, and the tag is published.", ""),
 		raw("patchMergeKey", "Strategic merge patch key of a list (kube-openapi publishes it as x-kubernetes-patch-merge-key). Strategic merge patch reads the one patchMergeKey struct tag: a marker that differs from it, or several, is a warning, and the tag is published.", ""),
 		valued(&Definition{Name: "enum", Target: OnType, Form: Flag,
-			Help: "The named string type is an enum of its constants (kube-openapi publishes them; the server checks them). " +
-				"Next to +kubebuilder:validation:Enum the two must list the same values (one enum); different values are an error."}, flagOf[OpenAPIEnum]()),
+			Help: "The named string type is an enum of its constants: documentation, as for kube-apiserver's built-in types. The OpenAPI definitions publish the constants as the enum; the server does not check them, as a CRD of the same types does not (controller-gen ignores +enum). " +
+				"Next to +kubebuilder:validation:Enum the two must list the same values (one enum, then checked); different values are an error."}, flagOf[OpenAPIEnum]()),
 		valued(alias(&Definition{Name: "k8s:enum", Target: OnType, Form: Flag, Help: "Same as +enum (declarative validation spelling)."}, "enum"), flagOf[OpenAPIEnum]()),
 		raw("protobuf", "Protocol buffer generation (go-to-protobuf).", "aagen writes the protobuf methods itself (docs/protobuf.md) and takes field numbers from `protobuf:\"...\"` struct tags; go-to-protobuf's +protobuf markers are not read"),
 		raw("k8s:protobuf-gen", "Protocol buffer generation (go-to-protobuf).", "aagen writes protobuf methods for every package whose fields protobuf can carry (docs/protobuf.md)"),

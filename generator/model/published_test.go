@@ -179,15 +179,21 @@ func enumKind(typeMarkers, fieldMarkers string) string {
 }
 
 // TestEnumMerged: kueue puts +enum (kube-openapi: the type's constants are the enum) next to
-// +kubebuilder:validation:Enum with the same values; the two are one enum, which
-// kube-openapi publishes (codegen is not asked to write it again). Different values are an
-// error at the Enum marker naming both lists.
+// +kubebuilder:validation:Enum with the same values; the two are one enum, published and
+// checked. +enum (or +k8s:enum) alone is a documented enum: published, not checked.
+// Different values are an error at the Enum marker naming both lists.
 func TestEnumMerged(t *testing.T) {
-	for name, src := range map[string]string{
-		"on the type":  enumKind("// +enum\n// +kubebuilder:validation:Enum=Square;Round\n", ""),
-		"on the field": enumKind("// +enum\n", "\t// +kubebuilder:validation:Enum=Round;Square\n"),
-		"+enum alone":  enumKind("// +enum\n", ""),
+	for name, c := range map[string]struct {
+		src        string
+		documented bool
+	}{
+		"on the type":        {enumKind("// +enum\n// +kubebuilder:validation:Enum=Square;Round\n", ""), false},
+		"on the field":       {enumKind("// +enum\n", "\t// +kubebuilder:validation:Enum=Round;Square\n"), false},
+		"+enum alone":        {enumKind("// +enum\n", ""), true},
+		"+k8s:enum alone":    {enumKind("// +k8s:enum\n", ""), true},
+		"+k8s:enum and Enum": {enumKind("// +k8s:enum\n", "\t// +kubebuilder:validation:Enum=Round;Square\n"), false},
 	} {
+		src := c.src
 		t.Run(name, func(t *testing.T) {
 			m, _, err := build(t, module(t, map[string]string{"apis/shop/v1/doc.go": docGo, "apis/shop/v1/types.go": src}))
 			if err != nil {
@@ -200,7 +206,10 @@ func TestEnumMerged(t *testing.T) {
 			}
 			slices.Sort(got)
 			if !f.OpenAPIEnum || !slices.Equal(got, []string{"Round", "Square"}) {
-				t.Errorf("OpenAPIEnum %v, enum %v; want one enum Round, Square published by kube-openapi", f.OpenAPIEnum, got)
+				t.Errorf("OpenAPIEnum %v, enum %v; want one enum Round, Square", f.OpenAPIEnum, got)
+			}
+			if f.DocumentedEnum != c.documented {
+				t.Errorf("DocumentedEnum %v; want %v (documentation only without +kubebuilder:validation:Enum)", f.DocumentedEnum, c.documented)
 			}
 		})
 	}

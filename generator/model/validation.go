@@ -39,10 +39,17 @@ type FieldValidation struct {
 	// apiextensions' JSON): their schema keeps unknown fields
 	// (x-kubernetes-preserve-unknown-fields), as controller-gen's does.
 	FreeForm bool
-	// OpenAPIEnum is set when the field's type is marked +enum: kube-openapi publishes the
-	// type's constants as the enum, which Validation.Enum then holds too (the same values
-	// when +kubebuilder:validation:Enum gives them as well: one enum).
+	// OpenAPIEnum is set when the field's type is marked +enum (or +k8s:enum): the type's
+	// constants are the enum the OpenAPI definitions publish, which Validation.Enum then
+	// holds too (the same values when +kubebuilder:validation:Enum gives them as well: one
+	// enum).
 	OpenAPIEnum bool
+	// DocumentedEnum is set when that enum comes from +enum alone, with no
+	// +kubebuilder:validation:Enum on the field or its type: it is documentation, published
+	// but not checked by the server, as kube-apiserver publishes its built-in enums (whose
+	// validation is hand-written) and as a CRD of the same types takes any string
+	// (controller-gen ignores +enum). With +kubebuilder:validation:Enum the enum is checked.
+	DocumentedEnum bool
 	// EmbeddedResource is +kubebuilder:validation:EmbeddedResource on a free-form field:
 	// the value is a Kubernetes object (apiVersion, kind and metadata checked like a
 	// CRD's x-kubernetes-embedded-resource).
@@ -218,6 +225,7 @@ func (b *builder) fieldValidation(g *Types, f *Field, at string) {
 					return
 				}
 				fv.OpenAPIEnum = true
+				fv.DocumentedEnum = len(val.Enum) == 0
 				val.Enum = nil
 				for _, c := range nt.StringConstants {
 					val.Enum = append(val.Enum, c)

@@ -37,7 +37,7 @@ func TestSchemaValidatorRecursive(t *testing.T) {
 			}}},
 		}
 	}
-	props, err := JSONSchemaProps(defs, "com.example.v1.Widget")
+	props, err := (&Schema{Definitions: defs, Name: "com.example.v1.Widget"}).JSONSchemaProps()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
@@ -35,6 +36,12 @@ import (
 type Schema struct {
 	// Definitions are the generated OpenAPI definitions (the server's OpenAPIDefinitions).
 	Definitions openapicommon.GetOpenAPIDefinitions
+	// DocumentedEnums names, by definition, the properties whose enum is documentation
+	// (the generated DocumentedEnums: a +enum type's constants without
+	// +kubebuilder:validation:Enum): published with the definitions, as kube-apiserver
+	// publishes its built-in enums, but not checked, as a CRD of the same types does not
+	// check them (controller-gen ignores +enum). Every other enum is checked.
+	DocumentedEnums map[string][]string
 	// Name is the kind's definition name (its OpenAPIModelName).
 	Name string
 }
@@ -73,7 +80,7 @@ func newSchemaValidator(s *Schema) (*schemaValidator, error) {
 	if s.Definitions == nil || s.Name == "" {
 		return nil, fmt.Errorf("schema: Definitions and Name are required")
 	}
-	props, err := JSONSchemaProps(s.Definitions, s.Name)
+	props, err := s.JSONSchemaProps()
 	if err != nil {
 		return nil, err
 	}
@@ -259,13 +266,15 @@ func blocking(errs field.ErrorList) bool {
 	return false
 }
 
-// JSONSchemaProps returns the schema of definition name with every reference resolved,
-// in the form a CustomResourceDefinition carries it: metadata is an object (validated
-// elsewhere), int-or-string types (IntOrString, Quantity) are x-kubernetes-int-or-string,
-// runtime.RawExtension and types without a schema type keep unknown fields.
-func JSONSchemaProps(defs openapicommon.GetOpenAPIDefinitions, name string) (*apiextensions.JSONSchemaProps, error) {
-	all := defs(func(path string) spec.Ref { return spec.MustCreateRef("#/definitions/" + path) })
-	r := &resolver{defs: all, visiting: map[string]bool{}}
+// JSONSchemaProps returns the schema the server checks objects of the definition with:
+// the definition with every reference resolved, in the form a CustomResourceDefinition
+// carries it: metadata is an object (validated elsewhere), int-or-string types
+// (IntOrString, Quantity) are x-kubernetes-int-or-string, runtime.RawExtension and types
+// without a schema type keep unknown fields, and the documented enums are left out.
+func (sc *Schema) JSONSchemaProps() (*apiextensions.JSONSchemaProps, error) {
+	name := sc.Name
+	all := sc.Definitions(func(path string) spec.Ref { return spec.MustCreateRef("#/definitions/" + path) })
+	r := &resolver{defs: all, documentedEnums: sc.DocumentedEnums, visiting: map[string]bool{}}
 	s, err := r.definition(name)
 	if err != nil {
 		return nil, err
@@ -291,8 +300,9 @@ func JSONSchemaProps(defs openapicommon.GetOpenAPIDefinitions, name string) (*ap
 }
 
 type resolver struct {
-	defs     map[string]openapicommon.OpenAPIDefinition
-	visiting map[string]bool
+	defs            map[string]openapicommon.OpenAPIDefinition
+	documentedEnums map[string][]string
+	visiting        map[string]bool
 }
 
 func (r *resolver) definition(name string) (*spec.Schema, error) {
@@ -335,7 +345,37 @@ func (r *resolver) definition(name string) (*spec.Schema, error) {
 	if len(s.Type) == 0 {
 		return preserveUnknown(), nil
 	}
+	if props := r.documentedEnums[name]; len(props) > 0 && s.Properties != nil {
+		s.Properties = maps.Clone(s.Properties)
+		for _, p := range props {
+			if ps, ok := s.Properties[p]; ok {
+				s.Properties[p] = withoutEnums(ps)
+			}
+		}
+	}
 	return r.schema(s)
+}
+
+// withoutEnums returns s without the enums of its inline schema: its own, its items' and its
+// additional properties' (a list or a map of a +enum type), and those of allOf.
+func withoutEnums(s spec.Schema) spec.Schema {
+	s.Enum = nil
+	if s.Items != nil && s.Items.Schema != nil {
+		it := withoutEnums(*s.Items.Schema)
+		s.Items = &spec.SchemaOrArray{Schema: &it}
+	}
+	if s.AdditionalProperties != nil && s.AdditionalProperties.Schema != nil {
+		ap := withoutEnums(*s.AdditionalProperties.Schema)
+		s.AdditionalProperties = &spec.SchemaOrBool{Allows: s.AdditionalProperties.Allows, Schema: &ap}
+	}
+	if len(s.AllOf) > 0 {
+		all := make([]spec.Schema, len(s.AllOf))
+		for i, a := range s.AllOf {
+			all[i] = withoutEnums(a)
+		}
+		s.AllOf = all
+	}
+	return s
 }
 
 // schema returns s (a copy) with its references and those of its children resolved.
@@ -495,14 +535,15 @@ func preserveUnknown() *spec.Schema {
 	}
 }
 
-// NewBodyValidator returns a validator of objects of the OpenAPI definition name (the body
-// of an action, the type of a view) against the schema it publishes, with the code
+// NewBodyValidator returns a validator of objects of the OpenAPI definition s.Name (the
+// body of an action, the type of a view) against the schema it publishes (its documented
+// enums left out, as for a kind), with the code
 // a kind's objects are validated with (apiextensions-apiserver's validators, CEL rules
 // included; old, when not nil, is the previous value, for ratcheting and oldSelf). Field
 // paths are relative to the body. Like a kind's, the body's metadata is not validated by
 // the schema.
-func NewBodyValidator(defs openapicommon.GetOpenAPIDefinitions, name string) (func(ctx context.Context, obj, old runtime.Object) field.ErrorList, error) {
-	v, err := newSchemaValidator(&Schema{Definitions: defs, Name: name})
+func NewBodyValidator(s *Schema) (func(ctx context.Context, obj, old runtime.Object) field.ErrorList, error) {
+	v, err := newSchemaValidator(s)
 	if err != nil {
 		return nil, err
 	}

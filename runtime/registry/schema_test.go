@@ -97,7 +97,7 @@ func TestSchemaValidatorRuleDoesNotCompile(t *testing.T) {
 }
 
 func TestJSONSchemaPropsUnknownDefinition(t *testing.T) {
-	if _, err := JSONSchemaProps(defs("true"), "com.example.v1.Nope"); err == nil || !strings.Contains(err.Error(), `no OpenAPI definition "com.example.v1.Nope"`) {
+	if _, err := (&Schema{Definitions: defs("true"), Name: "com.example.v1.Nope"}).JSONSchemaProps(); err == nil || !strings.Contains(err.Error(), `no OpenAPI definition "com.example.v1.Nope"`) {
 		t.Fatalf("got %v", err)
 	}
 }
@@ -105,7 +105,7 @@ func TestJSONSchemaPropsUnknownDefinition(t *testing.T) {
 // A body (an action's input, a view) is validated against its own definition, with paths
 // relative to the body.
 func TestNewBodyValidator(t *testing.T) {
-	v, err := NewBodyValidator(defs("true"), "com.example.v1.WidgetSpec")
+	v, err := NewBodyValidator(&Schema{Definitions: defs("true"), Name: "com.example.v1.WidgetSpec"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,60 @@ func TestNewBodyValidator(t *testing.T) {
 	if errs := v(context.Background(), &unstructured.Unstructured{Object: map[string]any{"size": int64(2)}}, nil); len(errs) != 0 {
 		t.Errorf("a valid body: %v", errs)
 	}
-	if _, err := NewBodyValidator(defs("true"), "com.example.v1.Missing"); err == nil {
+	if _, err := NewBodyValidator(&Schema{Definitions: defs("true"), Name: "com.example.v1.Missing"}); err == nil {
 		t.Error("no error for a missing definition")
+	}
+}
+
+// TestDocumentedEnums: an enum the generated DocumentedEnums lists (a +enum type's
+// constants without +kubebuilder:validation:Enum) is published but not checked, whether on
+// the property or on a list's items; the other enums of the same definition are checked.
+func TestDocumentedEnums(t *testing.T) {
+	base := defs("true")
+	withShapes := func(ref openapicommon.ReferenceCallback) map[string]openapicommon.OpenAPIDefinition {
+		all := base(ref)
+		s := all["com.example.v1.WidgetSpec"]
+		s.Schema.Properties["shape"] = spec.Schema{SchemaProps: spec.SchemaProps{Type: []string{"string"}, Enum: []any{"Round", "Square"}}}
+		s.Schema.Properties["shapes"] = spec.Schema{SchemaProps: spec.SchemaProps{Type: []string{"array"}, Items: &spec.SchemaOrArray{Schema: &spec.Schema{
+			SchemaProps: spec.SchemaProps{Type: []string{"string"}, Enum: []any{"Round", "Square"}}}}}}
+		all["com.example.v1.WidgetSpec"] = s
+		return all
+	}
+	documented := map[string][]string{"com.example.v1.WidgetSpec": {"shape", "shapes"}}
+	// One map for every call, so that a validator changing the definitions would show.
+	shared := withShapes(func(p string) spec.Ref { return spec.MustCreateRef("#/definitions/" + p) })
+	sharedDefs := func(openapicommon.ReferenceCallback) map[string]openapicommon.OpenAPIDefinition { return shared }
+	v, err := newSchemaValidator(&Schema{Definitions: sharedDefs, DocumentedEnums: documented, Name: "com.example.v1.Widget"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range v.validate(context.Background(), schemaWidget(map[string]any{"size": int64(2), "shape": "Oval", "shapes": []any{"Oval"}, "color": "green"}), nil) {
+		got = append(got, e.Error())
+	}
+	if want := []string{`spec.color: Unsupported value: "green": supported values: "red", "blue"`,
+		`<nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation`}; messages(got) != messages(want) {
+		t.Errorf("errors:\n%s\nwant only the checked enum's:\n%s", messages(got), messages(want))
+	}
+	// Without the list, the same enums are checked.
+	strict, err := newSchemaValidator(&Schema{Definitions: withShapes, Name: "com.example.v1.Widget"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs := strict.validate(context.Background(), schemaWidget(map[string]any{"size": int64(2), "shape": "Oval", "shapes": []any{"Oval"}}), nil); len(errs) < 2 {
+		t.Errorf("without DocumentedEnums: errors %v; want shape and shapes[0] refused", errs)
+	}
+	// The definitions themselves, which the server publishes, keep the enums.
+	published := shared["com.example.v1.WidgetSpec"].Schema
+	if len(published.Properties["shape"].Enum) != 2 || len(published.Properties["shapes"].Items.Schema.Enum) != 2 {
+		t.Errorf("the published definition lost its enums: %+v", published.Properties)
+	}
+	// A body validator leaves them out too.
+	body, err := NewBodyValidator(&Schema{Definitions: withShapes, DocumentedEnums: documented, Name: "com.example.v1.WidgetSpec"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs := body(context.Background(), &unstructured.Unstructured{Object: map[string]any{"size": int64(2), "shape": "Oval"}}, nil); len(errs) != 0 {
+		t.Errorf("a body with a documented enum's other value: %v", errs)
 	}
 }

@@ -34,6 +34,10 @@ type Spec struct {
 	StorageVersions []schema.GroupVersion
 	// OpenAPIDefinitions are the generated OpenAPI definitions of every served type.
 	OpenAPIDefinitions openapicommon.GetOpenAPIDefinitions
+	// DocumentedEnums names, by definition, the properties whose enum is published but not
+	// checked (the generated DocumentedEnums; see registry.Schema): the bodies of
+	// subresources are validated without them, as the kinds' objects are.
+	DocumentedEnums map[string][]string
 	// Groups are the served API groups.
 	Groups []Group
 	// Admission, when set, adds the server's own in-process admission plugins.

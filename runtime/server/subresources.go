@@ -13,7 +13,6 @@ import (
 	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
-	openapicommon "k8s.io/kube-openapi/pkg/common"
 	openapiutil "k8s.io/kube-openapi/pkg/util"
 
 	"github.com/aagen-dev/aagen/runtime/registry"
@@ -71,14 +70,15 @@ func (o *openSubresources) installDrain(srv *genericapiserver.GenericAPIServer) 
 }
 
 // validateSubresource gives s, when its bodies are validated (actions, writable views), the
-// validator of its body type's OpenAPI definition: the schema /openapi/v3 publishes for it.
-func validateSubresource(defs openapicommon.GetOpenAPIDefinitions, s rest.Storage) error {
+// validator of its body type's OpenAPI definition: the schema /openapi/v3 publishes for it,
+// its documented enums (spec.DocumentedEnums) not checked.
+func validateSubresource(spec *Spec, s rest.Storage) error {
 	vs, ok := s.(subresource.Validated)
 	if !ok {
 		return nil
 	}
 	name := openapiutil.GetCanonicalTypeName(vs.New())
-	v, err := registry.NewBodyValidator(defs, name)
+	v, err := registry.NewBodyValidator(&registry.Schema{Definitions: spec.OpenAPIDefinitions, DocumentedEnums: spec.DocumentedEnums, Name: name})
 	if err != nil {
 		return fmt.Errorf("the schema of the body: %w", err)
 	}

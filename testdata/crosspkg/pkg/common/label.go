@@ -25,4 +25,21 @@ type Label struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=6
 	FontSize int32 `json:"fontSize,omitempty"`
+
+	// Finish is the label's surface finish.
+	// +optional
+	Finish Finish `json:"finish,omitempty"`
 }
+
+// Finish is how a label's surface is finished. Its constants are documented values
+// (+enum): the server publishes them as the enum and takes other values too, as a CRD
+// does (controller-gen ignores +enum).
+// +enum
+type Finish string
+
+const (
+	// FinishMatte is a matte finish.
+	FinishMatte Finish = "Matte"
+	// FinishGloss is a glossy finish.
+	FinishGloss Finish = "Gloss"
+)

@@ -71,6 +71,7 @@ func NewSpec() (server.Spec, error) {
 		Scheme:             scheme,
 		StorageVersions:    []schema.GroupVersion{marinav1alpha1.SchemeGroupVersion},
 		OpenAPIDefinitions: openapi.GetOpenAPIDefinitions,
+		DocumentedEnums:    openapi.DocumentedEnums(),
 		Groups: []server.Group{{
 			Name: "marina.example.com",
 			Resources: []server.Resource{{

@@ -73,6 +73,7 @@ func NewSpec() (server.Spec, error) {
 		Scheme:             scheme,
 		StorageVersions:    []schema.GroupVersion{apiv1.SchemeGroupVersion},
 		OpenAPIDefinitions: openapi.GetOpenAPIDefinitions,
+		DocumentedEnums:    openapi.DocumentedEnums(),
 		Groups: []server.Group{{
 			Name: "webapp.example.com",
 			Resources: []server.Resource{{

@@ -4480,3 +4480,14 @@ func schema_k8sio_apimachinery_pkg_version_Info(ref common.ReferenceCallback) co
 		},
 	}
 }
+
+// DocumentedEnums names, by definition, the properties whose enum is documentation:
+// the constants of a +enum type without +kubebuilder:validation:Enum. The definitions
+// publish them, as kube-apiserver publishes its built-in enums; the server does not check
+// them, as a CRD of the same types does not (controller-gen ignores +enum).
+func DocumentedEnums() map[string][]string {
+	return map[string][]string{
+		v1.MetricSpec{}.OpenAPIModelName():   {"type"},
+		v1.MetricStatus{}.OpenAPIModelName(): {"type"},
+	}
+}

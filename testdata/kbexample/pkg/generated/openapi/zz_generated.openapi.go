@@ -11665,3 +11665,34 @@ func schema_k8sio_apimachinery_pkg_version_Info(ref common.ReferenceCallback) co
 		},
 	}
 }
+
+// DocumentedEnums names, by definition, the properties whose enum is documentation:
+// the constants of a +enum type without +kubebuilder:validation:Enum. The definitions
+// publish them, as kube-apiserver publishes its built-in enums; the server does not check
+// them, as a CRD of the same types does not (controller-gen ignores +enum).
+func DocumentedEnums() map[string][]string {
+	return map[string][]string{
+		autoscalingv1.MetricSpec{}.OpenAPIModelName():         {"type"},
+		autoscalingv1.MetricStatus{}.OpenAPIModelName():       {"type"},
+		corev1.AppArmorProfile{}.OpenAPIModelName():           {"type"},
+		corev1.AzureDiskVolumeSource{}.OpenAPIModelName():     {"cachingMode", "kind"},
+		corev1.Container{}.OpenAPIModelName():                 {"imagePullPolicy", "terminationMessagePolicy"},
+		corev1.ContainerPort{}.OpenAPIModelName():             {"protocol"},
+		corev1.EphemeralContainer{}.OpenAPIModelName():        {"imagePullPolicy", "terminationMessagePolicy"},
+		corev1.EphemeralContainerCommon{}.OpenAPIModelName():  {"imagePullPolicy", "terminationMessagePolicy"},
+		corev1.GRPCAction{}.OpenAPIModelName():                {"mode"},
+		corev1.HTTPGetAction{}.OpenAPIModelName():             {"protocol", "scheme"},
+		corev1.HostPathVolumeSource{}.OpenAPIModelName():      {"type"},
+		corev1.ImageVolumeSource{}.OpenAPIModelName():         {"pullPolicy"},
+		corev1.Lifecycle{}.OpenAPIModelName():                 {"stopSignal"},
+		corev1.NodeSelectorRequirement{}.OpenAPIModelName():   {"operator"},
+		corev1.PersistentVolumeClaimSpec{}.OpenAPIModelName(): {"accessModes", "volumeMode"},
+		corev1.PodSecurityContext{}.OpenAPIModelName():        {"fsGroupChangePolicy", "supplementalGroupsPolicy"},
+		corev1.PodSpec{}.OpenAPIModelName():                   {"dnsPolicy", "preemptionPolicy", "restartPolicy"},
+		corev1.SeccompProfile{}.OpenAPIModelName():            {"type"},
+		corev1.SecurityContext{}.OpenAPIModelName():           {"procMount"},
+		corev1.Toleration{}.OpenAPIModelName():                {"effect", "operator"},
+		corev1.TopologySpreadConstraint{}.OpenAPIModelName():  {"nodeAffinityPolicy", "nodeTaintsPolicy", "whenUnsatisfiable"},
+		corev1.VolumeMount{}.OpenAPIModelName():               {"mountPropagation"},
+	}
+}

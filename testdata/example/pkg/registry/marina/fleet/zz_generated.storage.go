@@ -20,8 +20,9 @@ func NewStorage(scheme *runtime.Scheme, getter generic.RESTOptionsGetter) (map[s
 		Versions: []registry.Version{{
 			Name: "v1alpha1",
 			Schema: &registry.Schema{
-				Definitions: openapi.GetOpenAPIDefinitions,
-				Name:        marinav1alpha1.Fleet{}.OpenAPIModelName(),
+				Definitions:     openapi.GetOpenAPIDefinitions,
+				DocumentedEnums: openapi.DocumentedEnums(),
+				Name:            marinav1alpha1.Fleet{}.OpenAPIModelName(),
 			},
 		}},
 		Plural:          "fleets",

@@ -21,14 +21,16 @@ func NewStorage(scheme *runtime.Scheme, getter generic.RESTOptionsGetter) (map[s
 		Versions: []registry.Version{{
 			Name: "v1",
 			Schema: &registry.Schema{
-				Definitions: openapi.GetOpenAPIDefinitions,
-				Name:        apiv1.Guestbook{}.OpenAPIModelName(),
+				Definitions:     openapi.GetOpenAPIDefinitions,
+				DocumentedEnums: openapi.DocumentedEnums(),
+				Name:            apiv1.Guestbook{}.OpenAPIModelName(),
 			},
 		}, {
 			Name: "v1beta1",
 			Schema: &registry.Schema{
-				Definitions: openapi.GetOpenAPIDefinitions,
-				Name:        apiv1beta1.Guestbook{}.OpenAPIModelName(),
+				Definitions:     openapi.GetOpenAPIDefinitions,
+				DocumentedEnums: openapi.DocumentedEnums(),
+				Name:            apiv1beta1.Guestbook{}.OpenAPIModelName(),
 			},
 		}},
 		Plural:          "guestbooks",

@@ -20,8 +20,9 @@ func NewStorage(scheme *runtime.Scheme, getter generic.RESTOptionsGetter) (map[s
 		Versions: []registry.Version{{
 			Name: "v1",
 			Schema: &registry.Schema{
-				Definitions: openapi.GetOpenAPIDefinitions,
-				Name:        apiv1.Worker{}.OpenAPIModelName(),
+				Definitions:     openapi.GetOpenAPIDefinitions,
+				DocumentedEnums: openapi.DocumentedEnums(),
+				Name:            apiv1.Worker{}.OpenAPIModelName(),
 			},
 		}},
 		Plural:          "workers",
