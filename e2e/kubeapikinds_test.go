@@ -40,6 +40,15 @@ type kubeAPIGroupVersion struct {
 	// Gaps are the kinds of a served package whose fixture the server refuses today, each
 	// with the text its refusal must hold (in JSON and in protobuf).
 	Gaps map[string]string
+	// With are the packages served with this one whenever it is selected: those its kinds'
+	// +genclient:method tags name in input= or result= (apps/v1's GetScale, UpdateScale and
+	// ApplyScale name autoscaling/v1's Scale), whose apply configurations the generated
+	// clientset needs, so aagen refuses the package served without them.
+	With []string
+	// Bodies are the fixtures of a served package that are not kinds (no +genclient, no
+	// list type: a subresource's body such as autoscaling/v1's Scale), each with why; they
+	// must not be served as a resource.
+	Bodies map[string]string
 }
 
 // enumGap is the text of the refusal of a fixture whose +enum field holds value: aagen's
@@ -72,6 +81,8 @@ func kubeAPIGroupVersions() []kubeAPIGroupVersion {
 			"ValidatingWebhookConfiguration": enumGap("failurePolicyValue")}},
 		{Dir: "resource/v1", Gaps: map[string]string{"DeviceTaintRule": enumGap("effectValue"), "ResourceClaim": enumGap("operatorValue"),
 			"ResourceClaimTemplate": enumGap("effectValue"), "ResourceSlice": enumGap("skipNodeOperationsValue")}},
+		{Dir: "apps/v1", With: []string{"autoscaling/v1"}},
+		{Dir: "autoscaling/v1", Bodies: map[string]string{"Scale": "the body of the /scale subresource apps/v1's clients name in +genclient:method, not a kind"}},
 		{Dir: "policy/v1", Refused: refusedNoListType,
 			Item: "Eviction is a create-only subresource kind of pods, with no list type: a storage-backed server cannot serve it"},
 	}
@@ -80,15 +91,53 @@ func kubeAPIGroupVersions() []kubeAPIGroupVersion {
 // kubeAPIServedPerRun is how many served packages of kubeAPIGroupVersions a CI run of
 // TestKubeAPIKinds serves (all of them take about 12 minutes on 2 cores, over the budget):
 // a subset drawn with a seed the log prints, replayed with AAGEN_KUBE_API_SEED=<seed>;
-// AAGEN_KUBE_API_KINDS=all serves every one. The refused packages are checked every run.
+// AAGEN_KUBE_API_KINDS=all serves every one, AAGEN_KUBE_API_KINDS=<dir>,<dir> the ones
+// named. A package is served with those of its With. The refused packages are checked
+// every run.
 const kubeAPIServedPerRun = 3
 
 // kubeAPISelection is the packages this run covers and what the log says of the choice.
 func kubeAPISelection(t *testing.T) ([]kubeAPIGroupVersion, string) {
 	t.Helper()
 	all := kubeAPIGroupVersions()
-	if os.Getenv("AAGEN_KUBE_API_KINDS") == "all" {
+	byDir := map[string]kubeAPIGroupVersion{}
+	for _, gv := range all {
+		byDir[gv.Dir] = gv
+	}
+	// withNeeded adds the packages the chosen ones are served With, once each, in order.
+	withNeeded := func(chosen []kubeAPIGroupVersion) []kubeAPIGroupVersion {
+		seen := map[string]bool{}
+		var out []kubeAPIGroupVersion
+		var add func(gv kubeAPIGroupVersion)
+		add = func(gv kubeAPIGroupVersion) {
+			if seen[gv.Dir] {
+				return
+			}
+			seen[gv.Dir] = true
+			out = append(out, gv)
+			for _, w := range gv.With {
+				add(byDir[w])
+			}
+		}
+		for _, gv := range chosen {
+			add(gv)
+		}
+		return out
+	}
+	switch sel := os.Getenv("AAGEN_KUBE_API_KINDS"); sel {
+	case "all":
 		return all, "every package (AAGEN_KUBE_API_KINDS=all)"
+	case "":
+	default:
+		var chosen []kubeAPIGroupVersion
+		for _, dir := range strings.Split(sel, ",") {
+			gv, ok := byDir[strings.TrimSpace(dir)]
+			if !ok {
+				t.Fatalf("AAGEN_KUBE_API_KINDS=%q: %q is not a package of kubeAPIGroupVersions", sel, dir)
+			}
+			chosen = append(chosen, gv)
+		}
+		return withNeeded(chosen), "the packages AAGEN_KUBE_API_KINDS=" + sel + " names (and those they are served with)"
 	}
 	seed := time.Now().UnixNano()
 	if s := os.Getenv("AAGEN_KUBE_API_SEED"); s != "" {
@@ -105,10 +154,11 @@ func kubeAPISelection(t *testing.T) ([]kubeAPIGroupVersion, string) {
 			out = append(out, gv)
 		}
 	}
+	var drawn []kubeAPIGroupVersion
 	for _, i := range rand.New(rand.NewSource(seed)).Perm(len(served))[:kubeAPIServedPerRun] {
-		out = append(out, served[i])
+		drawn = append(drawn, served[i])
 	}
-	return out, fmt.Sprintf("%d of %d served packages with seed %d (replay: AAGEN_KUBE_API_SEED=%d; all: AAGEN_KUBE_API_KINDS=all)",
+	return append(out, withNeeded(drawn)...), fmt.Sprintf("%d of %d served packages with seed %d (replay: AAGEN_KUBE_API_SEED=%d; all: AAGEN_KUBE_API_KINDS=all)",
 		kubeAPIServedPerRun, len(served), seed, seed)
 }
 
@@ -249,10 +299,23 @@ func TestKubeAPIKinds(t *testing.T) {
 				t.Errorf("k8s.io/api %s: a gap is listed for kind %s, which has no fixture: update kubeAPIGroupVersions", gv.Dir, kind)
 			}
 		}
+		for kind := range gv.Bodies {
+			if !fixtureKinds[kind] {
+				t.Errorf("k8s.io/api %s: %s is listed as a body, which has no fixture: update kubeAPIGroupVersions", gv.Dir, kind)
+			}
+		}
 		for _, f := range fixtures {
 			kind := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(f), prefix+"."+version+"."), ".json")
-			kinds++
 			r, ok := resources[kind]
+			if why, body := gv.Bodies[kind]; body {
+				if ok {
+					t.Errorf("k8s.io/api %s %s: served as resource %s, but listed as a body (%s): update kubeAPIGroupVersions", gv.Dir, kind, r.Name, why)
+				} else {
+					t.Logf("k8s.io/api %-28s %-36s not a kind, not served, as expected (%s)", gv.Dir, kind, why)
+				}
+				continue
+			}
+			kinds++
 			if !ok {
 				t.Errorf("k8s.io/api %s %s: not served (the group-version's discovery has no resource of the kind)", gv.Dir, kind)
 				continue
