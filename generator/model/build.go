@@ -67,7 +67,7 @@ func Build(res *load.Result, reg *markers.Registry, cfg Config) (*Model, []Diagn
 		b.errorf(token.Position{}, "add a types package with `// +groupName=<group>` in its doc.go and kinds marked `// +genclient`",
 			"no API kinds found in the packages given")
 	}
-	b.checkClientMethods(m)
+	b.checkClientMethods(m, res)
 	b.checkServer(m)
 	b.protobuf(m)
 	b.dependencyDiags()

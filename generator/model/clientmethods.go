@@ -1,8 +1,12 @@
 package model
 
 import (
+	"fmt"
+	"go/ast"
+	"slices"
 	"strings"
 
+	"github.com/aagen-dev/aagen/generator/load"
 	"github.com/aagen-dev/aagen/generator/markers"
 )
 
@@ -25,62 +29,108 @@ func (b *builder) clientMethodMarkers(k *Kind, ms markers.Set) {
 }
 
 // checkClientMethods refuses, at its marker, a +genclient:method whose generated client
-// would not compile:
-//   - verb=apply takes the apply configuration of its input type, which client-gen looks
-//     for among the generated apply configurations (<output>/applyconfiguration/<group
-//     directory>/<version>, whatever package the type is of): applyconfiguration-gen
-//     writes them for the served packages only, so the input's package must be one of
-//     them;
-//   - an input= or result= type of a served package must be declared there.
-//
-// Types of packages that are not served are imported as they are by the methods of the
-// other verbs (get, update, create: k8s.io/api/autoscaling/v1.Scale from the module
-// k8s.io/api).
-func (b *builder) checkClientMethods(m *Model) {
-	served := map[string]bool{}
+// would not compile. The client imports the package of every input= and result= type
+// (autoscaling/v1 for k8s.io/api's apps/v1 GetScale), so the package must be loadable
+// from the module (its own, or one of a module it requires) and declare the type; and
+// verb=apply takes the input type's apply configuration, which client-gen looks for among
+// the generated apply configurations (<output>/applyconfiguration/<group directory>/<version>,
+// whatever package the type is of): applyconfiguration-gen writes them for the served
+// packages only, so an apply method's input must be a type of a served package. The types
+// of served packages it names become their MethodTypes (deep-copied as runtime.Objects and
+// registered); those of other packages are the user's to make runtime.Objects.
+func (b *builder) checkClientMethods(m *Model, res *load.Result) {
+	served := map[string]*Version{}
 	for _, g := range m.Groups {
 		for _, v := range g.Versions {
 			if !v.Internal {
-				served[v.ImportPath] = true
+				served[v.ImportPath] = v
 			}
 		}
 	}
+	type named struct {
+		cm                       clientMethodMarker
+		method, key, typ, pkg, t string
+		verb                     string
+	}
+	var refs []named
+	var others []string // packages named that are not served
 	for _, cm := range b.clientMethods {
 		k := cm.kind
 		if k.Unserved || k.Version.Internal {
 			continue
 		}
-		name, args, _ := strings.Cut(cm.marker.Value, ",")
+		method, args, _ := strings.Cut(cm.marker.Value, ",")
 		var verb string
-		types := map[string]string{} // input, result -> the type as written
+		typs := map[string]string{} // input, result -> the type as written
 		for _, a := range strings.Split(args, ",") {
 			key, val, _ := strings.Cut(strings.TrimSpace(a), "=")
 			switch key {
 			case "verb":
 				verb = val
 			case "input", "result":
-				types[key] = val
+				typs[key] = val
 			}
 		}
 		for _, key := range []string{"input", "result"} {
-			typ := types[key]
+			typ := typs[key]
 			i := strings.LastIndex(typ, ".")
 			if i < 0 {
 				continue // a type of the kind's own package, by name
 			}
-			pkg, tname := typ[:i], typ[i+1:]
-			switch {
-			case served[pkg]:
-				if _, ok := b.decls[GoType{Pkg: pkg, Name: tname}]; !ok {
-					b.errorf(cm.marker.Pos, "name a type "+pkg+" declares",
-						"+genclient:method=%s of %s: %s=%s: package %s declares no type %s", name, k.Name, key, typ, pkg, tname)
-				}
-			case key == "input" && verb == "apply":
-				b.errorf(cm.marker.Pos,
-					"serve "+pkg+" in the same `aagen generate` (give its directory with this package's), so that its apply configurations are generated, or remove the method",
-					"+genclient:method=%s of %s: verb=apply takes the apply configuration of input=%s, which the generated clientset takes from the apply configurations generated for the served packages; %s is not one of them, so the clientset would not compile",
-					name, k.Name, typ, pkg)
+			r := named{cm: cm, method: method, key: key, typ: typ, pkg: typ[:i], t: typ[i+1:], verb: verb}
+			refs = append(refs, r)
+			if served[r.pkg] == nil && !slices.Contains(others, r.pkg) {
+				others = append(others, r.pkg)
 			}
+		}
+	}
+	// The types the packages that are not served declare, from their syntax.
+	declared := map[GoType]bool{}
+	listed := map[string]bool{}
+	if len(others) > 0 {
+		deps, err := res.Syntax(others)
+		if err != nil {
+			b.errorf(refs[0].cm.marker.Pos, "make the packages +genclient:method names loadable (go build ./... in the module)", "%v", err)
+			return
+		}
+		for _, d := range deps {
+			if len(d.Syntax) > 0 {
+				listed[d.PkgPath] = true
+			}
+			for _, f := range d.Syntax {
+				for _, decl := range f.Decls {
+					if gd, ok := decl.(*ast.GenDecl); ok {
+						for _, spec := range gd.Specs {
+							if ts, ok := spec.(*ast.TypeSpec); ok {
+								declared[GoType{Pkg: d.PkgPath, Name: ts.Name.Name}] = true
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	for _, r := range refs {
+		where := fmt.Sprintf("+genclient:method=%s of %s: %s=%s", r.method, r.cm.kind.Name, r.key, r.typ)
+		switch {
+		case served[r.pkg] != nil:
+			v := served[r.pkg]
+			switch _, ok := b.decls[GoType{Pkg: r.pkg, Name: r.t}]; {
+			case !ok:
+				b.errorf(r.cm.marker.Pos, "name a type "+r.pkg+" declares", "%s: package %s declares no type %s", where, r.pkg, r.t)
+			case !isKindName(v, r.t) && !slices.Contains(v.MethodTypes, r.t):
+				v.MethodTypes = append(v.MethodTypes, r.t)
+			}
+		case !listed[r.pkg]:
+			b.errorf(r.cm.marker.Pos, "name a package of this module or of a module it requires (go get its module), or remove the method",
+				"%s: the generated client imports package %s, which the module cannot load, so the clientset would not compile", where, r.pkg)
+		case !declared[GoType{Pkg: r.pkg, Name: r.t}]:
+			b.errorf(r.cm.marker.Pos, "name a type "+r.pkg+" declares", "%s: package %s declares no type %s", where, r.pkg, r.t)
+		case r.key == "input" && r.verb == "apply":
+			b.errorf(r.cm.marker.Pos,
+				"serve "+r.pkg+" in the same `aagen generate` (give its directory with this package's), so that its apply configurations are generated, or remove the method",
+				"%s: verb=apply takes the apply configuration of the input type, which the generated clientset takes from the apply configurations generated for the served packages; %s is not one of them, so the clientset would not compile",
+				where, r.pkg)
 		}
 	}
 }

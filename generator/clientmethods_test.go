@@ -1,0 +1,93 @@
+package generator_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestClientMethodOfAnotherServedPackage gives the example's Boat client methods whose body
+// is a type of another package of the module (as k8s.io/api's apps/v1 names autoscaling/v1's
+// Scale in +genclient:method): served in the same run, that package gets the apply
+// configuration the ApplyScale method takes, and the generated clientset builds. Served
+// without it, the method is refused at its marker (testdata/badinput
+// client-method-input-not-served).
+func TestClientMethodOfAnotherServedPackage(t *testing.T) {
+	dir := typesOnly(t)
+	const scaling = "example.com/marina/pkg/apis/scaling/v1"
+	files := map[string]string{
+		"pkg/apis/scaling/v1/doc.go": "// +groupName=scaling.example.com\npackage v1\n",
+		"pkg/apis/scaling/v1/types.go": `package v1
+
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+// +genclient
+type Autoscaler struct {
+	metav1.TypeMeta   ` + "`json:\",inline\"`" + `
+	metav1.ObjectMeta ` + "`json:\"metadata,omitempty\"`" + `
+
+	Spec ScaleSpec ` + "`json:\"spec\"`" + `
+}
+
+type AutoscalerList struct {
+	metav1.TypeMeta ` + "`json:\",inline\"`" + `
+	metav1.ListMeta ` + "`json:\"metadata,omitempty\"`" + `
+	Items           []Autoscaler ` + "`json:\"items\"`" + `
+}
+
+// Scale is the body of the scale methods of the marina's Boat: not a kind.
+type Scale struct {
+	metav1.TypeMeta   ` + "`json:\",inline\"`" + `
+	metav1.ObjectMeta ` + "`json:\"metadata,omitempty\"`" + `
+
+	Spec ScaleSpec ` + "`json:\"spec,omitempty\"`" + `
+}
+
+type ScaleSpec struct {
+	Replicas int32 ` + "`json:\"replicas,omitempty\"`" + `
+}
+`,
+	}
+	for name, src := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	types := filepath.Join(dir, "pkg/apis/marina/v1alpha1/types.go")
+	src, err := os.ReadFile(types)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const boat = "// +genclient\n// +kubebuilder:resource:shortName=bt"
+	if !strings.Contains(string(src), boat) {
+		t.Fatalf("the example's Boat no longer starts with %q", boat)
+	}
+	methods := "// +genclient:method=GetScale,verb=get,subresource=scale,result=" + scaling + ".Scale\n" +
+		"// +genclient:method=ApplyScale,verb=apply,subresource=scale,input=" + scaling + ".Scale,result=" + scaling + ".Scale\n"
+	if err := os.WriteFile(types, []byte(strings.Replace(string(src), boat, methods+boat, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := generate(t, dir, false); err != nil {
+		t.Fatal(err)
+	}
+	client, err := os.ReadFile(filepath.Join(dir, "pkg/generated/clientset/versioned/typed/marina/v1alpha1/boat.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"GetScale(ctx context.Context", "ApplyScale(ctx context.Context", "*applyconfigurationscalingv1.ScaleApplyConfiguration"} {
+		if !strings.Contains(string(client), want) {
+			t.Errorf("the Boat client has no %s:\n%s", want, client)
+		}
+	}
+	cmd := exec.Command("go", "build", "./pkg/generated/...")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("the generated clients do not build: %v\n%s", err, out)
+	}
+}
