@@ -59,6 +59,15 @@ func enumGap(value string) string { return `Unsupported value: "` + value + `"` 
 // enumGapItem says why an enumGap is a gap.
 const enumGapItem = "+enum enforced: aagen's server checks a +enum type's constants; kube-apiserver (built-in enums are documentation) and a CRD (controller-gen ignores +enum) take the fixture's arbitrary strings"
 
+// bodies is kubeAPIGroupVersion.Bodies for the types named, each for why.
+func bodies(why string, names ...string) map[string]string {
+	out := map[string]string{}
+	for _, n := range names {
+		out[n] = why
+	}
+	return out
+}
+
 // kubeAPIGroupVersions are the packages of k8s.io/api TestKubeAPIKinds covers.
 func kubeAPIGroupVersions() []kubeAPIGroupVersion {
 	return []kubeAPIGroupVersion{
@@ -81,7 +90,16 @@ func kubeAPIGroupVersions() []kubeAPIGroupVersion {
 			"ValidatingWebhookConfiguration": enumGap("failurePolicyValue")}},
 		{Dir: "resource/v1", Gaps: map[string]string{"DeviceTaintRule": enumGap("effectValue"), "ResourceClaim": enumGap("operatorValue"),
 			"ResourceClaimTemplate": enumGap("effectValue"), "ResourceSlice": enumGap("skipNodeOperationsValue")}},
-		{Dir: "apps/v1", With: []string{"autoscaling/v1"}},
+		{Dir: "apps/v1", With: []string{"autoscaling/v1"}, Gaps: map[string]string{"DaemonSet": enumGap("typeValue"), "Deployment": enumGap("typeValue"),
+			"ReplicaSet": enumGap("restartPolicyValue"), "StatefulSet": enumGap("podManagementPolicyValue")}},
+		{Dir: "core/v1", Gaps: map[string]string{"Endpoints": enumGap("protocolValue"), "Namespace": enumGap("phaseValue"), "Node": enumGap("effectValue"),
+			"PersistentVolume": enumGap("typeValue"), "PersistentVolumeClaim": enumGap("accessModesValue"), "Pod": enumGap("restartPolicyValue"),
+			"PodTemplate": enumGap("mountPropagationValue"), "ReplicationController": enumGap("fsGroupChangePolicyValue"),
+			"ResourceQuota": enumGap("operatorValue"), "Service": enumGap("externalTrafficPolicyValue")},
+			Bodies: bodies("not a kind of the package (no +genclient): an option or body of a request or subresource, or a type kube-apiserver keeps to itself",
+				"APIGroup", "APIVersions", "Binding", "CreateOptions", "DeleteOptions", "GetOptions", "ListOptions", "NodeProxyOptions", "PatchOptions",
+				"PodAttachOptions", "PodExecOptions", "PodLogOptions", "PodPortForwardOptions", "PodProxyOptions", "RangeAllocation", "SerializedReference",
+				"ServiceProxyOptions", "Status", "UpdateOptions", "WatchEvent")},
 		{Dir: "autoscaling/v1", Bodies: map[string]string{"Scale": "the body of the /scale subresource apps/v1's clients name in +genclient:method, not a kind"}},
 		{Dir: "policy/v1", Refused: refusedNoListType,
 			Item: "Eviction is a create-only subresource kind of pods, with no list type: a storage-backed server cannot serve it"},
@@ -648,6 +666,11 @@ func TestKubeAPIKindsDoc(t *testing.T) {
 			value := strings.TrimSuffix(strings.TrimPrefix(gap, `Unsupported value: "`), `"`)
 			if !strings.Contains(row, kind+" (`"+value+"`)") {
 				t.Errorf("docs/corpus.md: the row of %s does not list the gap %s (`%s`): %s", gv.Dir, kind, value, row)
+			}
+		}
+		for kind := range gv.Bodies {
+			if !strings.Contains(row, kind) || !strings.Contains(row, "not a kind") && !strings.Contains(row, "not kinds") {
+				t.Errorf("docs/corpus.md: the row of %s does not say %s is not a kind: %s", gv.Dir, kind, row)
 			}
 		}
 	}
