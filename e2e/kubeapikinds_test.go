@@ -45,6 +45,8 @@ type kubeAPIGroupVersion struct {
 	// ApplyScale name autoscaling/v1's Scale), whose apply configurations the generated
 	// clientset needs, so aagen refuses the package served without them.
 	With []string
+	// Alone is the refusal aagen must give the package generated without its With.
+	Alone string
 	// Bodies are the fixtures of a served package that are not kinds (no +genclient, no
 	// list type: a subresource's body such as autoscaling/v1's Scale), each with why; they
 	// must not be served as a resource.
@@ -90,7 +92,7 @@ func kubeAPIGroupVersions() []kubeAPIGroupVersion {
 			"ValidatingWebhookConfiguration": enumGap("failurePolicyValue")}},
 		{Dir: "resource/v1", Gaps: map[string]string{"DeviceTaintRule": enumGap("effectValue"), "ResourceClaim": enumGap("operatorValue"),
 			"ResourceClaimTemplate": enumGap("effectValue"), "ResourceSlice": enumGap("skipNodeOperationsValue")}},
-		{Dir: "apps/v1", With: []string{"autoscaling/v1"}, Gaps: map[string]string{"DaemonSet": enumGap("typeValue"), "Deployment": enumGap("typeValue"),
+		{Dir: "apps/v1", With: []string{"autoscaling/v1"}, Alone: "verb=apply takes the apply configuration of the input type", Gaps: map[string]string{"DaemonSet": enumGap("typeValue"), "Deployment": enumGap("typeValue"),
 			"ReplicaSet": enumGap("restartPolicyValue"), "StatefulSet": enumGap("podManagementPolicyValue")}},
 		{Dir: "core/v1", Gaps: map[string]string{"Endpoints": enumGap("protocolValue"), "Namespace": enumGap("phaseValue"), "Node": enumGap("effectValue"),
 			"PersistentVolume": enumGap("typeValue"), "PersistentVolumeClaim": enumGap("accessModesValue"), "Pod": enumGap("restartPolicyValue"),
@@ -278,6 +280,22 @@ func TestKubeAPIKinds(t *testing.T) {
 			t.Errorf("k8s.io/api %s: refused, but not with %q:\n%s", gv.Dir, gv.Refused, out)
 		default:
 			t.Logf("k8s.io/api %-28s refused as expected (%s): %s", gv.Dir, gv.Item, gv.Refused)
+		}
+	}
+	for _, gv := range served {
+		if gv.Alone == "" {
+			continue
+		}
+		cmd := exec.Command(aagen(t), "generate", "./"+path.Join(sub, gv.Dir))
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		switch {
+		case err == nil:
+			t.Errorf("k8s.io/api %s: generated without %s, but expected refused with %q", gv.Dir, strings.Join(gv.With, ", "), gv.Alone)
+		case !strings.Contains(string(out), gv.Alone):
+			t.Errorf("k8s.io/api %s without %s: refused, but not with %q:\n%s", gv.Dir, strings.Join(gv.With, ", "), gv.Alone, out)
+		default:
+			t.Logf("k8s.io/api %-28s without %s refused as expected: %s", gv.Dir, strings.Join(gv.With, ", "), gv.Alone)
 		}
 	}
 	cmd := exec.Command(aagen(t), append([]string{"generate"}, patterns...)...)

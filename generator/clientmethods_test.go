@@ -11,7 +11,8 @@ import (
 // TestClientMethodOfAnotherServedPackage gives the example's Boat client methods whose body
 // is a type of another package of the module (as k8s.io/api's apps/v1 names autoscaling/v1's
 // Scale in +genclient:method): served in the same run, that package gets the apply
-// configuration the ApplyScale method takes, and the generated clientset builds. Served
+// configuration the ApplyScale method takes, its Scale is registered and deep-copied as an
+// object of its version, and the generated clientset builds. Served
 // without it, the method is refused at its marker (testdata/badinput
 // client-method-input-not-served).
 func TestClientMethodOfAnotherServedPackage(t *testing.T) {
@@ -84,6 +85,12 @@ type ScaleSpec struct {
 		if !strings.Contains(string(client), want) {
 			t.Errorf("the Boat client has no %s:\n%s", want, client)
 		}
+	}
+	// Scale is an object of scaling/v1: registered with its kinds, and deep-copied as a
+	// runtime.Object (the build below needs DeepCopyObject: the client decodes into it).
+	register, err := os.ReadFile(filepath.Join(dir, "pkg/apis/scaling/v1/zz_generated.register.go"))
+	if err != nil || !strings.Contains(string(register), "&Scale{}") {
+		t.Errorf("scaling/v1's registration does not register Scale: %v\n%s", err, register)
 	}
 	cmd := exec.Command("go", "build", "./pkg/generated/...")
 	cmd.Dir = dir
