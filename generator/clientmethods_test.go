@@ -12,7 +12,8 @@ import (
 // is a type of another package of the module (as k8s.io/api's apps/v1 names autoscaling/v1's
 // Scale in +genclient:method): served in the same run, that package gets the apply
 // configuration the ApplyScale method takes, its Scale is registered and deep-copied as an
-// object of its version, and the generated clientset builds. Served
+// object of its version, and the generated clientset builds; so does a method whose answer
+// is a type of the kind's own package named without its package (BoatSummary). Served
 // without it, the method is refused at its marker (testdata/badinput
 // client-method-input-not-served).
 func TestClientMethodOfAnotherServedPackage(t *testing.T) {
@@ -70,8 +71,11 @@ type ScaleSpec struct {
 		t.Fatalf("the example's Boat no longer starts with %q", boat)
 	}
 	methods := "// +genclient:method=GetScale,verb=get,subresource=scale,result=" + scaling + ".Scale\n" +
-		"// +genclient:method=ApplyScale,verb=apply,subresource=scale,input=" + scaling + ".Scale,result=" + scaling + ".Scale\n"
-	if err := os.WriteFile(types, []byte(strings.Replace(string(src), boat, methods+boat, 1)), 0o644); err != nil {
+		"// +genclient:method=ApplyScale,verb=apply,subresource=scale,input=" + scaling + ".Scale,result=" + scaling + ".Scale\n" +
+		"// +genclient:method=GetSummary,verb=get,subresource=summary,result=BoatSummary\n"
+	// BoatSummary, named without its package, is of Boat's: not a runtime.Object as written.
+	summary := "\n// BoatSummary is the answer of the Boat client's GetSummary.\ntype BoatSummary struct {\n\tmetav1.TypeMeta `json:\",inline\"`\n\tBerths int32 `json:\"berths\"`\n}\n"
+	if err := os.WriteFile(types, []byte(strings.Replace(string(src), boat, methods+boat, 1)+summary), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := generate(t, dir, false); err != nil {
@@ -81,7 +85,7 @@ type ScaleSpec struct {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"GetScale(ctx context.Context", "ApplyScale(ctx context.Context", "*applyconfigurationscalingv1.ScaleApplyConfiguration"} {
+	for _, want := range []string{"GetScale(ctx context.Context", "ApplyScale(ctx context.Context", "*applyconfigurationscalingv1.ScaleApplyConfiguration", "GetSummary(ctx context.Context"} {
 		if !strings.Contains(string(client), want) {
 			t.Errorf("the Boat client has no %s:\n%s", want, client)
 		}

@@ -36,7 +36,7 @@ func (b *builder) clientMethodMarkers(k *Kind, ms markers.Set) {
 // the generated apply configurations (<output>/applyconfiguration/<group directory>/<version>,
 // whatever package the type is of): applyconfiguration-gen writes them for the served
 // packages only, so an apply method's input must be a type of a served package. The types
-// of served packages it names become their MethodTypes (deep-copied as runtime.Objects and
+// of served packages it names (by name alone: of the kind's own package) become their MethodTypes (deep-copied as runtime.Objects and
 // registered); those of other packages are the user's to make runtime.Objects.
 func (b *builder) checkClientMethods(m *Model, res *load.Result) {
 	served := map[string]*Version{}
@@ -73,11 +73,14 @@ func (b *builder) checkClientMethods(m *Model, res *load.Result) {
 		}
 		for _, key := range []string{"input", "result"} {
 			typ := typs[key]
-			i := strings.LastIndex(typ, ".")
-			if i < 0 {
-				continue // a type of the kind's own package, by name
+			if typ == "" {
+				continue // the kind itself
 			}
-			r := named{cm: cm, method: method, key: key, typ: typ, pkg: typ[:i], t: typ[i+1:], verb: verb}
+			pkg, t := k.Version.ImportPath, typ // a type of the kind's own package, by name
+			if i := strings.LastIndex(typ, "."); i >= 0 {
+				pkg, t = typ[:i], typ[i+1:]
+			}
+			r := named{cm: cm, method: method, key: key, typ: typ, pkg: pkg, t: t, verb: verb}
 			refs = append(refs, r)
 			if served[r.pkg] == nil && !slices.Contains(others, r.pkg) {
 				others = append(others, r.pkg)
