@@ -318,7 +318,9 @@ func corpusPatterns(p corpusPackage) []string {
 }
 
 // copyPackages copies the packages pkgs of the module at modDir (path modPath), and every
-// package of that module they import, directly or not, into project/sub, unchanged except
+// package of that module they import or name in the input= or result= of a
+// +genclient:method (the generated clients import it), directly or not, into project/sub,
+// unchanged except
 // the module's import path, which becomes the project's: in import declarations and in
 // markers that name packages (+k8s:conversion-gen=<path>). copied holds the project
 // directories already copied, by this call or an earlier one. edit, when not nil, then
@@ -327,6 +329,8 @@ func copyPackages(t *testing.T, modDir, modPath, project, sub string, pkgs []str
 	t.Helper()
 	projectModule := "example.com/corpus/" + sub
 	rewrite := regexp.MustCompile(`([\s"=])` + regexp.QuoteMeta(modPath) + `/`)
+	methodType := regexp.MustCompile(`(?m)^// \+genclient:method=.*`)
+	methodPkg := regexp.MustCompile(`(?:input|result)=` + regexp.QuoteMeta(modPath) + `/([^,\s]+)\.[A-Za-z0-9_]+`)
 	queue := append([]string(nil), pkgs...)
 	for len(queue) > 0 {
 		rel := queue[0]
@@ -345,6 +349,11 @@ func copyPackages(t *testing.T, modDir, modPath, project, sub string, pkgs []str
 				p, _ := strconv.Unquote(imp.Path.Value)
 				if dep, ok := strings.CutPrefix(p, modPath+"/"); ok {
 					queue = append(queue, dep)
+				}
+			}
+			for _, line := range methodType.FindAll(b, -1) {
+				for _, m := range methodPkg.FindAllSubmatch(line, -1) {
+					queue = append(queue, string(m[1]))
 				}
 			}
 			b = rewrite.ReplaceAll(b, []byte("${1}"+projectModule+"/"))

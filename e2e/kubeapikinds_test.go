@@ -42,6 +42,17 @@ type kubeAPIGroupVersion struct {
 	// documentation: kube-apiserver publishes its built-in enums and checks them by hand-written
 	// code, a CRD of the same types takes any string since controller-gen ignores +enum).
 	Enum *kubeAPIEnum
+	// With are the packages served with this one whenever it is selected: those its kinds'
+	// +genclient:method tags name in input= or result= (apps/v1's GetScale, UpdateScale and
+	// ApplyScale name autoscaling/v1's Scale), whose apply configurations the generated
+	// clientset needs, so aagen refuses the package served without them.
+	With []string
+	// Alone is the refusal aagen must give the package generated without its With.
+	Alone string
+	// Bodies are the fixtures of a served package that are not kinds (no +genclient, no
+	// list type: a subresource's body such as autoscaling/v1's Scale), each with why; they
+	// must not be served as a resource.
+	Bodies map[string]string
 }
 
 // kubeAPIEnum is a property of a definition whose published enum (or its items', for a
@@ -50,6 +61,15 @@ type kubeAPIEnum struct {
 	// Type is the Go type whose definition holds Property.
 	Type, Property string
 	Values         []string
+}
+
+// bodies is kubeAPIGroupVersion.Bodies for the types named, each for why.
+func bodies(why string, names ...string) map[string]string {
+	out := map[string]string{}
+	for _, n := range names {
+		out[n] = why
+	}
+	return out
 }
 
 // kubeAPIGroupVersions are the packages of k8s.io/api TestKubeAPIKinds covers.
@@ -69,6 +89,12 @@ func kubeAPIGroupVersions() []kubeAPIGroupVersion {
 		{Dir: "batch/v1", Enum: &kubeAPIEnum{Type: "CronJobSpec", Property: "concurrencyPolicy", Values: []string{"Allow", "Forbid", "Replace"}}},
 		{Dir: "admissionregistration/v1"},
 		{Dir: "resource/v1"},
+		{Dir: "apps/v1", With: []string{"autoscaling/v1"}, Alone: "verb=apply takes the apply configuration of the input type"},
+		{Dir: "core/v1", Bodies: bodies("not a kind of the package (no +genclient): an option or body of a request or subresource, or a type kube-apiserver keeps to itself",
+				"APIGroup", "APIVersions", "Binding", "CreateOptions", "DeleteOptions", "GetOptions", "ListOptions", "NodeProxyOptions", "PatchOptions",
+				"PodAttachOptions", "PodExecOptions", "PodLogOptions", "PodPortForwardOptions", "PodProxyOptions", "RangeAllocation", "SerializedReference",
+				"ServiceProxyOptions", "Status", "UpdateOptions", "WatchEvent")},
+		{Dir: "autoscaling/v1", Bodies: map[string]string{"Scale": "the body of the /scale subresource apps/v1's clients name in +genclient:method, not a kind"}},
 		{Dir: "policy/v1", Refused: refusedNoListType,
 			Item: "Eviction is a create-only subresource kind of pods, with no list type: a storage-backed server cannot serve it"},
 	}
@@ -77,15 +103,53 @@ func kubeAPIGroupVersions() []kubeAPIGroupVersion {
 // kubeAPIServedPerRun is how many served packages of kubeAPIGroupVersions a CI run of
 // TestKubeAPIKinds serves (all of them take about 12 minutes on 2 cores, over the budget):
 // a subset drawn with a seed the log prints, replayed with AAGEN_KUBE_API_SEED=<seed>;
-// AAGEN_KUBE_API_KINDS=all serves every one. The refused packages are checked every run.
+// AAGEN_KUBE_API_KINDS=all serves every one, AAGEN_KUBE_API_KINDS=<dir>,<dir> the ones
+// named. A package is served with those of its With. The refused packages are checked
+// every run.
 const kubeAPIServedPerRun = 3
 
 // kubeAPISelection is the packages this run covers and what the log says of the choice.
 func kubeAPISelection(t *testing.T) ([]kubeAPIGroupVersion, string) {
 	t.Helper()
 	all := kubeAPIGroupVersions()
-	if os.Getenv("AAGEN_KUBE_API_KINDS") == "all" {
+	byDir := map[string]kubeAPIGroupVersion{}
+	for _, gv := range all {
+		byDir[gv.Dir] = gv
+	}
+	// withNeeded adds the packages the chosen ones are served With, once each, in order.
+	withNeeded := func(chosen []kubeAPIGroupVersion) []kubeAPIGroupVersion {
+		seen := map[string]bool{}
+		var out []kubeAPIGroupVersion
+		var add func(gv kubeAPIGroupVersion)
+		add = func(gv kubeAPIGroupVersion) {
+			if seen[gv.Dir] {
+				return
+			}
+			seen[gv.Dir] = true
+			out = append(out, gv)
+			for _, w := range gv.With {
+				add(byDir[w])
+			}
+		}
+		for _, gv := range chosen {
+			add(gv)
+		}
+		return out
+	}
+	switch sel := os.Getenv("AAGEN_KUBE_API_KINDS"); sel {
+	case "all":
 		return all, "every package (AAGEN_KUBE_API_KINDS=all)"
+	case "":
+	default:
+		var chosen []kubeAPIGroupVersion
+		for _, dir := range strings.Split(sel, ",") {
+			gv, ok := byDir[strings.TrimSpace(dir)]
+			if !ok {
+				t.Fatalf("AAGEN_KUBE_API_KINDS=%q: %q is not a package of kubeAPIGroupVersions", sel, dir)
+			}
+			chosen = append(chosen, gv)
+		}
+		return withNeeded(chosen), "the packages AAGEN_KUBE_API_KINDS=" + sel + " names (and those they are served with)"
 	}
 	seed := time.Now().UnixNano()
 	if s := os.Getenv("AAGEN_KUBE_API_SEED"); s != "" {
@@ -102,10 +166,11 @@ func kubeAPISelection(t *testing.T) ([]kubeAPIGroupVersion, string) {
 			out = append(out, gv)
 		}
 	}
+	var drawn []kubeAPIGroupVersion
 	for _, i := range rand.New(rand.NewSource(seed)).Perm(len(served))[:kubeAPIServedPerRun] {
-		out = append(out, served[i])
+		drawn = append(drawn, served[i])
 	}
-	return out, fmt.Sprintf("%d of %d served packages with seed %d (replay: AAGEN_KUBE_API_SEED=%d; all: AAGEN_KUBE_API_KINDS=all)",
+	return append(out, withNeeded(drawn)...), fmt.Sprintf("%d of %d served packages with seed %d (replay: AAGEN_KUBE_API_SEED=%d; all: AAGEN_KUBE_API_KINDS=all)",
 		kubeAPIServedPerRun, len(served), seed, seed)
 }
 
@@ -209,6 +274,22 @@ func TestKubeAPIKinds(t *testing.T) {
 			t.Logf("k8s.io/api %-28s refused as expected (%s): %s", gv.Dir, gv.Item, gv.Refused)
 		}
 	}
+	for _, gv := range served {
+		if gv.Alone == "" {
+			continue
+		}
+		cmd := exec.Command(aagen(t), "generate", "./"+path.Join(sub, gv.Dir))
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		switch {
+		case err == nil:
+			t.Errorf("k8s.io/api %s: generated without %s, but expected refused with %q", gv.Dir, strings.Join(gv.With, ", "), gv.Alone)
+		case !strings.Contains(string(out), gv.Alone):
+			t.Errorf("k8s.io/api %s without %s: refused, but not with %q:\n%s", gv.Dir, strings.Join(gv.With, ", "), gv.Alone, out)
+		default:
+			t.Logf("k8s.io/api %-28s without %s refused as expected: %s", gv.Dir, strings.Join(gv.With, ", "), gv.Alone)
+		}
+	}
 	cmd := exec.Command(aagen(t), append([]string{"generate"}, patterns...)...)
 	cmd.Dir = dir
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -237,13 +318,30 @@ func TestKubeAPIKinds(t *testing.T) {
 			t.Fatalf("k8s.io/api %s: no round-trip fixtures %s.%s.*.json: %v", gv.Dir, prefix, version, err)
 		}
 		sort.Strings(fixtures)
+		fixtureKinds := map[string]bool{}
+		for _, f := range fixtures {
+			fixtureKinds[strings.TrimSuffix(strings.TrimPrefix(filepath.Base(f), prefix+"."+version+"."), ".json")] = true
+		}
 		if gv.Enum != nil {
 			kubeAPIPublishedEnum(t, cfg, gv, copyGV)
 		}
+		for kind := range gv.Bodies {
+			if !fixtureKinds[kind] {
+				t.Errorf("k8s.io/api %s: %s is listed as a body, which has no fixture: update kubeAPIGroupVersions", gv.Dir, kind)
+			}
+		}
 		for _, f := range fixtures {
 			kind := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(f), prefix+"."+version+"."), ".json")
-			kinds++
 			r, ok := resources[kind]
+			if why, body := gv.Bodies[kind]; body {
+				if ok {
+					t.Errorf("k8s.io/api %s %s: served as resource %s, but listed as a body (%s): update kubeAPIGroupVersions", gv.Dir, kind, r.Name, why)
+				} else {
+					t.Logf("k8s.io/api %-28s %-36s not a kind, not served, as expected (%s)", gv.Dir, kind, why)
+				}
+				continue
+			}
+			kinds++
 			if !ok {
 				t.Errorf("k8s.io/api %s %s: not served (the group-version's discovery has no resource of the kind)", gv.Dir, kind)
 				continue
@@ -617,6 +715,11 @@ func TestKubeAPIKindsDoc(t *testing.T) {
 		}
 		if e := gv.Enum; e != nil && !strings.Contains(row, "`"+e.Type+"."+e.Property+"`") {
 			t.Errorf("docs/corpus.md: the row of %s does not name the published enum `%s.%s`: %s", gv.Dir, e.Type, e.Property, row)
+		}
+		for kind := range gv.Bodies {
+			if !strings.Contains(row, kind) || !strings.Contains(row, "not a kind") && !strings.Contains(row, "not kinds") {
+				t.Errorf("docs/corpus.md: the row of %s does not say %s is not a kind: %s", gv.Dir, kind, row)
+			}
 		}
 	}
 	if want := fmt.Sprintf("serves %d of them", kubeAPIServedPerRun); !strings.Contains(section, want) {

@@ -67,6 +67,7 @@ func Build(res *load.Result, reg *markers.Registry, cfg Config) (*Model, []Diagn
 		b.errorf(token.Position{}, "add a types package with `// +groupName=<group>` in its doc.go and kinds marked `// +genclient`",
 			"no API kinds found in the packages given")
 	}
+	b.checkClientMethods(m, res)
 	b.checkServer(m)
 	b.protobuf(m)
 	b.dependencyDiags()
@@ -113,6 +114,8 @@ type builder struct {
 	builtin map[string]bool
 	// backends are Config.Backends (<Kind>.<group>), each true once a kind it names is read.
 	backends map[string]bool
+	// clientMethods are the kinds' +genclient:method markers (checkClientMethods).
+	clientMethods []clientMethodMarker
 }
 
 // dependencyDiags turns the errors found in other modules' sources into warnings: the user
@@ -457,6 +460,7 @@ func (b *builder) kind(p *packages.Package, v *Version, d typeDecl) *Kind {
 	if !b.readOnlyMarker(k, ms) {
 		good = false
 	}
+	b.clientMethodMarkers(k, ms)
 	if sv, m, _ := markers.Find[markers.StorageVersion](ms); sv {
 		b.storageMarkers[k] = m.Pos
 	}

@@ -122,6 +122,11 @@ type Version struct {
 	ImportPath, Dir, PkgName string
 	// Kinds are the kinds defined in this package, sorted by name.
 	Kinds []*Kind
+	// MethodTypes are the types of this package other than kinds that the input= or
+	// result= of a served kind's +genclient:method names (autoscaling/v1's Scale, named by
+	// apps/v1's GetScale): the generated clients decode into them, so they are objects of the
+	// version like the subresources' bodies (SubresourceTypes).
+	MethodTypes []string
 	// Internal is set on a group's internal package (Group.Internal); Name is then
 	// runtime.APIVersionInternal ("__internal").
 	Internal bool

@@ -178,9 +178,13 @@ func isKindName(v *Version, name string) bool {
 }
 
 // SubresourceTypes are the types of the version's subresources (action bodies and answers,
-// views) that are not kinds, sorted: the scheme registers them as objects of the version.
+// views) and its MethodTypes that are not kinds, sorted: the scheme registers them as
+// objects of the version.
 func (v *Version) SubresourceTypes() []string {
 	set := map[string]bool{}
+	for _, t := range v.MethodTypes {
+		set[t] = true
+	}
 	for _, k := range v.Kinds {
 		for _, s := range k.Subresources {
 			for _, t := range []string{s.Input, s.Output, s.Object} {
