@@ -2,7 +2,6 @@ package registry
 
 import (
 	"context"
-	"strconv"
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,8 +22,8 @@ import (
 // gets 410 Gone from it, and every informer relists everything, although etcd still has the
 // events it asks for. resumingGetter decorates each store so that such a watch is served
 // from etcd directly instead: it resumes exactly where it left off, without missing an
-// event, as long as etcd has not compacted that revision and the watch is not too far
-// behind (maxResumeRevisions); otherwise the client gets 410 Gone and relists, as always.
+// event, as long as etcd has not compacted that revision; after a compaction etcd answers
+// 410 Gone and clients relist, as always.
 
 // resumingGetter wraps the RESTOptionsGetter of a store (see above).
 type resumingGetter struct {
@@ -79,7 +78,7 @@ func (s *resumingStorage) Watch(ctx context.Context, key string, opts storage.Li
 		}
 		if ev.Type == watch.Error && gone(ev.Object) {
 			direct, err := s.directStorage()
-			if err == nil && s.resumable(ctx, direct, opts.ResourceVersion) {
+			if err == nil {
 				w.Stop()
 				return direct.Watch(ctx, key, opts)
 			}
@@ -88,26 +87,6 @@ func (s *resumingStorage) Watch(ctx context.Context, key string, opts storage.Li
 	default:
 		return w, nil
 	}
-}
-
-// maxResumeRevisions bounds how far behind etcd's current revision a watch may resume
-// from etcd. etcd serves a watch from an old revision by reading every revision since
-// (of every resource) before the first event, so a watch from resourceVersion 1 on a
-// server with a long uncompacted history kept etcd busy for longer than a client waits
-// (aagen conformance on Gateway API: no event within 15 s). Further behind, the watch
-// cache's 410 Gone stands and the client relists, as kube-apiserver answers it. A restart
-// of a busy server (hundreds of writes a second) for tens of seconds stays within it.
-const maxResumeRevisions = 10000
-
-// resumable reports whether a watch from resourceVersion rv is close enough to etcd's
-// current revision to be served from etcd (maxResumeRevisions).
-func (s *resumingStorage) resumable(ctx context.Context, direct storage.Interface, rv string) bool {
-	from, err := strconv.ParseUint(rv, 10, 64)
-	if err != nil {
-		return false
-	}
-	cur, err := direct.GetCurrentResourceVersion(ctx)
-	return err == nil && cur-min(cur, from) <= maxResumeRevisions
 }
 
 func gone(obj runtime.Object) bool {
