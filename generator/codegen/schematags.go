@@ -7,6 +7,7 @@ import (
 	"go/format"
 	"go/parser"
 	"go/token"
+	"iter"
 	"path"
 	"slices"
 	"sort"
@@ -282,16 +283,7 @@ func patchOpenAPISource(src []byte, byType map[string]map[string]FieldValidation
 			continue
 		}
 		var names []string
-		for _, el := range props.Elts {
-			kv, ok := el.(*ast.KeyValueExpr)
-			if !ok {
-				continue
-			}
-			lit, ok := kv.Key.(*ast.BasicLit)
-			if !ok {
-				continue
-			}
-			prop, _ := strconv.Unquote(lit.Value)
+		for prop, kv := range propertyEntries(props) {
 			if checkedEnum[d.schemaFunc][prop] {
 				continue
 			}
@@ -321,16 +313,7 @@ func patchOpenAPISource(src []byte, byType map[string]map[string]FieldValidation
 			return nil, fmt.Errorf("definition of %s has no properties", key)
 		}
 		found := map[string]bool{}
-		for _, el := range props.Elts {
-			kv, ok := el.(*ast.KeyValueExpr)
-			if !ok {
-				continue
-			}
-			lit, ok := kv.Key.(*ast.BasicLit)
-			if !ok {
-				continue
-			}
-			prop, _ := strconv.Unquote(lit.Value)
+		for prop, kv := range propertyEntries(props) {
 			fv, ok := byType[key][prop]
 			if !ok {
 				continue
@@ -444,6 +427,27 @@ func hasEnum(e ast.Expr) bool {
 		return !found
 	})
 	return found
+}
+
+// propertyEntries yields the entries of a definition's Properties literal by property
+// name ("name": {SchemaProps: ...}).
+func propertyEntries(props *ast.CompositeLit) iter.Seq2[string, *ast.KeyValueExpr] {
+	return func(yield func(string, *ast.KeyValueExpr) bool) {
+		for _, el := range props.Elts {
+			kv, ok := el.(*ast.KeyValueExpr)
+			if !ok {
+				continue
+			}
+			lit, ok := kv.Key.(*ast.BasicLit)
+			if !ok {
+				continue
+			}
+			prop, _ := strconv.Unquote(lit.Value)
+			if !yield(prop, kv) {
+				return
+			}
+		}
+	}
 }
 
 // rawExtensionModel is the model name of runtime.RawExtension in openapi-gen's output.
