@@ -86,7 +86,9 @@ func TestNodeRunsPods(t *testing.T) {
 	}
 	url := fmt.Sprintf("http://%s:80/", svc.Spec.ClusterIP)
 	var body, status string
-	if err := wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
+	// kube-proxy writes the Service's rules once the EndpointSlice controller has listed the
+	// Pod; on a loaded machine that took over a minute once (h26deploy, load ~15).
+	if err := wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
 		resp, err := (&http.Client{Timeout: 3 * time.Second}).Get(url)
 		if err != nil {
 			body, status = err.Error(), "error"
