@@ -11,7 +11,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -68,9 +67,16 @@ func startCRDOracle(t *testing.T, crdDir string, plurals ...string) *crdOracle {
 		t.Fatal(err)
 	}
 	dyn := dynamic.NewForConfigOrDie(cp.Admin)
+	var installed []*apiextensionsv1.CustomResourceDefinition
 	for _, p := range plurals {
-		crd := o.crds[p]
-		cluster.InstallCRD(t, ctx, cp.Admin, installable(t, crd))
+		installed = append(installed, o.crds[p].DeepCopy())
+	}
+	for _, note := range cluster.MakeInstallable(installed) {
+		t.Log(note)
+	}
+	for _, crd := range installed {
+		p := crd.Spec.Names.Plural
+		cluster.InstallCRD(t, ctx, cp.Admin, crd)
 		for _, v := range crd.Spec.Versions {
 			gvr := schema.GroupVersionResource{Group: crd.Spec.Group, Version: v.Name, Resource: p}
 			if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -95,32 +101,4 @@ func (o *crdOracle) schema(t *testing.T, plural, v string) *apiextensionsv1.JSON
 	}
 	t.Fatalf("controller-gen's CRD of %s has no schema for %s", plural, v)
 	return nil
-}
-
-// installable returns crd as kube-apiserver v1.37.2 accepts it. Its v1 conversion moves
-// selectableFields that every version has alike to the internal spec's top level, and its
-// validation then refuses them there unless the schemas are alike too ("may only be set when
-// validations.schema is included"): controller-gen's CRD of a kind whose versions differ in
-// schema but share a +kubebuilder:selectablefield (kbexample's Visitor) cannot be created.
-// Such selectableFields are dropped, with a log line; the comparisons using the oracle do
-// not select by field.
-func installable(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition) *apiextensionsv1.CustomResourceDefinition {
-	crd = crd.DeepCopy()
-	vs := crd.Spec.Versions
-	if len(vs) < 2 || len(vs[0].SelectableFields) == 0 {
-		return crd
-	}
-	sameFields, sameSchemas := true, true
-	for _, v := range vs[1:] {
-		sameFields = sameFields && equality.Semantic.DeepEqual(v.SelectableFields, vs[0].SelectableFields)
-		sameSchemas = sameSchemas && equality.Semantic.DeepEqual(v.Schema, vs[0].Schema)
-	}
-	if !sameFields || sameSchemas {
-		return crd
-	}
-	for i := range vs {
-		vs[i].SelectableFields = nil
-	}
-	t.Logf("%s: the selectableFields every version shares are dropped: kube-apiserver %s refuses them when the versions' schemas differ", crd.Name, cluster.KubeVersion)
-	return crd
 }

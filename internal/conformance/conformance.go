@@ -17,7 +17,6 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/client-go/rest"
 
 	"github.com/aagen-dev/aagen/e2e/cluster"
@@ -143,7 +142,7 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 		}
 		crds = append(crds, crd)
 	}
-	installNotes := makeInstallable(crds)
+	installNotes := cluster.MakeInstallable(crds)
 	for _, n := range installNotes {
 		logf("%s", n)
 	}
@@ -231,51 +230,6 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 	logf("sent in %s", time.Since(start).Round(time.Millisecond))
 	res.print(o.Out, b.cases, o.Intended)
 	return res, nil
-}
-
-// makeInstallable changes what kube-apiserver v1.37.2 refuses in a CRD controller-gen
-// wrote, and returns what it changed:
-//
-//   - a group under k8s.io or kubernetes.io needs the api-approved.kubernetes.io annotation
-//     (the API approval policy); a CRD without it gets "unapproved, aagen conformance";
-//   - a CRD whose versions have different schemas but the same selectable fields is refused
-//     ("spec.selectableFields: may only be set when validations.schema is included": the
-//     conversion to the internal form hoists identical selectable fields, not different
-//     schemas); the versions other than the storage version lose theirs (the comparison
-//     sends its requests in one version, the hub, which is the storage version).
-func makeInstallable(crds []*apiextensionsv1.CustomResourceDefinition) []string {
-	var notes []string
-	for _, crd := range crds {
-		g := crd.Spec.Group
-		if g == "k8s.io" || g == "kubernetes.io" || strings.HasSuffix(g, ".k8s.io") || strings.HasSuffix(g, ".kubernetes.io") {
-			if _, ok := crd.Annotations[apiextensionsv1.KubeAPIApprovedAnnotation]; !ok {
-				if crd.Annotations == nil {
-					crd.Annotations = map[string]string{}
-				}
-				crd.Annotations[apiextensionsv1.KubeAPIApprovedAnnotation] = "unapproved, aagen conformance"
-				notes = append(notes, fmt.Sprintf("CRD %s: annotated %s (a group under k8s.io needs it)", crd.Name, apiextensionsv1.KubeAPIApprovedAnnotation))
-			}
-		}
-		vs := crd.Spec.Versions
-		if len(vs) < 2 || len(vs[0].SelectableFields) == 0 {
-			continue
-		}
-		sameFields, sameSchemas := true, true
-		for _, v := range vs[1:] {
-			sameFields = sameFields && equality.Semantic.DeepEqual(v.SelectableFields, vs[0].SelectableFields)
-			sameSchemas = sameSchemas && equality.Semantic.DeepEqual(v.Schema, vs[0].Schema)
-		}
-		if !sameFields || sameSchemas {
-			continue
-		}
-		for i := range vs {
-			if !vs[i].Storage {
-				vs[i].SelectableFields = nil
-				notes = append(notes, fmt.Sprintf("CRD %s: the selectable fields of version %s dropped (kube-apiserver refuses the same selectable fields on versions with different schemas)", crd.Name, vs[i].Name))
-			}
-		}
-	}
-	return notes
 }
 
 // checkListed reports a listed difference whose Case is not a regular expression.
