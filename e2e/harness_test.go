@@ -21,6 +21,7 @@ import (
 
 	"github.com/aagen-dev/aagen/e2e/cluster"
 	"github.com/aagen-dev/aagen/internal/gocmd"
+	"github.com/aagen-dev/aagen/internal/gotrim"
 	"github.com/aagen-dev/aagen/internal/testskip"
 	"github.com/aagen-dev/aagen/runtime/etcd"
 )
@@ -35,6 +36,19 @@ func repoRoot(t testing.TB) string {
 func skipShort(t *testing.T) {
 	t.Helper()
 	testskip.Short(t, "end-to-end test; runs without -short")
+}
+
+// TestMain builds every Go program of the run with -trimpath (internal/gotrim says why) and
+// removes what the package's tests share once they have all run: the aagen binary (90 MB a
+// run; a full disk once failed CI).
+func TestMain(m *testing.M) {
+	os.Exit(gotrim.Main(func() int {
+		code := m.Run()
+		if aagenBin != "" {
+			_ = os.RemoveAll(filepath.Dir(aagenBin))
+		}
+		return code
+	}))
 }
 
 var (

@@ -7,6 +7,7 @@ import (
 	"debug/buildinfo"
 	"debug/elf"
 	"fmt"
+	"io"
 	"os"
 	"path"
 	"path/filepath"
@@ -53,7 +54,12 @@ func ImageTarball(t T, ref, binary, out string, args ...string) {
 	if err := tw.Close(); err != nil {
 		t.Fatal(err)
 	}
-	layer, err := tarball.LayerFromReader(bytes.NewReader(buf.Bytes()))
+	// LayerFromOpener, not LayerFromReader: the latter buffers into a temporary file it
+	// never removes.
+	layerData := buf.Bytes()
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(layerData)), nil
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

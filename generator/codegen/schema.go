@@ -158,7 +158,10 @@ func modelsSchema(ctx context.Context, in Input, root, work, schemaPath string) 
 	if err != nil {
 		return fmt.Errorf("codegen: %s: %w", toolModelsSchema, err)
 	}
-	args := []string{"run", "-mod=mod", "-modfile=" + modFile, "-overlay=" + overlayPath, "-buildvcs=false",
+	// -trimpath: the program is thrown away after one run, and without it Go keys its
+	// compiled packages by directory, so a module that moves (or a new scratch copy of one)
+	// compiles the large generated OpenAPI package again and stores it again.
+	args := []string{"run", "-mod=mod", "-modfile=" + modFile, "-overlay=" + overlayPath, "-buildvcs=false", "-trimpath",
 		"./" + filepath.ToSlash(rel)}
 	var stderr bytes.Buffer
 	stdout, err := gocmd.Cmd{Args: args, Dir: in.ModuleDir, Env: schemaGoEnv(), Stderr: &stderr}.Run(ctx)

@@ -91,6 +91,7 @@ func Mount(backing, mountpoint string) (*FS, error) {
 	if err := Available(); err != nil {
 		return nil, err
 	}
+	sweepDeadMounts()
 	backing, err := filepath.Abs(backing)
 	if err != nil {
 		return nil, err
