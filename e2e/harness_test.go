@@ -67,7 +67,9 @@ func aagen(t *testing.T) string {
 			return
 		}
 		aagenBin = filepath.Join(dir, "aagen")
-		if _, err := (gocmd.Cmd{Args: []string{"build", "-o", aagenBin, "./cmd/aagen"}, Dir: repoRoot(t)}).Run(context.Background()); err != nil {
+		// -trimpath=false over TestMain's GOFLAGS: aagen finds the checkout its generated
+		// projects replace the runtime with by the paths its build recorded.
+		if _, err := (gocmd.Cmd{Args: []string{"build", "-trimpath=false", "-o", aagenBin, "./cmd/aagen"}, Dir: repoRoot(t)}).Run(context.Background()); err != nil {
 			aagenErr = fmt.Errorf("building aagen: %w", err)
 		}
 	})

@@ -174,16 +174,23 @@ func kubeAPISelection(t *testing.T) ([]kubeAPIGroupVersion, string) {
 		kubeAPIServedPerRun, len(served), seed, seed)
 }
 
-// kubeAPIGroup is the group a k8s.io/api package of the group is served under in the
-// copy: the first label of its group ("core" for the core group's "") under
-// kinds.example.com, so that apps becomes apps.kinds.example.com and
-// rbac.authorization.k8s.io rbac.kinds.example.com: a Go identifier (client-gen names the
+// kubeAPIGroup is the group a k8s.io/api package of the group and version is served under
+// in the copy: the first label of its group ("core" for the core group's ""), followed by the
+// version unless it is v1, under kinds.example.com, so that apps/v1 becomes
+// apps.kinds.example.com, apps/v1beta1 appsv1beta1.kinds.example.com and
+// rbac.authorization.k8s.io/v1 rbac.kinds.example.com: a Go identifier (client-gen names the
 // group's clientset by it), and distinct (so are the first labels of k8s.io/api's groups).
-func kubeAPIGroup(group string) string {
+// Each version is a group of its own: k8s.io/api's versions have no hub to convert through,
+// and serving them as versions of one group would need the conversions kube-apiserver
+// writes by hand.
+func kubeAPIGroup(group, version string) string {
 	if group == "" {
 		group = "core"
 	}
 	first, _, _ := strings.Cut(group, ".")
+	if version != "v1" {
+		first += version
+	}
 	return first + ".kinds.example.com"
 }
 
@@ -235,10 +242,10 @@ func TestKubeAPIKinds(t *testing.T) {
 		switch name {
 		case "register.go":
 			return groupNameConst.ReplaceAllFunc(b, func(m []byte) []byte {
-				return []byte(`const GroupName = "` + kubeAPIGroup(string(groupNameConst.FindSubmatch(m)[1])) + `"`)
+				return []byte(`const GroupName = "` + kubeAPIGroup(string(groupNameConst.FindSubmatch(m)[1]), path.Base(rel)) + `"`)
 			})
 		case "doc.go":
-			group := kubeAPIGroup(kubeAPIGroupOf(t, filepath.Join(modDir, filepath.FromSlash(rel))))
+			group := kubeAPIGroup(kubeAPIGroupOf(t, filepath.Join(modDir, filepath.FromSlash(rel))), path.Base(rel))
 			if groupNameMarker.Match(b) {
 				return groupNameMarker.ReplaceAll(b, []byte("// +groupName="+group))
 			}
@@ -307,7 +314,7 @@ func TestKubeAPIKinds(t *testing.T) {
 	for _, gv := range served {
 		group := kubeAPIGroupOf(t, filepath.Join(modDir, filepath.FromSlash(gv.Dir)))
 		version := path.Base(gv.Dir)
-		copyGV := schema.GroupVersion{Group: kubeAPIGroup(group), Version: version}
+		copyGV := schema.GroupVersion{Group: kubeAPIGroup(group, version), Version: version}
 		resources := kubeAPIResources(t, cfg, client, copyGV)
 		prefix := group
 		if prefix == "" {
