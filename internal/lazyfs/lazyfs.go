@@ -91,7 +91,6 @@ func Mount(backing, mountpoint string) (*FS, error) {
 	if err := Available(); err != nil {
 		return nil, err
 	}
-	sweepDeadMounts()
 	backing, err := filepath.Abs(backing)
 	if err != nil {
 		return nil, err
