@@ -210,7 +210,7 @@ func TestCorpus(t *testing.T) {
 		if modDirs[p.Module] == "" {
 			modDirs[p.Module] = downloadModule(t, p.Module)
 		}
-		copyPackages(t, modDirs[p.Module], modulePath(p.Module), dir, corpusDir(p), p.Pkgs, copied, nil)
+		copyPackages(t, modDirs[p.Module], modulePath(p.Module), dir, corpusDir(p), p.Pkgs, copied, nil, nil)
 		pins = append(pins, p.Pins...)
 	}
 	for _, pin := range pins {
@@ -324,18 +324,23 @@ func corpusPatterns(p corpusPackage) []string {
 // the module's import path, which becomes the project's: in import declarations and in
 // markers that name packages (+k8s:conversion-gen=<path>). copied holds the project
 // directories already copied, by this call or an earlier one. edit, when not nil, then
-// edits each file (rel is its package's module-relative directory).
-func copyPackages(t *testing.T, modDir, modPath, project, sub string, pkgs []string, copied map[string]bool, edit func(rel, name string, b []byte) []byte) {
+// edits each file (rel is its package's module-relative directory). place, when not nil,
+// is the directory under project/sub a package of the module goes to (the identity when
+// nil), and the import paths change with it.
+func copyPackages(t *testing.T, modDir, modPath, project, sub string, pkgs []string, copied map[string]bool, edit func(rel, name string, b []byte) []byte, place func(rel string) string) {
 	t.Helper()
 	projectModule := "example.com/corpus/" + sub
-	rewrite := regexp.MustCompile(`([\s"=])` + regexp.QuoteMeta(modPath) + `/`)
+	if place == nil {
+		place = func(rel string) string { return rel }
+	}
+	rewrite := regexp.MustCompile(`([\s"=])` + regexp.QuoteMeta(modPath) + `/([A-Za-z0-9_-]+(?:/[A-Za-z0-9_-]+)*)`)
 	methodType := regexp.MustCompile(`(?m)^// \+genclient:method=.*`)
 	methodPkg := regexp.MustCompile(`(?:input|result)=` + regexp.QuoteMeta(modPath) + `/([^,\s]+)\.[A-Za-z0-9_]+`)
 	queue := append([]string(nil), pkgs...)
 	for len(queue) > 0 {
 		rel := queue[0]
 		queue = queue[1:]
-		src, dst := filepath.Join(modDir, filepath.FromSlash(rel)), filepath.Join(project, sub, filepath.FromSlash(rel))
+		src, dst := filepath.Join(modDir, filepath.FromSlash(rel)), filepath.Join(project, sub, filepath.FromSlash(place(rel)))
 		if copied[dst] {
 			continue
 		}
@@ -356,7 +361,10 @@ func copyPackages(t *testing.T, modDir, modPath, project, sub string, pkgs []str
 					queue = append(queue, string(m[1]))
 				}
 			}
-			b = rewrite.ReplaceAll(b, []byte("${1}"+projectModule+"/"))
+			b = rewrite.ReplaceAllFunc(b, func(m []byte) []byte {
+				sm := rewrite.FindSubmatch(m)
+				return []byte(string(sm[1]) + projectModule + "/" + place(string(sm[2])))
+			})
 			if edit != nil {
 				b = edit(rel, name, b)
 			}

@@ -83,7 +83,7 @@ func TestMetricsTop(t *testing.T) {
 	dir := t.TempDir()
 	run(t, dir, aagen(t), "init", "--domain", "example.com", "--module", "example.com/corpus")
 	metrics := corpusPackage{Module: corpusMetrics, Pkgs: []string{"pkg/apis/metrics", "pkg/apis/metrics/v1beta1"}}
-	copyPackages(t, downloadModule(t, corpusMetrics), modulePath(corpusMetrics), dir, corpusDir(metrics), metrics.Pkgs, map[string]bool{}, nil)
+	copyPackages(t, downloadModule(t, corpusMetrics), modulePath(corpusMetrics), dir, corpusDir(metrics), metrics.Pkgs, map[string]bool{}, nil, nil)
 	run(t, dir, "go", "mod", "tidy")
 	apis := "./" + corpusDir(metrics) + "/pkg/apis/metrics/..."
 	out := run(t, dir, aagen(t), "generate", "--name", "metrics-server",

@@ -60,16 +60,23 @@ func (b *builder) checkClientMethods(m *Model, res *load.Result) {
 			continue
 		}
 		method, args, _ := strings.Cut(cm.marker.Value, ",")
-		var verb string
+		var verb, subresource string
 		typs := map[string]string{} // input, result -> the type as written
 		for _, a := range strings.Split(args, ",") {
 			key, val, _ := strings.Cut(strings.TrimSpace(a), "=")
 			switch key {
 			case "verb":
 				verb = val
+			case "subresource":
+				subresource = val
 			case "input", "result":
 				typs[key] = val
 			}
+		}
+		if subresource != "" && !servesSubresource(k, subresource) {
+			b.warnf(cm.marker.Pos, unservedSubresourceFix(subresource),
+				"+genclient:method=%s of %s: the generated client's %s calls the /%s subresource, which the server does not serve for %s: the call gets 404 Not Found",
+				method, k.Name, method, subresource, k.Plural)
 		}
 		for _, key := range []string{"input", "result"} {
 			typ := typs[key]
@@ -136,4 +143,26 @@ func (b *builder) checkClientMethods(m *Model, res *load.Result) {
 				where, r.pkg)
 		}
 	}
+}
+
+// servesSubresource reports whether the server serves the subresource name of k.
+func servesSubresource(k *Kind, name string) bool {
+	switch name {
+	case "status":
+		return k.HasStatus
+	case "scale":
+		return k.Scale != nil
+	}
+	return slices.ContainsFunc(k.Subresources, func(s Subresource) bool { return s.Name == name })
+}
+
+// unservedSubresourceFix is how to serve the subresource name a client method calls.
+func unservedSubresourceFix(name string) string {
+	switch name {
+	case "status":
+		return "serve /status with +kubebuilder:subresource:status on the kind, or remove the method"
+	case "scale":
+		return "serve /scale with +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.replicas (it answers autoscaling/v1 Scale), or remove the method"
+	}
+	return "serve /" + name + " as an imperative subresource (+aagen:subresource:action, :view, :stream or :connection with name=" + name + "; docs/markers.md), or remove the method"
 }
