@@ -292,6 +292,9 @@ images:
 		t.Fatalf("the ServiceAccount default/reader's token at the server Pod %s: %v (%d items)", direct.Host, err, itemCount(list))
 	}
 	t.Logf("the server Pod at %s authenticated a ServiceAccount token (TokenReview) and authorized it (SubjectAccessReview) as %s/%s", direct.Host, ns, sa)
+
+	// Operating it: a rolling update and a killed Pod under load.
+	operateDeployedServer(t, ctx, cp.Kubeconfig, kube, dyn, ns, deployment.Name, selector, boats, apiservices)
 }
 
 func runtimeFromUnstructured(o *unstructured.Unstructured, into any) error {

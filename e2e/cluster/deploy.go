@@ -112,8 +112,9 @@ func deploy(t T, ctx context.Context, cp *ControlPlane, dir, serverBin, etcdURL 
 	WriteKubeconfig(t, saKubeconfig, cp.Host, cp.PKI.Path("ca.crt"), "", "", tok.Status.Token)
 	certs := filepath.Join(dir, "config/deploy/certs")
 	// etcdURL is a test etcd without the deployed etcd's client certificates: drop the
-	// Deployment's etcd TLS flags, whose files exist only in the pod.
-	args := ReplaceArgs(DropArgs(DeploymentArgs(t, objs), "--etcd-cafile", "--etcd-certfile", "--etcd-keyfile"), map[string]string{
+	// Deployment's etcd TLS flags, whose files exist only in the pod. The shutdown delay,
+	// for a Service to stop sending a Pod requests, has no Service to wait for here.
+	args := ReplaceArgs(DropArgs(DeploymentArgs(t, objs), "--etcd-cafile", "--etcd-certfile", "--etcd-keyfile", "--shutdown-delay-duration"), map[string]string{
 		"--secure-port":          strconv.Itoa(port),
 		"--tls-cert-file":        filepath.Join(certs, "tls.crt"),
 		"--tls-private-key-file": filepath.Join(certs, "tls.key"),

@@ -67,6 +67,17 @@ const (
 // GeneratedYAMLHeader marks YAML files aagen owns.
 const GeneratedYAMLHeader = "# " + GeneratedHeader
 
+// The graceful shutdown of the deployed server: serverShutdownDelay of serving with /readyz
+// failing after SIGTERM, long enough for the endpoints controller and kube-proxy to stop
+// sending it connections; then the drain of requests in flight, bounded by the 60 s request
+// timeout, and of watches (runtime/server's --shutdown-watch-termination-grace-period).
+// serverTerminationGracePeriod covers both with a margin, so kubelet's SIGKILL does not cut
+// a request short.
+const (
+	serverShutdownDelay          = "10s"
+	serverTerminationGracePeriod = 80
+)
+
 type deployData struct {
 	Name, Namespace, Image, EtcdImage, CABundle, Dir, GoVersion string
 	Port                                                        int
@@ -75,8 +86,12 @@ type deployData struct {
 	EtcdInitialCluster, EtcdService, EtcdMemberSecret           string
 	EtcdClientSecret, EtcdMemberCertDir, EtcdClientCertDir      string
 	DatastoreSecret, DatastoreSecretKey                         string
-	Groups                                                      []deployGroup
-	APIServices                                                 []deployAPIService
+	// ShutdownDelay is the server's --shutdown-delay-duration; TerminationGracePeriod the
+	// Pod's terminationGracePeriodSeconds, which covers it and the drain after it.
+	ShutdownDelay          string
+	TerminationGracePeriod int
+	Groups                 []deployGroup
+	APIServices            []deployAPIService
 }
 
 type deployGroup struct {
@@ -201,10 +216,12 @@ func newDeployment(name string, d DeployOptions) (*deployment, error) {
 			fmt.Sprintf("*.%s.%s.svc.cluster.local", data.EtcdService, d.Namespace))
 		data.EtcdInitialCluster = strings.Join(peers, ",")
 	}
+	data.ShutdownDelay, data.TerminationGracePeriod = serverShutdownDelay, serverTerminationGracePeriod
 	data.ServerArgs = []string{
 		fmt.Sprintf("--secure-port=%d", ServingPort),
 		"--tls-cert-file=/var/run/serving-cert/tls.crt",
 		"--tls-private-key-file=/var/run/serving-cert/tls.key",
+		"--shutdown-delay-duration=" + serverShutdownDelay,
 	}
 	if sql {
 		// The DSN holds a password: from the Secret, through the environment.

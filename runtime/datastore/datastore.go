@@ -114,7 +114,9 @@ func ConcurrentSchemaSetup(err error) bool {
 	return false
 }
 
-// Start opens the database and serves kine's etcd API until ctx ends or Close is called.
+// Start opens the database and serves kine's etcd API until Close is called. ctx bounds
+// the startup only, as for runtime/etcd's Start: a server shutting down gracefully still
+// reads and watches through kine until it closes it.
 // It retries kine's schema setup when another server raced it there (ConcurrentSchemaSetup).
 func Start(ctx context.Context, cfg Config) (*Server, error) {
 	scheme, err := Scheme(cfg.Endpoint)
@@ -139,7 +141,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	var etcdCfg endpoint.ETCDConfig
 	for attempt := 1; ; attempt++ {
-		kctx, cancel := context.WithCancel(ctx)
+		kctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		s.cancel, s.wg = cancel, &sync.WaitGroup{}
 		etcdCfg, err = endpoint.Listen(kctx, endpoint.Config{
 			WaitGroup: s.wg,

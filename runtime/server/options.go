@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -40,6 +41,15 @@ type Options struct {
 	// StorageMigrationQPS bounds the objects a second the storage-version migration
 	// rewrites (see StorageVersionsPath).
 	StorageMigrationQPS float64
+	// ShutdownDelay is how long the server keeps serving after SIGTERM while /readyz
+	// fails, so that the Service stops sending it connections first (kube-apiserver's
+	// --shutdown-delay-duration).
+	ShutdownDelay time.Duration
+	// ShutdownWatchTermination bounds how long the shutdown spends ending the open watches
+	// (kube-apiserver's --shutdown-watch-termination-grace-period). Positive by default,
+	// unlike upstream's: with 0 a watch of a server shutting down stays open without events
+	// until the process exits.
+	ShutdownWatchTermination time.Duration
 
 	// admission is the spec's own admission plugins, registered by NewOptions.
 	admission *ownAdmission
@@ -62,8 +72,9 @@ func NewOptions(spec *Spec) *Options {
 		EmbeddedEtcdDir: DefaultEmbeddedEtcdDir,
 		Stdout:          os.Stdout,
 
-		StorageMigrationQPS: DefaultStorageMigrationQPS,
-		storage:             storage,
+		StorageMigrationQPS:      DefaultStorageMigrationQPS,
+		ShutdownWatchTermination: DefaultShutdownWatchTermination,
+		storage:                  storage,
 	}
 	opts.admission = registerAdmission(spec, opts)
 	return opts
@@ -86,7 +97,16 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"Store objects in SQL through kine run inside this process instead of etcd: postgres://user:pass@host:5432/db, "+
 			"mysql://user:pass@tcp(host:3306)/db or sqlite:///path/state.db. Excludes --etcd-servers.")
 	fs.StringSliceVar(&o.AlternateDNS, "alternate-dns", o.AlternateDNS, "Extra DNS names for a self-signed serving certificate.")
+	fs.DurationVar(&o.ShutdownDelay, "shutdown-delay-duration", o.ShutdownDelay,
+		"Time to keep serving after SIGTERM while /readyz reports failure, so that endpoints and load balancers stop sending "+
+			"requests first (as kube-apiserver's flag). The deploy manifests set it.")
+	fs.DurationVar(&o.ShutdownWatchTermination, "shutdown-watch-termination-grace-period", o.ShutdownWatchTermination,
+		"Upper bound of the time the shutdown spends ending open watches, so that their clients watch again at another replica "+
+			"(as kube-apiserver's flag, whose default is 0: watches left open without events until the process exits).")
 }
+
+// DefaultShutdownWatchTermination is the default of --shutdown-watch-termination-grace-period.
+const DefaultShutdownWatchTermination = 10 * time.Second
 
 // embeddedEtcd reports whether the server starts its own etcd.
 func (o *Options) embeddedEtcd() bool {

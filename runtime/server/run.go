@@ -30,7 +30,8 @@ import (
 
 // Run serves spec until ctx is cancelled. It starts kine when --datastore-endpoint is
 // given, else the embedded etcd when no --etcd-servers are given, and stops it after the
-// server has shut down.
+// server has shut down: ctx bounds their startup only, since the graceful shutdown that
+// ctx's end begins still serves requests and watches (the shutdown delay, the drain).
 func Run(ctx context.Context, spec Spec, o *Options) error {
 	if err := spec.validate(); err != nil {
 		return err
@@ -120,6 +121,8 @@ func New(spec Spec, o *Options) (*genericapiserver.GenericAPIServer, genericapis
 	if err := ro.ApplyTo(cfg); err != nil {
 		return nil, nil, fmt.Errorf("applying options: %w", err)
 	}
+	cfg.ShutdownDelayDuration = o.ShutdownDelay
+	cfg.ShutdownWatchTerminationGracePeriod = o.ShutdownWatchTermination
 	withCachedFrontProxyVerification(&cfg.Authentication)
 	if local != nil {
 		if err := applyLocalAuthentication(cfg, local); err != nil {
