@@ -61,10 +61,10 @@ func TestClientMethodOfUnservedSubresourceWarned(t *testing.T) {
 		t.Errorf("Widget serves /status (it has a status field), yet: %v", got)
 	}
 	m, warns, err := build(t, module(t, map[string]string{"apis/shop/v1/doc.go": docGo, "apis/shop/v1/types.go": scalableKind(
-		"// +kubebuilder:subresource:status\n// +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.replicas\n" +
+		"// +kubebuilder:subresource:status\n// +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.replicas\n"+
 			"// +aagen:subresource:action:name=eviction,input=WidgetEviction,output=Status", `
 type WidgetEviction struct {
-	metav1.TypeMeta ` + "`json:\",inline\"`" + `
+	metav1.TypeMeta `+"`json:\",inline\"`"+`
 }
 `)}))
 	if err != nil {
