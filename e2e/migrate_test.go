@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/aagen-dev/aagen/e2e/cluster"
 	"github.com/aagen-dev/aagen/internal/migrate"
@@ -349,7 +350,7 @@ func TestMigratePlanAndImport(t *testing.T) {
 			}
 		}
 		// A freeze that never takes hold (its probe is never refused) removes itself.
-		err := migrate.Freeze(ctx, cp.Admin, depot, func(context.Context) error { return nil }, 2*time.Second)
+		err := migrate.Freeze(ctx, cp.Admin, depot, func(context.Context) error { return nil }, 2*time.Second, "")
 		if err == nil || !strings.Contains(err.Error(), "did not take hold") {
 			t.Errorf("a freeze whose probe is never refused: %v", err)
 		}
@@ -363,7 +364,7 @@ func TestMigratePlanAndImport(t *testing.T) {
 			_, err = crdCrates.Update(ctx, obj, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
 			return err
 		}
-		if err := migrate.Freeze(ctx, cp.Admin, depot, probe, time.Minute); err != nil {
+		if err := migrate.Freeze(ctx, cp.Admin, depot, probe, time.Minute, ""); err != nil {
 			t.Fatal(err)
 		}
 		lifted := false
@@ -681,4 +682,126 @@ collect:
 		}
 	}
 	t.Logf("observation: the watch opened on the CRD before the switch delivered %v within 5 s of the create after it", seen)
+
+	// Rollback. Writes through kube-apiserver land in the generated server: a relabel and a
+	// status change of "held", a spec change by a second server-side-apply manager of
+	// "applied", "owned" deleted, and "after" (above) created there, unknown to the CRD.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		obj, err := crdCrates.Get(ctx, "held", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		obj.SetLabels(map[string]string{"crate": "held", "team": "green"})
+		if obj, err = crdCrates.Update(ctx, obj, metav1.UpdateOptions{FieldManager: "labeller"}); err != nil {
+			return err
+		}
+		obj.Object["status"] = map[string]any{"packed": false}
+		_, err = crdCrates.UpdateStatus(ctx, obj, metav1.UpdateOptions{FieldManager: "packer"})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	heavier := &unstructured.Unstructured{Object: map[string]any{"apiVersion": depot + "/v1", "kind": "Crate",
+		"metadata": map[string]any{"name": "applied", "namespace": ns}, "spec": map[string]any{"limits": map[string]any{"maxWeight": int64(20)}}}}
+	if _, err := crdCrates.Apply(ctx, "applied", heavier, metav1.ApplyOptions{FieldManager: "weigher", Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := crdCrates.Delete(ctx, "owned", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	onServer, err := direct.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rollback := exec.CommandContext(ctx, aagen(t), "migrate", "rollback", "--kubeconfig", cp.Kubeconfig, "--server-kubeconfig", serverKubeconfig, "--group", depot)
+	out2, err := rollback.CombinedOutput()
+	t.Logf("aagen migrate rollback:\n%s", out2)
+	if err != nil {
+		t.Fatalf("aagen migrate rollback: %v", err)
+	}
+	for _, want := range []string{
+		"depot.example.com is served by its CRDs again: map[crates.depot.example.com:3] objects verified (2 updated, 1 created anew, 1 deleted, 0 unchanged)",
+		"created anew, with a new uid (objects that refer to it by uid must be updated): crates.depot.example.com depot/after",
+	} {
+		if !strings.Contains(string(out2), want) {
+			t.Errorf("aagen migrate rollback does not say %q", want)
+		}
+	}
+	as, err = apiservices.Get(ctx, "v1."+depot, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if svc, found, _ := unstructured.NestedMap(as.Object, "spec", "service"); found || as.GetLabels()["kube-aggregator.kubernetes.io/automanaged"] != "true" {
+		t.Errorf("the APIService after the rollback: service %v, labels %v; want none and kube-apiserver's automanaged label", svc, as.GetLabels())
+	}
+	for k := range as.GetAnnotations() {
+		if strings.HasPrefix(k, "migrate.aagen.dev/") {
+			t.Errorf("the APIService keeps the migration's annotation %s after the rollback", k)
+		}
+	}
+	if _, err := policies.Get(ctx, "aagen-migration-freeze."+depot, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the freeze after the rollback: %v, want NotFound", err)
+	}
+	// Through kube-apiserver, from the CRD again: every crate the server held equal to the
+	// server's but for resourceVersion ("after", created on the server, but for its uid and
+	// creationTimestamp too), "owned" gone, "long" (skipped by apply) as it was.
+	back, err := crdCrates.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	backByName := map[string]*unstructured.Unstructured{}
+	for i := range back.Items {
+		backByName[back.Items[i].GetName()] = &back.Items[i]
+	}
+	for i := range onServer.Items {
+		src := &onServer.Items[i]
+		name := src.GetName()
+		got, ok := backByName[name]
+		if !ok {
+			t.Errorf("%s is not in the CRD after the rollback", name)
+			continue
+		}
+		if got.GetResourceVersion() == src.GetResourceVersion() {
+			t.Errorf("%s through kube-apiserver after the rollback has the generated server's resourceVersion %s: not served by the CRD", name, got.GetResourceVersion())
+		}
+		gotContent, want := withoutRV(got), withoutRV(src)
+		for _, c := range []map[string]any{gotContent, want} {
+			if reflect.DeepEqual(c["status"], map[string]any{}) {
+				delete(c, "status")
+			}
+			if name == "after" {
+				m := c["metadata"].(map[string]any)
+				delete(m, "uid")
+				delete(m, "creationTimestamp")
+			}
+		}
+		if !reflect.DeepEqual(gotContent, want) {
+			t.Errorf("%s through kube-apiserver after the rollback:\n%s\nwant the generated server's but for resourceVersion:\n%s", name, mustJSON(t, gotContent), mustJSON(t, want))
+		}
+		if name == "after" && got.GetUID() == src.GetUID() {
+			t.Errorf("after: the CRD's object has the server's uid %s, which the public API cannot set", got.GetUID())
+		}
+	}
+	if _, ok := backByName["owned"]; ok {
+		t.Errorf("owned, deleted on the generated server, is still in the CRD after the rollback")
+	}
+	for i := range before.Items {
+		if src := &before.Items[i]; src.GetName() == "long" {
+			if got, ok := backByName["long"]; !ok || !reflect.DeepEqual(got.Object, src.Object) {
+				t.Errorf("long, skipped by apply, after the rollback: %v; want it untouched: %v", got, src)
+			}
+		}
+	}
+	// A write through kube-apiserver lands in the CRD, not in the server.
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if _, last = crdCrates.Create(ctx, crate("rolled-back"), metav1.CreateOptions{}); last == nil {
+			break
+		}
+	}
+	if last != nil {
+		t.Fatalf("a create through kube-apiserver after the rollback: %v", last)
+	}
+	if _, err := direct.Get(ctx, "rolled-back", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the crate created after the rollback, on the generated server: %v, want NotFound", err)
+	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"sort"
 	"strings"
 	"time"
 
@@ -19,10 +20,10 @@ func newMigrateCommand() *cobra.Command {
 		Short: "Move a CRD's objects into the generated server of the same types",
 		Long: `migrate moves the objects of an API group served by CRDs into the generated server of the
 same types, keeping their identity (docs/migration.md). 'plan' says what a migration would meet
-and changes nothing; 'apply' copies the objects and points the group at the server. There is
-no rollback yet.`,
+and changes nothing; 'apply' copies the objects and points the group at the server; 'rollback'
+brings the CRDs up to the server's objects and points the group back at them.`,
 	}
-	cmd.AddCommand(newMigratePlanCommand(), newMigrateApplyCommand())
+	cmd.AddCommand(newMigratePlanCommand(), newMigrateApplyCommand(), newMigrateRollbackCommand())
 	return cmd
 }
 
@@ -134,4 +135,64 @@ are new, so informers relist (docs/migration.md).`,
 	cmd.Flags().Int32Var(&port, "service-port", 443, "the port of the Service")
 	cmd.Flags().StringVar(&caBundleFile, "ca-bundle", "", "PEM file of the CA that signed the server's serving certificate")
 	return cmd
+}
+
+func newMigrateRollbackCommand() *cobra.Command {
+	var kubeconfig, serverKubeconfig, group string
+	cmd := &cobra.Command{
+		Use:   "rollback --group GROUP --server-kubeconfig FILE",
+		Short: "Move the group back from the generated server to its CRDs, after apply",
+		Long: `rollback undoes apply: it freezes writes to the group (a ValidatingAdmissionPolicy, which the
+generated server evaluates too; lifted at the end whatever happens) but its own; lists the
+generated server's objects; hands the group's APIServices back to kube-apiserver (their
+automanaged label as before apply, no Service) and waits until kube-apiserver serves the CRDs
+again; brings every CRD object up to the server's content (metadata, spec, status, managed
+fields), deletes those deleted on the server, and leaves alone what apply skipped; checks both
+sides equal; and lifts the freeze. uids the CRDs hold are kept; an object created on the server
+after apply is created anew with a new uid (reported). The server keeps its objects. Run again
+after a failure, it goes on from where it stopped (docs/migration.md).`,
+		Example: `  aagen migrate rollback --group webapp.example.com --server-kubeconfig migrator.kubeconfig`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if serverKubeconfig == "" {
+				return fmt.Errorf("--server-kubeconfig is required: a kubeconfig reaching the generated server directly")
+			}
+			cluster, err := loadKubeconfig(kubeconfig)
+			if err != nil {
+				return fmt.Errorf("--kubeconfig: %w", err)
+			}
+			server, err := loadKubeconfig(serverKubeconfig)
+			if err != nil {
+				return fmt.Errorf("--server-kubeconfig: %w", err)
+			}
+			res, err := migrate.Rollback(cmd.Context(), migrate.RollbackOptions{Cluster: cluster, Server: server, Group: group, Progress: cmd.ErrOrStderr()})
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "%s is served by its CRDs again: %v objects verified (%d updated, %d created anew, %d deleted, %d unchanged); writes were frozen for %v\n",
+				group, res.Verification.Objects, len(res.Updated), len(res.Recreated), len(res.Deleted), res.Unchanged, res.Frozen.Round(time.Millisecond))
+			for _, id := range res.Recreated {
+				fmt.Fprintf(out, "created anew, with a new uid (objects that refer to it by uid must be updated): %s\n", id)
+			}
+			for _, id := range sortedKeys(res.Partial) {
+				fmt.Fprintf(out, "kept but for %s: %s\n", strings.Join(res.Partial[id], ", "), id)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the cluster serving the CRDs (default: $KUBECONFIG, then ~/.kube/config)")
+	cmd.Flags().StringVar(&serverKubeconfig, "server-kubeconfig", "", "kubeconfig reaching the generated server directly")
+	cmd.Flags().StringVar(&group, "group", "", "the API group to move back")
+	return cmd
+}
+
+// sortedKeys is m's keys, sorted.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"reflect"
 	"sort"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -49,6 +50,22 @@ type ApplyResult struct {
 
 // apiServices is the resource of the aggregator's APIServices.
 var apiServices = schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
+
+// automanagedLabel is kube-apiserver's label of the APIServices it manages itself (those of
+// CRDs: "true"); "false" leaves an APIService to its user.
+const automanagedLabel = "kube-aggregator.kubernetes.io/automanaged"
+
+// The annotations apply leaves on each APIService it points at the generated server, which
+// rollback reads and removes: that apply did it, automanagedLabel's value before it, the
+// objects apply left out (its Skip, comma-separated: rollback leaves them alone in the
+// CRDs), and, from rollback, that the APIService was handed back to the CRDs but their
+// objects not yet brought up to date (a rollback run again goes on from there).
+const (
+	annotationApplied     = "migrate.aagen.dev/applied"
+	annotationAutomanaged = "migrate.aagen.dev/automanaged-before"
+	annotationSkipped     = "migrate.aagen.dev/skipped"
+	annotationRollingBack = "migrate.aagen.dev/rolling-back"
+)
 
 // Apply moves the group from its CRDs to the generated server: it runs the plan and stops
 // when it blocks; starts the migration on the server; copies every object while the CRDs
@@ -102,7 +119,7 @@ func Apply(ctx context.Context, o ApplyOptions) (res *ApplyResult, err error) {
 		return res, err
 	}
 	fmt.Fprintf(progress, "freezing writes to %s\n", o.Group)
-	if err := Freeze(ctx, o.Cluster, o.Group, probe, timeout); err != nil {
+	if err := Freeze(ctx, o.Cluster, o.Group, probe, timeout, ""); err != nil {
 		return res, err
 	}
 	frozen := time.Now()
@@ -256,12 +273,22 @@ func flip(ctx context.Context, o ApplyOptions, versions []string, timeout time.D
 		if err != nil {
 			return fmt.Errorf("the APIService %s: %w", name, err)
 		}
-		labels := as.GetLabels()
+		labels, annotations := as.GetLabels(), as.GetAnnotations()
 		if labels == nil {
 			labels = map[string]string{}
 		}
-		labels["kube-aggregator.kubernetes.io/automanaged"] = "false"
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		if _, again := annotations[annotationApplied]; !again {
+			// What rollback restores and leaves alone (an apply run again keeps the first's).
+			annotations[annotationAutomanaged] = labels[automanagedLabel]
+		}
+		annotations[annotationApplied] = "true"
+		annotations[annotationSkipped] = strings.Join(o.Skip, ",")
+		labels[automanagedLabel] = "false"
 		as.SetLabels(labels)
+		as.SetAnnotations(annotations)
 		if err := unstructured.SetNestedMap(as.Object, map[string]any{"namespace": o.ServiceNamespace, "name": o.ServiceName, "port": int64(o.ServicePort)}, "spec", "service"); err != nil {
 			return err
 		}

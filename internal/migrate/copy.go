@@ -11,6 +11,7 @@ import (
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
@@ -126,7 +127,7 @@ func Copy(ctx context.Context, o CopyOptions) (CopyResult, error) {
 			opts.Continue = list.GetContinue()
 		}
 		if o.Prune {
-			n, err := prune(ctx, serverObjects, gvr, keep)
+			n, err := prune(ctx, serverObjects, gvr, func(obj *unstructured.Unstructured) bool { return keep[obj.GetUID()] })
 			res.Removed[resource] = n
 			if err != nil {
 				return res, err
@@ -172,31 +173,31 @@ func storageVersion(crd apiextensionsv1.CustomResourceDefinition) string {
 	return crd.Spec.Versions[0].Name
 }
 
-// prune removes from the generated server the objects of gvr that the cluster no longer
-// holds (keep: the uids the cluster's listing had), through the server's public API: a
-// delete with the object's uid as precondition, then, when finalizers hold it, an update
-// without them. It returns how many it removed.
-func prune(ctx context.Context, server dynamic.Interface, gvr schema.GroupVersionResource, keep map[types.UID]bool) (int, error) {
+// prune removes from one side of a migration the objects of gvr that the other no longer
+// holds (those keep does not keep), through the public API: a delete with the object's uid
+// as precondition, then, when finalizers hold it, an update without them (they ran on the
+// other side, which deleted it). It returns how many it removed.
+func prune(ctx context.Context, server dynamic.Interface, gvr schema.GroupVersionResource, keep func(*unstructured.Unstructured) bool) (int, error) {
 	removed := 0
 	opts := metav1.ListOptions{Limit: 500}
 	for {
 		list, err := server.Resource(gvr).List(ctx, opts)
 		if err != nil {
-			return removed, fmt.Errorf("listing %s on the generated server: %w", gvr.GroupResource(), err)
+			return removed, fmt.Errorf("listing %s: %w", gvr.GroupResource(), err)
 		}
 		for i := range list.Items {
 			obj := &list.Items[i]
-			if keep[obj.GetUID()] {
+			if keep(obj) {
 				continue
 			}
 			client := server.Resource(gvr).Namespace(obj.GetNamespace())
 			uid := obj.GetUID()
 			err := client.Delete(ctx, obj.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 			if err != nil && !apierrors.IsNotFound(err) {
-				return removed, fmt.Errorf("removing %s %s/%s from the generated server: %w", gvr.GroupResource(), obj.GetNamespace(), obj.GetName(), err)
+				return removed, fmt.Errorf("removing %s %s/%s: %w", gvr.GroupResource(), obj.GetNamespace(), obj.GetName(), err)
 			}
 			if err == nil && len(obj.GetFinalizers()) > 0 {
-				// Deleted on the cluster already: its finalizers have run there.
+				// Deleted on the other side already: its finalizers have run there.
 				err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 					cur, err := client.Get(ctx, obj.GetName(), metav1.GetOptions{})
 					if err != nil || cur.GetUID() != uid {
@@ -207,7 +208,7 @@ func prune(ctx context.Context, server dynamic.Interface, gvr schema.GroupVersio
 					return err
 				})
 				if err != nil && !apierrors.IsNotFound(err) {
-					return removed, fmt.Errorf("removing the finalizers of %s %s/%s on the generated server: %w", gvr.GroupResource(), obj.GetNamespace(), obj.GetName(), err)
+					return removed, fmt.Errorf("removing the finalizers of %s %s/%s: %w", gvr.GroupResource(), obj.GetNamespace(), obj.GetName(), err)
 				}
 			}
 			removed++

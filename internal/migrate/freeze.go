@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,9 +26,16 @@ func freezeName(group string) string { return "aagen-migration-freeze." + group 
 // subresources ("*/*") on the cluster (a ValidatingAdmissionPolicy whose only rule is false, and
 // its binding with the action Deny), and returns once probe, a dry-run write, is refused
 // with FreezeMessage: kube-apiserver loads policies asynchronously, so the freeze holds
-// only from then on. Lift ends it whatever happened in between; a Freeze that fails lifts
+// only from then on (with a nil probe, when the group has no object to probe with, it
+// returns at once). Lift ends it whatever happened in between; a Freeze that fails lifts
 // what it created itself.
-func Freeze(ctx context.Context, cfg *rest.Config, group string, probe func(context.Context) error, timeout time.Duration) (err error) {
+//
+// The policy holds wherever the group is served: kube-apiserver evaluates it for a CRD,
+// and a generated server, whose admission chain has upstream's ValidatingAdmissionPolicy
+// plugin, for its own resources. exempt, when not empty, is the user whose writes the
+// freeze lets through (the rollback's, which writes the CRDs during it); a dry run is
+// refused for everyone, exempt included, so that the same user can probe the freeze.
+func Freeze(ctx context.Context, cfg *rest.Config, group string, probe func(context.Context) error, timeout time.Duration, exempt string) (err error) {
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
@@ -44,6 +52,7 @@ func Freeze(ctx context.Context, cfg *rest.Config, group string, probe func(cont
 					Rule:       admissionregistrationv1.Rule{APIGroups: []string{group}, APIVersions: []string{"*"}, Resources: []string{"*/*"}},
 				},
 			}}},
+			MatchConditions: exemption(exempt),
 			Validations: []admissionregistrationv1.Validation{{
 				Expression: "false",
 				Message:    FreezeMessage + ": retry in a few seconds",
@@ -70,8 +79,16 @@ func Freeze(ctx context.Context, cfg *rest.Config, group string, probe func(cont
 	if _, err := client.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating the freeze's ValidatingAdmissionPolicyBinding %s: %w", name, err)
 	}
+	if probe == nil {
+		return nil
+	}
+	return awaitFrozen(ctx, group, probe, timeout)
+}
+
+// awaitFrozen waits until probe, a dry-run write, is refused with FreezeMessage.
+func awaitFrozen(ctx context.Context, group string, probe func(context.Context) error, timeout time.Duration) error {
 	var last error
-	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		last = probe(ctx)
 		return last != nil && strings.Contains(last.Error(), FreezeMessage), nil
 	})
@@ -79,6 +96,18 @@ func Freeze(ctx context.Context, cfg *rest.Config, group string, probe func(cont
 		return fmt.Errorf("the freeze of %s did not take hold within %v (the last probe write answered %v): %w", group, timeout, last, err)
 	}
 	return nil
+}
+
+// exemption is the freeze policy's match condition that lets user's writes through, but
+// not their dry runs (nil for no user).
+func exemption(user string) []admissionregistrationv1.MatchCondition {
+	if user == "" {
+		return nil
+	}
+	return []admissionregistrationv1.MatchCondition{{
+		Name:       "not-the-migration",
+		Expression: fmt.Sprintf("request.dryRun || request.userInfo.username != %s", strconv.Quote(user)),
+	}}
 }
 
 // Lift deletes the freeze's binding and policy (those absent are fine).
