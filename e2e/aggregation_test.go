@@ -2,12 +2,16 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -243,6 +247,97 @@ func TestAggregation(t *testing.T) {
 		// believed: the server authenticates the certificate's own name instead.
 		_, err = direct(cp.PKI.UntrustedFrontProxy(t, backend, "alice", "system:authenticated")).List(ctx, metav1.ListOptions{})
 		wantForbidden(t, "X-Remote-User from an untrusted certificate", err, `User "`+cluster.FrontProxyClientName+`" cannot list resource "boats"`)
+	})
+
+	// The manifests' FlowSchema gives what the server asks of kube-apiserver on every
+	// request's path (delegated SubjectAccessReviews and TokenReviews, sent with its
+	// ServiceAccount's token) the priority level workload-high, not workload-low, which all
+	// service accounts share: kube-apiserver's flow-control metrics count the
+	// SubjectAccessReviews the server sent under it, and its answer to a TokenReview sent
+	// with the server's token names the schema and the level.
+	t.Run("priority and fairness of delegated auth", func(t *testing.T) {
+		var manifest *unstructured.Unstructured
+		for _, o := range backend.Objects {
+			if o.GetKind() == "FlowSchema" {
+				manifest = o
+			}
+		}
+		if manifest == nil {
+			t.Fatal("the deploy manifests have no FlowSchema")
+		}
+		fs, err := kube.FlowcontrolV1().FlowSchemas().Get(ctx, manifest.GetName(), metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		level, err := kube.FlowcontrolV1().PriorityLevelConfigurations().Get(ctx, fs.Spec.PriorityLevelConfiguration.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if level.Name != "workload-high" {
+			t.Errorf("the FlowSchema's priority level is %s, want workload-high", level.Name)
+		}
+		dispatched := func() float64 {
+			t.Helper()
+			body, err := kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			prefix := fmt.Sprintf(`apiserver_flowcontrol_dispatched_requests_total{flow_schema=%q,priority_level=%q} `, fs.Name, level.Name)
+			for _, line := range strings.Split(string(body), "\n") {
+				if v, ok := strings.CutPrefix(line, prefix); ok {
+					f, err := strconv.ParseFloat(v, 64)
+					if err != nil {
+						t.Fatal(err)
+					}
+					return f
+				}
+			}
+			return 0
+		}
+		before := dispatched()
+		// A user the server has not seen: its authorizer's cache cannot answer.
+		_, err = dynamic.NewForConfigOrDie(cp.PKI.FrontProxy(backend, "flow-probe", "system:authenticated")).Resource(boats).Namespace(ns).List(ctx, metav1.ListOptions{})
+		wantForbidden(t, "a new user, list", err, `User "flow-probe" cannot list resource "boats"`)
+		if after := dispatched(); after <= before {
+			t.Errorf("kube-apiserver dispatched %v requests under the FlowSchema %s before and %v after the server asked a SubjectAccessReview: its reviews are not classified by it", before, fs.Name, after)
+		}
+
+		var sa *flowcontrolv1.ServiceAccountSubject
+		for _, r := range fs.Spec.Rules {
+			for _, s := range r.Subjects {
+				if s.ServiceAccount != nil {
+					sa = s.ServiceAccount
+				}
+			}
+		}
+		if sa == nil {
+			t.Fatalf("the FlowSchema %s has no ServiceAccount subject: %+v", fs.Name, fs.Spec.Rules)
+		}
+		tok, err := kube.CoreV1().ServiceAccounts(sa.Namespace).CreateToken(ctx, sa.Name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		asServer := rest.AnonymousClientConfig(cp.Admin)
+		asServer.BearerToken = tok.Status.Token
+		client, err := rest.HTTPClientFor(asServer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		review := fmt.Sprintf(`{"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview","spec":{"token":%q}}`, tok.Status.Token)
+		resp, err := client.Post(asServer.Host+"/apis/authentication.k8s.io/v1/tokenreviews", "application/json", strings.NewReader(review))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated {
+			t.Errorf("a TokenReview as the server's ServiceAccount: %d, want 201", resp.StatusCode)
+		}
+		if got := resp.Header.Get("X-Kubernetes-Pf-Flowschema-Uid"); got != string(fs.UID) {
+			t.Errorf("a TokenReview as the server's ServiceAccount was classified by the FlowSchema %q, want %s's %s", got, fs.Name, fs.UID)
+		}
+		if got := resp.Header.Get("X-Kubernetes-Pf-Prioritylevel-Uid"); got != string(level.UID) {
+			t.Errorf("a TokenReview as the server's ServiceAccount went to the priority level %q, want %s's %s", got, level.Name, level.UID)
+		}
 	})
 
 	// A clientset of the generated project, in protobuf, for every kind (protobuf_test.go).

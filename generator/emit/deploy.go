@@ -299,7 +299,7 @@ func Deploy(m *model.Model, o Options, d DeployOptions, certs DeployCerts) ([]Fi
 		}
 	}
 
-	manifests := []string{"namespace", "rbac", "apiserver", "apiservices"}
+	manifests := []string{"namespace", "rbac", "flowcontrol", "apiserver", "apiservices"}
 	if len(d.EtcdServers) == 0 && !sql {
 		manifests = append(manifests, "etcd")
 	}

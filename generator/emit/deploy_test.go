@@ -141,6 +141,58 @@ func TestDeployDefault(t *testing.T) {
 	}
 }
 
+// TestDeployFlowSchema checks the FlowSchema that gives the server's delegated
+// TokenReviews and SubjectAccessReviews workload-high (e2e TestAggregation checks that
+// kube-apiserver classifies them by it).
+func TestDeployFlowSchema(t *testing.T) {
+	fs, err := deploy(t, DeployOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := files(t, fs)
+	if !strings.Contains(got["config/deploy/kustomization.yaml"], "- zz_generated.flowcontrol.yaml") {
+		t.Error("the kustomization does not include the FlowSchema")
+	}
+	var schema struct {
+		Kind     string
+		Metadata struct{ Name string }
+		Spec     struct {
+			PriorityLevelConfiguration struct{ Name string } `json:"priorityLevelConfiguration"`
+			MatchingPrecedence         int                   `json:"matchingPrecedence"`
+			Rules                      []struct {
+				Subjects []struct {
+					Kind           string
+					ServiceAccount struct{ Name, Namespace string } `json:"serviceAccount"`
+				}
+				ResourceRules []struct {
+					Verbs, APIGroups, Resources []string
+				} `json:"resourceRules"`
+			}
+		}
+	}
+	if err := yaml.Unmarshal([]byte(got["config/deploy/zz_generated.flowcontrol.yaml"]), &schema); err != nil {
+		t.Fatal(err)
+	}
+	if schema.Kind != "FlowSchema" || schema.Metadata.Name != "shop-apiserver-delegated-auth" || schema.Spec.PriorityLevelConfiguration.Name != "workload-high" ||
+		schema.Spec.MatchingPrecedence >= 900 || len(schema.Spec.Rules) != 1 {
+		t.Fatalf("FlowSchema: %+v", schema)
+	}
+	r := schema.Spec.Rules[0]
+	if len(r.Subjects) != 1 || r.Subjects[0].Kind != "ServiceAccount" || r.Subjects[0].ServiceAccount.Name != "shop-apiserver" || r.Subjects[0].ServiceAccount.Namespace != "shop-apiserver" {
+		t.Errorf("FlowSchema subjects: %+v, want the server's ServiceAccount", r.Subjects)
+	}
+	var resources []string
+	for _, rr := range r.ResourceRules {
+		if !slices.Equal(rr.Verbs, []string{"create"}) {
+			t.Errorf("FlowSchema verbs %v, want create only", rr.Verbs)
+		}
+		resources = append(resources, rr.APIGroups[0]+"/"+rr.Resources[0])
+	}
+	if want := []string{"authentication.k8s.io/tokenreviews", "authorization.k8s.io/subjectaccessreviews"}; !slices.Equal(resources, want) {
+		t.Errorf("FlowSchema resources %v, want %v", resources, want)
+	}
+}
+
 func TestDeployCertManagerExternalEtcd(t *testing.T) {
 	fs, err := deploy(t, DeployOptions{CertManager: true, EtcdServers: []string{"https://etcd-a:2379", "https://etcd-b:2379"}, Namespace: "shop"})
 	if err != nil {
