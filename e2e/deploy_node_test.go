@@ -295,6 +295,8 @@ images:
 
 	// Operating it: a rolling update and a killed Pod under load.
 	operateDeployedServer(t, ctx, cp.Kubeconfig, kube, dyn, ns, deployment.Name, selector, boats, apiservices)
+	// One replica down, then all, then back (deploy_outage_test.go).
+	outageOfDeployedServer(t, ctx, cp.Kubeconfig, kube, dyn, ns, deployment.Name, selector, boats, apiservices)
 }
 
 func runtimeFromUnstructured(o *unstructured.Unstructured, into any) error {
