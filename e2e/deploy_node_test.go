@@ -171,6 +171,15 @@ images:
 			sc.Capabilities == nil || len(sc.Capabilities.Drop) != 1 || sc.Capabilities.Drop[0] != "ALL" {
 			t.Errorf("Pod %s lacks the manifests' probes or security context: %+v, pod %+v", p.Name, c, psc)
 		}
+		// The Go runtime's soft memory limit follows the container's, which kubelet set
+		// from the manifests' limit (runtime/server's softMemoryLimit, on cgroup v1 here).
+		limit := c.Resources.Limits.Memory().Value()
+		want := fmt.Sprintf("soft memory limit %d MiB (GOMEMLIMIT): 90%% of the container's memory limit of %d MiB", (limit/100*90)>>20, limit>>20)
+		if log := podLog(&p, c.Name); !strings.Contains(log, want) {
+			t.Errorf("Pod %s does not log %q:\n%s", p.Name, want, cluster.Tail(log, 3000))
+		} else {
+			t.Logf("Pod %s: %s", p.Name, want)
+		}
 	}
 
 	// Every APIService Available: kube-apiserver reaches the Pods through the Service's
@@ -335,6 +344,12 @@ func describePods(pods *corev1.PodList) string {
 
 // previousLog is the tail of the log kubelet kept of the container's previous run
 // (/var/log/pods/<ns>_<pod>_<uid>/<container>/<restart>.log, the lowest number).
+// podLog is the whole log of the first run of a container of p, as kubelet keeps it.
+func podLog(p *corev1.Pod, container string) string {
+	data, _ := os.ReadFile(filepath.Join("/var/log/pods", p.Namespace+"_"+p.Name+"_"+string(p.UID), container, "0.log"))
+	return string(data)
+}
+
 func previousLog(p *corev1.Pod, container string) string {
 	logs, _ := filepath.Glob(filepath.Join("/var/log/pods", p.Namespace+"_"+p.Name+"_"+string(p.UID), container, "*.log"))
 	if len(logs) == 0 {

@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"runtime/debug"
 
 	"github.com/spf13/cobra"
+	"k8s.io/klog/v2"
 
 	"github.com/aagen-dev/aagen/runtime/buildinfo"
 )
@@ -32,6 +35,12 @@ the process, storing data in --embedded-etcd-dir.`, spec.Name),
 			if showVersion {
 				printVersion(stdout, spec.Name, buildinfo.Read())
 				return nil
+			}
+			if limit, why, err := softMemoryLimit(os.Getenv, cgroupRoot); err != nil {
+				klog.ErrorS(err, "reading the container's memory limit; the Go runtime's soft memory limit is left as it is")
+			} else if limit > 0 {
+				debug.SetMemoryLimit(limit)
+				klog.InfoS(fmt.Sprintf("soft memory limit %d MiB (GOMEMLIMIT): %s", limit>>20, why))
 			}
 			if o.Local {
 				ss := o.Recommended.SecureServing
