@@ -58,7 +58,7 @@ var (
 )
 
 // aagen builds the aagen command once per test binary.
-func aagen(t *testing.T) string {
+func aagen(t testing.TB) string {
 	t.Helper()
 	aagenOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "aagen-bin-")
@@ -288,7 +288,7 @@ func kubectl(t *testing.T, kubeconfig string, stdin string, args ...string) (str
 // kube-apiserver with kube-controller-manager (cluster.StartControlPlane), both stopped
 // when the test ends; it returns the control plane and etcd's client URL (a generated
 // server the test deploys may store there too).
-func startControlPlane(t *testing.T, ctx context.Context) (*cluster.ControlPlane, string) {
+func startControlPlane(t testing.TB, ctx context.Context) (*cluster.ControlPlane, string) {
 	t.Helper()
 	e, err := etcd.Start(ctx, etcd.Config{Dir: t.TempDir(), UnsafeNoFsync: true})
 	if err != nil {

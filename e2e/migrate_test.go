@@ -2,10 +2,7 @@ package e2e
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
-	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
@@ -14,9 +11,8 @@ import (
 	"testing"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -24,8 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/aagen-dev/aagen/e2e/cluster"
@@ -451,45 +445,25 @@ func TestMigrateApply(t *testing.T) {
 	skipShort(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Minute)
 	defer cancel()
-	dir := t.TempDir()
-	copyTree(t, filepath.Join(repoRoot(t), "testdata", "crosspkg"), dir, nil)
-	crdDir := t.TempDir()
-	run(t, dir, cluster.ControllerGenBinary(t), "crd", "paths=./pkg/apis/...", "output:crd:dir="+crdDir)
-	crd, err := cluster.ReadCRD(filepath.Join(crdDir, depot+"_crates.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The drift of TestMigratePlanAndImport: spec.label.text without its maxLength.
-	root := crd.Spec.Versions[0].Schema.OpenAPIV3Schema
-	spec, label := root.Properties["spec"], root.Properties["spec"].Properties["label"]
-	text := label.Properties["text"]
-	text.MaxLength = nil
-	label.Properties["text"] = text
-	spec.Properties["label"] = label
-	root.Properties["spec"] = spec
-	run(t, dir, aagen(t), "generate", "./pkg/apis/...")
-	bin := filepath.Join(dir, "crosspkg-apiserver")
-	run(t, dir, "go", "build", "-o", bin, "./cmd/crosspkg-apiserver")
-
-	cp, etcdURL := startControlPlane(t, ctx)
-	const ns = "depot"
+	f := newMigrationFixture(t, ctx, func(crd *apiextensionsv1.CustomResourceDefinition) {
+		// The drift of TestMigratePlanAndImport: spec.label.text without its maxLength.
+		root := crd.Spec.Versions[0].Schema.OpenAPIV3Schema
+		spec, label := root.Properties["spec"], root.Properties["spec"].Properties["label"]
+		text := label.Properties["text"]
+		text.MaxLength = nil
+		label.Properties["text"] = text
+		spec.Properties["label"] = label
+		root.Properties["spec"] = spec
+	})
+	cp, backend, service, serverKubeconfig, caFile := f.cp, f.backend, f.service, f.serverKubeconfig, f.caFile
+	const ns = crateNamespace
 	core := kubernetes.NewForConfigOrDie(cp.Admin).CoreV1()
-	if _, err := core.Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	cluster.InstallCRD(t, ctx, cp.Admin, crd)
 	owner, err := core.ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owner"}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	crdCrates := dynamic.NewForConfigOrDie(cp.Admin).Resource(crates).Namespace(ns)
-	crate := func(name string) *unstructured.Unstructured {
-		return &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": depot + "/v1", "kind": "Crate",
-			"metadata": map[string]any{"name": name, "namespace": ns, "labels": map[string]any{"crate": name}},
-			"spec":     map[string]any{"label": map[string]any{"text": "apples"}, "limits": map[string]any{"maxWeight": int64(10)}},
-		}}
-	}
+	crate := crateObject
 	held := crate("held")
 	held.SetFinalizers([]string{"depot.example.com/keep"})
 	got, err := crdCrates.Create(ctx, held, metav1.CreateOptions{})
@@ -518,57 +492,6 @@ func TestMigrateApply(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	backend := cluster.DeployWithoutAPIServices(t, ctx, cp, dir, bin, etcdURL)
-	var service map[string]any
-	var caBundle []byte
-	for _, o := range backend.Objects {
-		if o.GetKind() == "APIService" && o.GetName() == "v1."+depot {
-			service, _, _ = unstructured.NestedMap(o.Object, "spec", "service")
-			ca, _, _ := unstructured.NestedString(o.Object, "spec", "caBundle")
-			if caBundle, err = base64.StdEncoding.DecodeString(ca); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if service == nil {
-		t.Fatalf("the deploy manifests have no APIService v1.%s", depot)
-	}
-	// The migration's user on the generated server: a ServiceAccount with the ClusterRole
-	// docs/migration.md gives (the import's rule, and what plan and the copy read and
-	// write), authenticated and authorized by kube-apiserver for the server.
-	rbac := kubernetes.NewForConfigOrDie(cp.Admin).RbacV1()
-	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "depot-migration"}, Rules: []rbacv1.PolicyRule{
-		{NonResourceURLs: []string{"/migration/import", "/migration/state", "/storage-versions"}, Verbs: []string{"get", "post", "put"}},
-		{APIGroups: []string{depot}, Resources: []string{"crates"}, Verbs: []string{"get", "list", "create", "update", "delete", "import"}},
-	}}
-	if _, err := rbac.ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := core.ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "migrator"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := rbac.ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "depot-migration"},
-		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
-		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: ns, Name: "migrator"}}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	tok, err := core.ServiceAccounts(ns).CreateToken(ctx, "migrator", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	serverKubeconfig := filepath.Join(t.TempDir(), "server.kubeconfig")
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["server"] = &clientcmdapi.Cluster{Server: fmt.Sprintf("https://127.0.0.1:%d", backend.Port), CertificateAuthority: backend.CAFile, TLSServerName: backend.ServerName}
-	kc.AuthInfos["migrator"] = &clientcmdapi.AuthInfo{Token: tok.Status.Token}
-	kc.Contexts["server"] = &clientcmdapi.Context{Cluster: "server", AuthInfo: "migrator"}
-	kc.CurrentContext = "server"
-	if err := clientcmd.WriteToFile(*kc, serverKubeconfig); err != nil {
-		t.Fatal(err)
-	}
-	caFile := filepath.Join(t.TempDir(), "ca.crt")
-	if err := os.WriteFile(caFile, caBundle, 0o600); err != nil {
-		t.Fatal(err)
-	}
 	// A watch opened on the CRD before the switch (what informers hold), to see what it
 	// delivers after it (an observation, logged).
 	oldWatch, err := crdCrates.Watch(ctx, metav1.ListOptions{ResourceVersion: before.GetResourceVersion()})

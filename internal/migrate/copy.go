@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sort"
+	"sync"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -38,25 +40,43 @@ type CopyOptions struct {
 	// that Skip names): what a copy after an earlier one must do for the objects deleted
 	// in between.
 	Prune bool
+	// Since is a former copy's CopyResult.Copies: the objects it copied, by uid, at the
+	// resourceVersion it read; those the cluster still holds at that resourceVersion are not
+	// sent again.
+	Since map[types.UID]string
 	// Progress receives a line per resource and every 1,000 objects (nil: none).
 	Progress io.Writer
 }
 
 // CopyResult counts what Copy did per resource ("<plural>.<group>").
 type CopyResult struct {
-	// Copied counts the objects imported, Skipped those --skip named, Removed those Prune
-	// removed from the server.
-	Copied, Skipped, Removed map[string]int
+	// Copied counts the objects imported, Unchanged those Since said were copied already
+	// at the resourceVersion the cluster still has, Skipped those --skip named, Removed those
+	// Prune removed from the server.
+	Copied, Unchanged, Skipped, Removed map[string]int
+	// Copies is, by uid, the cluster's resourceVersion of every object the server holds
+	// after the copy: what a later copy passes as Since.
+	Copies map[types.UID]string
+	// Elapsed is how long the copy took.
+	Elapsed time.Duration
 }
 
+// copyWorkers is how many imports Copy sends at a time.
+const copyWorkers = 8
+
 // Copy imports every object of the group's CRDs, read from the cluster in each CRD's
-// storage version, into the generated server. The import keeps each object's identity and
-// changes nothing when the server holds it already, so Copy may be run again after an
-// interruption and finishes with the same result. An object the server refuses does not
-// stop the others; Copy returns every refusal at the end. With Prune, a copy after an
-// earlier one also removes from the server what the cluster deleted in between.
+// storage version, into the generated server, copyWorkers at a time. The import keeps each
+// object's identity and changes nothing when the server holds it already, so Copy may be
+// run again after an interruption and finishes with the same result. With Since (a former
+// copy's Copies), an object whose resourceVersion has not changed since is not sent again:
+// what makes the copy during a freeze as short as the changes since the copy before. An
+// object the server refuses does not stop the others; Copy returns every refusal at the
+// end. With Prune, a copy after an earlier one also removes from the server what the
+// cluster deleted in between.
 func Copy(ctx context.Context, o CopyOptions) (CopyResult, error) {
-	res := CopyResult{Copied: map[string]int{}, Skipped: map[string]int{}, Removed: map[string]int{}}
+	res := CopyResult{Copied: map[string]int{}, Unchanged: map[string]int{}, Skipped: map[string]int{}, Removed: map[string]int{}, Copies: map[types.UID]string{}}
+	began := time.Now()
+	defer func() { res.Elapsed = time.Since(began) }()
 	crds, err := groupCRDs(ctx, o.Cluster, o.Group)
 	if err != nil {
 		return res, err
@@ -92,39 +112,87 @@ func Copy(ctx context.Context, o CopyOptions) (CopyResult, error) {
 		}
 		gvr := schema.GroupVersionResource{Group: crd.Spec.Group, Version: version, Resource: crd.Spec.Names.Plural}
 		start := time.Now()
-		opts := metav1.ListOptions{Limit: 500}
-		for {
-			list, err := objects.Resource(gvr).List(ctx, opts)
-			if err != nil {
-				return res, fmt.Errorf("listing %s in the cluster: %w", resource, err)
-			}
-			for i := range list.Items {
-				obj := &list.Items[i]
-				name := obj.GetName()
-				if obj.GetNamespace() != "" {
-					name = obj.GetNamespace() + "/" + name
+		imports := make(chan *unstructured.Unstructured)
+		type outcome struct {
+			obj *unstructured.Unstructured
+			err error
+		}
+		outcomes := make(chan outcome)
+		var workers sync.WaitGroup
+		var copiesMu sync.Mutex // res.Copies: the collector and the listing write it
+		for range copyWorkers {
+			workers.Add(1)
+			go func() {
+				defer workers.Done()
+				for obj := range imports {
+					_, err := o.Importer.Import(ctx, obj)
+					outcomes <- outcome{obj, err}
 				}
-				if skip[resource+"/"+name] {
-					res.Skipped[resource]++
-					continue
-				}
-				keep[obj.GetUID()] = true
-				if _, err := o.Importer.Import(ctx, obj); err != nil {
-					if ctx.Err() != nil {
-						return res, ctx.Err()
+			}()
+		}
+		collected := make(chan struct{})
+		go func() {
+			defer close(collected)
+			for out := range outcomes {
+				if out.err != nil {
+					if ctx.Err() == nil {
+						refused = append(refused, fmt.Errorf("%s %s: %w", resource, objectName(out.obj), out.err))
 					}
-					refused = append(refused, fmt.Errorf("%s %s: %w", resource, name, err))
 					continue
 				}
 				res.Copied[resource]++
+				copiesMu.Lock()
+				res.Copies[out.obj.GetUID()] = out.obj.GetResourceVersion()
+				copiesMu.Unlock()
 				if n := res.Copied[resource]; n%1000 == 0 {
 					fmt.Fprintf(progress, "%s: %d copied (%.0f/s)\n", resource, n, float64(n)/time.Since(start).Seconds())
 				}
 			}
-			if list.GetContinue() == "" {
-				break
+		}()
+		listErr := func() error {
+			defer func() {
+				close(imports)
+				workers.Wait()
+				close(outcomes)
+				<-collected
+			}()
+			opts := metav1.ListOptions{Limit: 500}
+			for {
+				list, err := objects.Resource(gvr).List(ctx, opts)
+				if err != nil {
+					return fmt.Errorf("listing %s in the cluster: %w", resource, err)
+				}
+				for i := range list.Items {
+					obj := &list.Items[i]
+					if skip[resource+"/"+objectName(obj)] {
+						res.Skipped[resource]++
+						continue
+					}
+					keep[obj.GetUID()] = true
+					if rv, ok := o.Since[obj.GetUID()]; ok && rv == obj.GetResourceVersion() {
+						res.Unchanged[resource]++
+						copiesMu.Lock()
+						res.Copies[obj.GetUID()] = rv
+						copiesMu.Unlock()
+						continue
+					}
+					select {
+					case imports <- obj:
+					case <-ctx.Done():
+						return ctx.Err()
+					}
+				}
+				if list.GetContinue() == "" {
+					return nil
+				}
+				opts.Continue = list.GetContinue()
 			}
-			opts.Continue = list.GetContinue()
+		}()
+		if listErr != nil {
+			return res, listErr
+		}
+		if err := ctx.Err(); err != nil {
+			return res, err
 		}
 		if o.Prune {
 			n, err := prune(ctx, serverObjects, gvr, func(obj *unstructured.Unstructured) bool { return keep[obj.GetUID()] })
@@ -133,9 +201,12 @@ func Copy(ctx context.Context, o CopyOptions) (CopyResult, error) {
 				return res, err
 			}
 		}
-		fmt.Fprintf(progress, "%s: %d copied, %d skipped, %d removed in %v\n", resource, res.Copied[resource], res.Skipped[resource], res.Removed[resource], time.Since(start).Round(time.Millisecond))
+		elapsed := time.Since(start)
+		fmt.Fprintf(progress, "%s: %d copied (%.0f/s), %d unchanged, %d skipped, %d removed in %v\n", resource, res.Copied[resource],
+			float64(res.Copied[resource])/elapsed.Seconds(), res.Unchanged[resource], res.Skipped[resource], res.Removed[resource], elapsed.Round(time.Millisecond))
 	}
 	if len(refused) > 0 {
+		sort.Slice(refused, func(i, j int) bool { return refused[i].Error() < refused[j].Error() })
 		return res, fmt.Errorf("the generated server refused %d object(s) (run aagen migrate plan; fix them or --skip them):\n%w", len(refused), errors.Join(refused...))
 	}
 	return res, nil

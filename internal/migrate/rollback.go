@@ -315,28 +315,38 @@ func unmark(ctx context.Context, client dynamic.Interface, name string) error {
 }
 
 // awaitCRDs waits until kube-apiserver answers for every resource from the CRDs, not the
-// generated server: lists whose objects have other resourceVersions than the server's
-// (the aggregator's routes follow the APIServices asynchronously).
+// generated server (the aggregator's routes follow the APIServices asynchronously): one of
+// the server's objects read through kube-apiserver has another resourceVersion, or is not
+// found (created on the server after apply). A resource the server holds no object of has
+// nothing to tell the two apart: the APIService's condition is all there is.
 func awaitCRDs(ctx context.Context, cluster dynamic.Interface, resources []rollbackResource, snapshot map[string]map[string]*unstructured.Unstructured, timeout time.Duration) error {
-	var last string
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		for _, r := range resources {
-			via, err := resourceVersions(ctx, cluster, r.gvr)
-			if err != nil {
+	for _, r := range resources {
+		var probe *unstructured.Unstructured
+		for _, obj := range snapshot[r.resource] {
+			probe = obj
+			break
+		}
+		if probe == nil {
+			continue
+		}
+		var last string
+		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+			via, err := cluster.Resource(r.gvr).Namespace(probe.GetNamespace()).Get(ctx, probe.GetName(), metav1.GetOptions{})
+			switch {
+			case apierrors.IsNotFound(err):
+				return true, nil
+			case err != nil:
 				last = err.Error()
 				return false, nil
+			case via.GetResourceVersion() == probe.GetResourceVersion():
+				last = fmt.Sprintf("%s %s has the generated server's resourceVersion %s", r.resource, objectName(probe), via.GetResourceVersion())
+				return false, nil
 			}
-			for name, obj := range snapshot[r.resource] {
-				if via[name] == obj.GetResourceVersion() {
-					last = fmt.Sprintf("%s %s has the generated server's resourceVersion %s", r.resource, name, via[name])
-					return false, nil
-				}
-			}
+			return true, nil
+		})
+		if err != nil {
+			return fmt.Errorf("kube-apiserver did not serve the CRDs again within %v (%s): %w", timeout, last, err)
 		}
-		return true, nil
-	})
-	if err != nil {
-		return fmt.Errorf("kube-apiserver did not serve the CRDs again within %v (%s): %w", timeout, last, err)
 	}
 	return nil
 }

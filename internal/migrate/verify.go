@@ -62,17 +62,24 @@ func ContentHash(obj *unstructured.Unstructured) (string, error) {
 // Verify lists the group's objects on both sides and compares their counts and content
 // hashes.
 func Verify(ctx context.Context, o VerifyOptions) (*Verification, error) {
+	v, _, err := verify(ctx, o)
+	return v, err
+}
+
+// verify is Verify, which also returns the cluster's content hashes (by resource, then
+// "<namespace>/<name>"; the skipped left out).
+func verify(ctx context.Context, o VerifyOptions) (*Verification, map[string]map[string]string, error) {
 	crds, err := groupCRDs(ctx, o.Cluster, o.Group)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cluster, err := dynamic.NewForConfig(o.Cluster)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	server, err := dynamic.NewForConfig(o.Server)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	skip := map[string]bool{}
 	for _, s := range o.Skip {
@@ -87,7 +94,7 @@ func Verify(ctx context.Context, o VerifyOptions) (*Verification, error) {
 		}
 		gvr := schema.GroupVersionResource{Group: crd.Spec.Group, Version: version, Resource: crd.Spec.Names.Plural}
 		if want[resource], err = hashes(ctx, cluster, gvr); err != nil {
-			return nil, fmt.Errorf("%s in the cluster: %w", resource, err)
+			return nil, nil, fmt.Errorf("%s in the cluster: %w", resource, err)
 		}
 		for name := range want[resource] {
 			if skip[resource+"/"+name] {
@@ -95,10 +102,10 @@ func Verify(ctx context.Context, o VerifyOptions) (*Verification, error) {
 			}
 		}
 		if got[resource], err = hashes(ctx, server, gvr); err != nil {
-			return nil, fmt.Errorf("%s on the generated server: %w", resource, err)
+			return nil, nil, fmt.Errorf("%s on the generated server: %w", resource, err)
 		}
 	}
-	return compareHashes(want, got), nil
+	return compareHashes(want, got), want, nil
 }
 
 // hashes lists gvr and returns the content hash of each object by "<namespace>/<name>"
