@@ -344,7 +344,7 @@ func TestMigratePlanAndImport(t *testing.T) {
 			}
 		}
 		// A freeze that never takes hold (its probe is never refused) removes itself.
-		err := migrate.Freeze(ctx, cp.Admin, depot, func(context.Context) error { return nil }, 2*time.Second, "")
+		err := migrate.Freeze(ctx, cp.Admin, depot, func(context.Context) error { return nil }, 2*time.Second)
 		if err == nil || !strings.Contains(err.Error(), "did not take hold") {
 			t.Errorf("a freeze whose probe is never refused: %v", err)
 		}
@@ -358,7 +358,7 @@ func TestMigratePlanAndImport(t *testing.T) {
 			_, err = crdCrates.Update(ctx, obj, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
 			return err
 		}
-		if err := migrate.Freeze(ctx, cp.Admin, depot, probe, time.Minute, ""); err != nil {
+		if err := migrate.Freeze(ctx, cp.Admin, depot, probe, time.Minute); err != nil {
 			t.Fatal(err)
 		}
 		lifted := false

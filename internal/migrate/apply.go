@@ -105,7 +105,8 @@ func Apply(ctx context.Context, o ApplyOptions) (res *ApplyResult, err error) {
 	if err != nil {
 		return res, err
 	}
-	if _, err := im.SetState(ctx, MigrationState{InProgress: true, Source: "aagen migrate apply: CustomResourceDefinitions of " + o.Group}); err != nil {
+	state, err := im.SetState(ctx, MigrationState{InProgress: true, Source: "aagen migrate apply: CustomResourceDefinitions of " + o.Group})
+	if err != nil {
 		return res, err
 	}
 	copyOpts := CopyOptions{Cluster: o.Cluster, Server: o.Server, Importer: im, Group: o.Group, Skip: o.Skip, Versions: versions, Prune: true, Progress: progress}
@@ -118,7 +119,9 @@ func Apply(ctx context.Context, o ApplyOptions) (res *ApplyResult, err error) {
 		return res, err
 	}
 	fmt.Fprintf(progress, "freezing writes to %s\n", o.Group)
-	if err := Freeze(ctx, o.Cluster, o.Group, probe, timeout, ""); err != nil {
+	// The generated server enforces the freeze too: the removals of the copy below, made
+	// on it as the server's user (state.By), must pass.
+	if err := Freeze(ctx, o.Cluster, o.Group, probe, timeout, state.By); err != nil {
 		return res, err
 	}
 	frozen := time.Now()
@@ -282,6 +285,7 @@ func flip(ctx context.Context, o ApplyOptions, versions []string, timeout time.D
 			annotations[annotationAutomanaged] = labels[automanagedLabel]
 		}
 		annotations[annotationApplied] = "true"
+		delete(annotations, annotationRollingBack) // of a rollback that failed before this apply
 		annotations[annotationSkipped] = strings.Join(o.Skip, ",")
 		labels[automanagedLabel] = "false"
 		as.SetLabels(labels)

@@ -73,8 +73,8 @@ const copyWorkers = 8
 // object the server refuses does not stop the others; Copy returns every refusal at the
 // end. With Prune, a copy after an earlier one also removes from the server what the
 // cluster deleted in between.
-func Copy(ctx context.Context, o CopyOptions) (CopyResult, error) {
-	res := CopyResult{Copied: map[string]int{}, Unchanged: map[string]int{}, Skipped: map[string]int{}, Removed: map[string]int{}, Copies: map[types.UID]string{}}
+func Copy(ctx context.Context, o CopyOptions) (res CopyResult, err error) {
+	res = CopyResult{Copied: map[string]int{}, Unchanged: map[string]int{}, Skipped: map[string]int{}, Removed: map[string]int{}, Copies: map[types.UID]string{}}
 	began := time.Now()
 	defer func() { res.Elapsed = time.Since(began) }()
 	crds, err := groupCRDs(ctx, o.Cluster, o.Group)

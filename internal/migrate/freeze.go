@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 )
 
 // FreezeMessage starts the message of a write refused during the freeze.
@@ -32,10 +34,11 @@ func freezeName(group string) string { return "aagen-migration-freeze." + group 
 //
 // The policy holds wherever the group is served: kube-apiserver evaluates it for a CRD,
 // and a generated server, whose admission chain has upstream's ValidatingAdmissionPolicy
-// plugin, for its own resources. exempt, when not empty, is the user whose writes the
-// freeze lets through (the rollback's, which writes the CRDs during it); a dry run is
-// refused for everyone, exempt included, so that the same user can probe the freeze.
-func Freeze(ctx context.Context, cfg *rest.Config, group string, probe func(context.Context) error, timeout time.Duration, exempt string) (err error) {
+// plugin, for its own resources. exempt are the users whose writes the freeze lets
+// through (the migration's own: apply's removals on the server, the rollback's writes to
+// the CRDs); a dry run is refused for everyone, exempt included, so that the same users can
+// probe the freeze. A freeze left over from an earlier run is replaced by this one.
+func Freeze(ctx context.Context, cfg *rest.Config, group string, probe func(context.Context) error, timeout time.Duration, exempt ...string) (err error) {
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
@@ -73,7 +76,21 @@ func Freeze(ctx context.Context, cfg *rest.Config, group string, probe func(cont
 			}
 		}
 	}()
-	if _, err := client.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	policies := client.AdmissionregistrationV1().ValidatingAdmissionPolicies()
+	if _, err := policies.Create(ctx, policy, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
+		err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			cur, err := policies.Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			cur.Spec = policy.Spec
+			_, err = policies.Update(ctx, cur, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("replacing the ValidatingAdmissionPolicy %s left by an earlier freeze: %w", name, err)
+		}
+	} else if err != nil {
 		return fmt.Errorf("creating the freeze's ValidatingAdmissionPolicy %s: %w", name, err)
 	}
 	if _, err := client.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -98,15 +115,21 @@ func awaitFrozen(ctx context.Context, group string, probe func(context.Context) 
 	return nil
 }
 
-// exemption is the freeze policy's match condition that lets user's writes through, but
-// not their dry runs (nil for no user).
-func exemption(user string) []admissionregistrationv1.MatchCondition {
-	if user == "" {
+// exemption is the freeze policy's match condition that lets the users' writes through,
+// but not their dry runs (nil for no user).
+func exemption(users []string) []admissionregistrationv1.MatchCondition {
+	var quoted []string
+	for _, u := range users {
+		if u != "" && !slices.Contains(quoted, strconv.Quote(u)) {
+			quoted = append(quoted, strconv.Quote(u))
+		}
+	}
+	if len(quoted) == 0 {
 		return nil
 	}
 	return []admissionregistrationv1.MatchCondition{{
 		Name:       "not-the-migration",
-		Expression: fmt.Sprintf("request.dryRun || request.userInfo.username != %s", strconv.Quote(user)),
+		Expression: fmt.Sprintf("request.dryRun || !(request.userInfo.username in [%s])", strings.Join(quoted, ", ")),
 	}}
 }
 

@@ -131,15 +131,27 @@ func Rollback(ctx context.Context, o RollbackOptions) (res *RollbackResult, err 
 	}
 	user := review.Status.UserInfo.Username
 
-	// The freeze, probed through kube-apiserver: on the server until the hand-back, on the
-	// CRDs after it.
-	probe := rollbackProbe(ctx, cluster, server, resources)
+	// The freeze, probed through kube-apiserver with one of the server's objects until the
+	// hand-back (when kube-apiserver still routes the group to the server), with one of
+	// the CRDs' after it.
+	holder := server
+	if resuming {
+		holder = cluster // handed back already
+	}
+	probe := rollbackProbe(ctx, cluster, holder, resources)
 	fmt.Fprintf(progress, "freezing writes to %s (but those of %s)\n", o.Group, user)
 	if err := Freeze(ctx, o.Cluster, o.Group, probe, timeout, user); err != nil {
 		return res, err
 	}
 	frozen := time.Now()
+	handedBack := false
 	defer func() {
+		if err != nil && handedBack {
+			// The CRDs serve, not yet brought up to the server's objects: writes stay
+			// frozen, so that a rollback run again finds what it left.
+			err = fmt.Errorf("%w\nwrites to %s stay frozen: run aagen migrate rollback again (it goes on from the hand-back), or lift the freeze by hand: kubectl delete validatingadmissionpolicybinding,validatingadmissionpolicy %s", err, o.Group, freezeName(o.Group))
+			return
+		}
 		lerr := Lift(context.WithoutCancel(ctx), o.Cluster, o.Group)
 		res.Frozen = time.Since(frozen)
 		if lerr != nil {
@@ -154,6 +166,7 @@ func Rollback(ctx context.Context, o RollbackOptions) (res *RollbackResult, err 
 			return res, fmt.Errorf("listing %s on the generated server: %w", r.resource, err)
 		}
 	}
+	handedBack = true // from here on, the CRDs may serve
 	if !resuming {
 		fmt.Fprintf(progress, "handing the APIServices of %s back to kube-apiserver\n", o.Group)
 		if err := handBack(ctx, asClient, services, timeout); err != nil {
@@ -163,7 +176,7 @@ func Rollback(ctx context.Context, o RollbackOptions) (res *RollbackResult, err 
 	if err := awaitCRDs(ctx, cluster, resources, snapshot, timeout); err != nil {
 		return res, err
 	}
-	if probe != nil {
+	if probe := rollbackProbe(ctx, cluster, cluster, resources); probe != nil {
 		if err := awaitFrozen(ctx, o.Group, probe, timeout); err != nil {
 			return res, fmt.Errorf("on the CRDs after the hand-back: %w", err)
 		}
@@ -236,11 +249,11 @@ func appliedAPIServices(ctx context.Context, client dynamic.Interface, group str
 	return out, skip, rollingBack == len(out), nil
 }
 
-// rollbackProbe returns a dry-run update, through kube-apiserver, of one object of the
-// group the generated server holds (nil when it holds none).
-func rollbackProbe(ctx context.Context, cluster, server dynamic.Interface, resources []rollbackResource) func(context.Context) error {
+// rollbackProbe returns a dry-run update, through kube-apiserver (cluster), of one object
+// of the group that holder holds (nil when it holds none).
+func rollbackProbe(ctx context.Context, cluster, holder dynamic.Interface, resources []rollbackResource) func(context.Context) error {
 	for _, r := range resources {
-		list, err := server.Resource(r.gvr).List(ctx, metav1.ListOptions{Limit: 1})
+		list, err := holder.Resource(r.gvr).List(ctx, metav1.ListOptions{Limit: 1})
 		if err != nil || len(list.Items) == 0 {
 			continue
 		}
@@ -440,6 +453,7 @@ func copyBack(ctx context.Context, cluster dynamic.Interface, r rollbackResource
 				return fmt.Errorf("creating %s in its CRD: %w", id, err)
 			}
 			res.Recreated = append(res.Recreated, id)
+			uids[got.GetUID()] = true
 		}
 		if w.GetDeletionTimestamp() != nil {
 			cur, err := client.Get(ctx, w.GetName(), metav1.GetOptions{})
@@ -491,6 +505,7 @@ func writeBack(ctx context.Context, client dynamic.ResourceInterface, r rollback
 	body := func(rv string) *unstructured.Unstructured {
 		b := want.DeepCopy()
 		b.SetResourceVersion(rv)
+		b.SetUID(cur.GetUID()) // a uid in the body is a precondition; one created anew has its own
 		for _, f := range []string{"creationTimestamp", "generation", "deletionTimestamp", "deletionGracePeriodSeconds"} {
 			unstructured.RemoveNestedField(b.Object, "metadata", f)
 		}

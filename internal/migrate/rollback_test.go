@@ -78,11 +78,11 @@ func TestCompareBack(t *testing.T) {
 }
 
 func TestExemption(t *testing.T) {
-	if exemption("") != nil {
+	if exemption(nil) != nil || exemption([]string{""}) != nil {
 		t.Errorf("no user: want no match condition")
 	}
-	got := exemption(`system:serviceaccount:depot:migrator`)
-	if len(got) != 1 || got[0].Expression != `request.dryRun || request.userInfo.username != "system:serviceaccount:depot:migrator"` {
+	got := exemption([]string{"system:serviceaccount:depot:migrator", "admin", "admin"})
+	if len(got) != 1 || got[0].Expression != `request.dryRun || !(request.userInfo.username in ["system:serviceaccount:depot:migrator", "admin"])` {
 		t.Errorf("exemption = %+v", got)
 	}
 }
