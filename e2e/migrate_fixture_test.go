@@ -168,7 +168,14 @@ func BenchmarkMigrate(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), 55*time.Minute)
 	defer cancel()
 	f := newMigrationFixture(b, ctx, nil)
-	crateClient := dynamic.NewForConfigOrDie(f.cp.Admin).Resource(crates).Namespace(crateNamespace)
+	// The rate limits `aagen migrate` runs with (cmd/aagen's loadKubeconfig).
+	clusterCfg := rest.CopyConfig(f.cp.Admin)
+	clusterCfg.QPS, clusterCfg.Burst = 50, 300
+	server := rest.CopyConfig(f.server)
+	server.QPS, server.Burst = 50, 300
+	loader := rest.CopyConfig(f.cp.Admin)
+	loader.QPS, loader.Burst = -1, 0 // creating the crates: no client-side limit
+	crateClient := dynamic.NewForConfigOrDie(loader).Resource(crates).Namespace(crateNamespace)
 	for _, n := range []int{1000, 10000} {
 		b.Run(fmt.Sprintf("crates=%d", n), func(b *testing.B) {
 			migrationBenchFixture.Lock()
@@ -185,14 +192,16 @@ func BenchmarkMigrate(b *testing.B) {
 			copied := 0
 			b.ResetTimer()
 			for range b.N {
-				res, err := migrate.Apply(ctx, f.applyOptions())
+				opts := f.applyOptions()
+				opts.Cluster, opts.Server = clusterCfg, server
+				res, err := migrate.Apply(ctx, opts)
 				if err != nil {
 					b.Fatalf("apply: %v", err)
 				}
 				applyFrozen += res.Frozen
 				copySeconds += res.Copy.Elapsed
 				copied += res.Copy.Copied["crates."+depot]
-				back, err := migrate.Rollback(ctx, migrate.RollbackOptions{Cluster: f.cp.Admin, Server: f.server, Group: depot})
+				back, err := migrate.Rollback(ctx, migrate.RollbackOptions{Cluster: clusterCfg, Server: server, Group: depot})
 				if err != nil {
 					b.Fatalf("rollback: %v", err)
 				}
