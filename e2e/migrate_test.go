@@ -727,4 +727,14 @@ collect:
 	if _, err := direct.Get(ctx, "rolled-back", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the crate created after the rollback, on the generated server: %v, want NotFound", err)
 	}
+	// And forward again: the server holds the crates of the first apply already (the
+	// plan leaves their names to the import, which keeps them), and the crates since.
+	if out, err := apply("--skip", "crates.depot.example.com/depot/long"); err != nil {
+		t.Fatalf("aagen migrate apply after the rollback: %v", err)
+	} else if !strings.Contains(out, "depot.example.com is served by the generated server: map[crates.depot.example.com:4] objects verified") {
+		t.Errorf("aagen migrate apply after the rollback does not report the 4 crates verified")
+	}
+	if _, err := direct.Get(ctx, "rolled-back", metav1.GetOptions{}); err != nil {
+		t.Errorf("the crate created after the rollback, on the generated server after apply again: %v", err)
+	}
 }

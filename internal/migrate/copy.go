@@ -54,6 +54,9 @@ type CopyResult struct {
 	// at the resourceVersion the cluster still has, Skipped those --skip named, Removed those
 	// Prune removed from the server.
 	Copied, Unchanged, Skipped, Removed map[string]int
+	// Replaced counts the objects the server held with another uid, removed before their
+	// import (with Prune).
+	Replaced map[string]int
 	// Copies is, by uid, the cluster's resourceVersion of every object the server holds
 	// after the copy: what a later copy passes as Since.
 	Copies map[types.UID]string
@@ -74,7 +77,7 @@ const copyWorkers = 8
 // end. With Prune, a copy after an earlier one also removes from the server what the
 // cluster deleted in between.
 func Copy(ctx context.Context, o CopyOptions) (res CopyResult, err error) {
-	res = CopyResult{Copied: map[string]int{}, Unchanged: map[string]int{}, Skipped: map[string]int{}, Removed: map[string]int{}, Copies: map[types.UID]string{}}
+	res = CopyResult{Copied: map[string]int{}, Unchanged: map[string]int{}, Skipped: map[string]int{}, Removed: map[string]int{}, Replaced: map[string]int{}, Copies: map[types.UID]string{}}
 	began := time.Now()
 	defer func() { res.Elapsed = time.Since(began) }()
 	crds, err := groupCRDs(ctx, o.Cluster, o.Group)
@@ -120,12 +123,24 @@ func Copy(ctx context.Context, o CopyOptions) (res CopyResult, err error) {
 		outcomes := make(chan outcome)
 		var workers sync.WaitGroup
 		var copiesMu sync.Mutex // res.Copies: the collector and the listing write it
+		var replacedMu sync.Mutex
 		for range copyWorkers {
 			workers.Add(1)
 			go func() {
 				defer workers.Done()
 				for obj := range imports {
 					_, err := o.Importer.Import(ctx, obj)
+					if isOtherUID(err) && o.Prune {
+						// The server's object of that name is not the cluster's (left by
+						// an apply since rolled back): replace it, as Prune removes what the
+						// cluster does not hold.
+						if err = removeOther(ctx, serverObjects.Resource(gvr).Namespace(obj.GetNamespace()), obj); err == nil {
+							_, err = o.Importer.Import(ctx, obj)
+							replacedMu.Lock()
+							res.Replaced[resource]++
+							replacedMu.Unlock()
+						}
+					}
 					outcomes <- outcome{obj, err}
 				}
 			}()
@@ -202,8 +217,8 @@ func Copy(ctx context.Context, o CopyOptions) (res CopyResult, err error) {
 			}
 		}
 		elapsed := time.Since(start)
-		fmt.Fprintf(progress, "%s: %d copied (%.0f/s), %d unchanged, %d skipped, %d removed in %v\n", resource, res.Copied[resource],
-			float64(res.Copied[resource])/elapsed.Seconds(), res.Unchanged[resource], res.Skipped[resource], res.Removed[resource], elapsed.Round(time.Millisecond))
+		fmt.Fprintf(progress, "%s: %d copied (%.0f/s; %d replacing another object of the name), %d unchanged, %d skipped, %d removed in %v\n", resource, res.Copied[resource],
+			float64(res.Copied[resource])/elapsed.Seconds(), res.Replaced[resource], res.Unchanged[resource], res.Skipped[resource], res.Removed[resource], elapsed.Round(time.Millisecond))
 	}
 	if len(refused) > 0 {
 		sort.Slice(refused, func(i, j int) bool { return refused[i].Error() < refused[j].Error() })
@@ -289,4 +304,39 @@ func prune(ctx context.Context, server dynamic.Interface, gvr schema.GroupVersio
 		}
 		opts.Continue = list.GetContinue()
 	}
+}
+
+// removeOther removes from the server (client) the object of obj's name whose uid is not
+// obj's: a delete with its uid as precondition, its finalizers removed (the cluster does
+// not hold it), and waits until it is gone.
+func removeOther(ctx context.Context, client dynamic.ResourceInterface, obj *unstructured.Unstructured) error {
+	cur, err := client.Get(ctx, obj.GetName(), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	uid := cur.GetUID()
+	if uid == obj.GetUID() {
+		return nil
+	}
+	if err := client.Delete(ctx, cur.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("removing the server's other object of the name: %w", err)
+	}
+	if len(cur.GetFinalizers()) > 0 {
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			cur, err := client.Get(ctx, obj.GetName(), metav1.GetOptions{})
+			if err != nil || cur.GetUID() != uid {
+				return err
+			}
+			cur.SetFinalizers(nil)
+			_, err = client.Update(ctx, cur, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("removing the finalizers of the server's other object of the name: %w", err)
+		}
+	}
+	return awaitGone(ctx, client, cur)
 }

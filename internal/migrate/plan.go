@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -326,10 +327,17 @@ func dryRun(ctx context.Context, rp *ResourcePlan, crd apiextensionsv1.CustomRes
 				name = obj.GetNamespace() + "/" + name
 			}
 			var errs []error
-			if err := createDryRun(ctx, server, gvr, namespaced, obj); err != nil {
+			// An object of that name on the server already (an apply interrupted, or
+			// rolled back, before) is the import's to judge: its dry run below refuses
+			// one with another uid.
+			if err := unfrozen(ctx, func() error { return createDryRun(ctx, server, gvr, namespaced, obj) }); err != nil && !apierrors.IsAlreadyExists(err) {
 				errs = append(errs, err)
 			}
-			if _, err := importer.DryRun(ctx, obj); err != nil {
+			if _, err := importer.DryRun(ctx, obj); isOtherUID(err) {
+				// Left on the server by an earlier apply and since rolled back, or made on
+				// the server directly: the CRD's object is the one to keep.
+				rp.Notes = append(rp.Notes, fmt.Sprintf("%s: the generated server holds another object of this name; apply replaces it with the CRD's", name))
+			} else if err != nil {
 				errs = append(errs, err)
 			}
 			if len(errs) == 0 {
@@ -423,4 +431,32 @@ func orNone(s string) string {
 		return "(not reported)"
 	}
 	return s
+}
+
+// unfrozenWait bounds how long unfrozen waits for a freeze lifted moments ago.
+const unfrozenWait = time.Minute
+
+// unfrozen calls write, a dry-run write on the generated server, again while its answer is
+// the refusal of a freeze (FreezeMessage), for at most unfrozenWait: a server unloads a
+// lifted freeze's policy asynchronously, so a plan right after an apply or a rollback can
+// meet it for a moment.
+func unfrozen(ctx context.Context, write func() error) error {
+	deadline := time.Now().Add(unfrozenWait)
+	for {
+		err := write()
+		if err == nil || !strings.Contains(err.Error(), FreezeMessage) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// isOtherUID reports whether err is the import's refusal of an object whose name the server
+// holds with another uid.
+func isOtherUID(err error) bool {
+	return apierrors.IsConflict(err) && strings.Contains(err.Error(), "holds another object of this name")
 }
