@@ -44,16 +44,9 @@ version or the scope the CRD has, or would refuse an object --skip does not name
 		Example: `  aagen migrate plan --group webapp.example.com --server-kubeconfig apiserver.local.config/local/kubeconfig`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if serverKubeconfig == "" {
-				return fmt.Errorf("--server-kubeconfig is required: a kubeconfig reaching the generated server directly")
-			}
-			cluster, err := loadKubeconfig(kubeconfig)
+			cluster, server, err := loadKubeconfigs(kubeconfig, serverKubeconfig)
 			if err != nil {
-				return fmt.Errorf("--kubeconfig: %w", err)
-			}
-			server, err := loadKubeconfig(serverKubeconfig)
-			if err != nil {
-				return fmt.Errorf("--server-kubeconfig: %w", err)
+				return err
 			}
 			plan, err := migrate.RunPlan(cmd.Context(), migrate.PlanOptions{Cluster: cluster, Server: server, Group: group, Skip: skip})
 			if err != nil {
@@ -71,6 +64,21 @@ version or the scope the CRD has, or would refuse an object --skip does not name
 	cmd.Flags().StringVar(&group, "group", "", "the API group to migrate")
 	cmd.Flags().StringSliceVar(&skip, "skip", nil, "leave this object out: <resource>.<group>/<namespace>/<name> (cluster-scoped: <resource>.<group>/<name>); repeatable")
 	return cmd
+}
+
+// loadKubeconfigs loads --kubeconfig (the cluster) and --server-kubeconfig (the generated
+// server, directly).
+func loadKubeconfigs(kubeconfig, serverKubeconfig string) (cluster, server *rest.Config, err error) {
+	if serverKubeconfig == "" {
+		return nil, nil, fmt.Errorf("--server-kubeconfig is required: a kubeconfig reaching the generated server directly")
+	}
+	if cluster, err = loadKubeconfig(kubeconfig); err != nil {
+		return nil, nil, fmt.Errorf("--kubeconfig: %w", err)
+	}
+	if server, err = loadKubeconfig(serverKubeconfig); err != nil {
+		return nil, nil, fmt.Errorf("--server-kubeconfig: %w", err)
+	}
+	return cluster, server, nil
 }
 
 // loadKubeconfig loads a kubeconfig file, or with "" the default loading rules, with
@@ -116,13 +124,9 @@ are new, so informers relist (docs/migration.md).`,
 			if err != nil {
 				return fmt.Errorf("--ca-bundle: %w", err)
 			}
-			cluster, err := loadKubeconfig(kubeconfig)
+			cluster, server, err := loadKubeconfigs(kubeconfig, serverKubeconfig)
 			if err != nil {
-				return fmt.Errorf("--kubeconfig: %w", err)
-			}
-			server, err := loadKubeconfig(serverKubeconfig)
-			if err != nil {
-				return fmt.Errorf("--server-kubeconfig: %w", err)
+				return err
 			}
 			res, err := migrate.Apply(cmd.Context(), migrate.ApplyOptions{Cluster: cluster, Server: server, Group: group, Skip: skip,
 				ServiceNamespace: ns, ServiceName: name, ServicePort: port, CABundle: caBundle, Progress: cmd.ErrOrStderr()})
@@ -161,16 +165,9 @@ after a failure, it goes on from where it stopped (docs/migration.md).`,
 		Example: `  aagen migrate rollback --group webapp.example.com --server-kubeconfig migrator.kubeconfig`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if serverKubeconfig == "" {
-				return fmt.Errorf("--server-kubeconfig is required: a kubeconfig reaching the generated server directly")
-			}
-			cluster, err := loadKubeconfig(kubeconfig)
+			cluster, server, err := loadKubeconfigs(kubeconfig, serverKubeconfig)
 			if err != nil {
-				return fmt.Errorf("--kubeconfig: %w", err)
-			}
-			server, err := loadKubeconfig(serverKubeconfig)
-			if err != nil {
-				return fmt.Errorf("--server-kubeconfig: %w", err)
+				return err
 			}
 			res, err := migrate.Rollback(cmd.Context(), migrate.RollbackOptions{Cluster: cluster, Server: server, Group: group, Progress: cmd.ErrOrStderr()})
 			if err != nil {

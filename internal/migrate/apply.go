@@ -76,14 +76,7 @@ const (
 // whatever happened; and ends the migration on the server.
 func Apply(ctx context.Context, o ApplyOptions) (res *ApplyResult, err error) {
 	res = &ApplyResult{}
-	progress := o.Progress
-	if progress == nil {
-		progress = io.Discard
-	}
-	timeout := o.FreezeTimeout
-	if timeout == 0 {
-		timeout = time.Minute
-	}
+	progress, timeout := orDefaults(o.Progress, o.FreezeTimeout)
 	if res.Plan, err = RunPlan(ctx, PlanOptions{Cluster: o.Cluster, Server: o.Server, Group: o.Group, Skip: o.Skip}); err != nil {
 		return res, err
 	}
@@ -302,25 +295,37 @@ func flip(ctx context.Context, o ApplyOptions, versions []string, timeout time.D
 		}
 	}
 	for _, v := range versions {
-		name := v + "." + o.Group
-		var last any
-		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-			as, err := client.Resource(apiServices).Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return false, nil
-			}
-			conds, _, _ := unstructured.NestedSlice(as.Object, "status", "conditions")
-			last = conds
-			for _, c := range conds {
-				if m, ok := c.(map[string]any); ok && m["type"] == "Available" && m["status"] == "True" {
-					return true, nil
-				}
-			}
-			return false, nil
-		})
-		if err != nil {
-			return fmt.Errorf("the APIService %s did not become Available within %v: %v", name, timeout, last)
+		if err := awaitAvailable(ctx, client, v+"."+o.Group, "", timeout); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// awaitAvailable waits until the APIService name is Available (with reason, when not
+// empty: "Local" for one kube-apiserver serves itself).
+func awaitAvailable(ctx context.Context, client dynamic.Interface, name, reason string, timeout time.Duration) error {
+	var last any
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		as, err := client.Resource(apiServices).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		conds, _, _ := unstructured.NestedSlice(as.Object, "status", "conditions")
+		last = conds
+		for _, c := range conds {
+			if m, ok := c.(map[string]any); ok && m["type"] == "Available" && m["status"] == "True" && (reason == "" || m["reason"] == reason) {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		want := "Available"
+		if reason != "" {
+			want += " (" + reason + ")"
+		}
+		return fmt.Errorf("the APIService %s did not become %s within %v: %v", name, want, timeout, last)
 	}
 	return nil
 }
@@ -370,21 +375,13 @@ func awaitRouting(ctx context.Context, o ApplyOptions, plan *Plan, versions map[
 	return nil
 }
 
-// resourceVersions lists gvr and returns each object's resourceVersion by name.
-func resourceVersions(ctx context.Context, client dynamic.Interface, gvr schema.GroupVersionResource) (map[string]string, error) {
-	out := map[string]string{}
-	opts := metav1.ListOptions{Limit: 500}
-	for {
-		list, err := client.Resource(gvr).List(ctx, opts)
-		if err != nil {
-			return nil, err
-		}
-		for i := range list.Items {
-			out[list.Items[i].GetNamespace()+"/"+list.Items[i].GetName()] = list.Items[i].GetResourceVersion()
-		}
-		if list.GetContinue() == "" {
-			return out, nil
-		}
-		opts.Continue = list.GetContinue()
+// orDefaults is progress, or io.Discard for nil, and timeout, or one minute for 0.
+func orDefaults(progress io.Writer, timeout time.Duration) (io.Writer, time.Duration) {
+	if progress == nil {
+		progress = io.Discard
 	}
+	if timeout == 0 {
+		timeout = time.Minute
+	}
+	return progress, timeout
 }

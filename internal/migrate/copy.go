@@ -277,25 +277,8 @@ func prune(ctx context.Context, server dynamic.Interface, gvr schema.GroupVersio
 				continue
 			}
 			client := server.Resource(gvr).Namespace(obj.GetNamespace())
-			uid := obj.GetUID()
-			err := client.Delete(ctx, obj.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
-			if err != nil && !apierrors.IsNotFound(err) {
-				return removed, fmt.Errorf("removing %s %s/%s: %w", gvr.GroupResource(), obj.GetNamespace(), obj.GetName(), err)
-			}
-			if err == nil && len(obj.GetFinalizers()) > 0 {
-				// Deleted on the other side already: its finalizers have run there.
-				err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-					cur, err := client.Get(ctx, obj.GetName(), metav1.GetOptions{})
-					if err != nil || cur.GetUID() != uid {
-						return err
-					}
-					cur.SetFinalizers(nil)
-					_, err = client.Update(ctx, cur, metav1.UpdateOptions{})
-					return err
-				})
-				if err != nil && !apierrors.IsNotFound(err) {
-					return removed, fmt.Errorf("removing the finalizers of %s %s/%s: %w", gvr.GroupResource(), obj.GetNamespace(), obj.GetName(), err)
-				}
+			if err := removeObject(ctx, client, obj); err != nil {
+				return removed, fmt.Errorf("removing %s %s: %w", gvr.GroupResource(), objectName(obj), err)
 			}
 			removed++
 		}
@@ -317,26 +300,41 @@ func removeOther(ctx context.Context, client dynamic.ResourceInterface, obj *uns
 	if err != nil {
 		return err
 	}
-	uid := cur.GetUID()
-	if uid == obj.GetUID() {
+	if cur.GetUID() == obj.GetUID() {
 		return nil
 	}
-	if err := client.Delete(ctx, cur.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}); err != nil && !apierrors.IsNotFound(err) {
+	if err := removeObject(ctx, client, cur); err != nil {
 		return fmt.Errorf("removing the server's other object of the name: %w", err)
 	}
-	if len(cur.GetFinalizers()) > 0 {
-		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			cur, err := client.Get(ctx, obj.GetName(), metav1.GetOptions{})
-			if err != nil || cur.GetUID() != uid {
-				return err
-			}
-			cur.SetFinalizers(nil)
-			_, err = client.Update(ctx, cur, metav1.UpdateOptions{})
-			return err
-		})
-		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("removing the finalizers of the server's other object of the name: %w", err)
-		}
-	}
 	return awaitGone(ctx, client, cur)
+}
+
+// removeObject deletes obj through client with its uid as precondition and, when finalizers
+// hold it, removes them: it is gone from the other side of the migration, whose finalizers
+// have run (or will not: the other side does not hold it).
+func removeObject(ctx context.Context, client dynamic.ResourceInterface, obj *unstructured.Unstructured) error {
+	uid := obj.GetUID()
+	err := client.Delete(ctx, obj.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if len(obj.GetFinalizers()) == 0 {
+		return nil
+	}
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := client.Get(ctx, obj.GetName(), metav1.GetOptions{})
+		if err != nil || cur.GetUID() != uid {
+			return err
+		}
+		cur.SetFinalizers(nil)
+		_, err = client.Update(ctx, cur, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("removing its finalizers: %w", err)
+	}
+	return nil
 }

@@ -77,14 +77,7 @@ type rollbackResource struct {
 // kept; an object created on the server after Apply gets a new one (Recreated).
 func Rollback(ctx context.Context, o RollbackOptions) (res *RollbackResult, err error) {
 	res = &RollbackResult{Partial: map[string][]string{}}
-	progress := o.Progress
-	if progress == nil {
-		progress = io.Discard
-	}
-	timeout := o.FreezeTimeout
-	if timeout == 0 {
-		timeout = time.Minute
-	}
+	progress, timeout := orDefaults(o.Progress, o.FreezeTimeout)
 	crds, err := groupCRDs(ctx, o.Cluster, o.Group)
 	if err != nil {
 		return res, err
@@ -295,24 +288,8 @@ func handBack(ctx context.Context, client dynamic.Interface, services []*unstruc
 		}
 	}
 	for _, as := range services {
-		name := as.GetName()
-		var last any
-		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-			cur, err := client.Resource(apiServices).Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return false, nil
-			}
-			conds, _, _ := unstructured.NestedSlice(cur.Object, "status", "conditions")
-			last = conds
-			for _, c := range conds {
-				if m, ok := c.(map[string]any); ok && m["type"] == "Available" && m["status"] == "True" && m["reason"] == "Local" {
-					return true, nil
-				}
-			}
-			return false, nil
-		})
-		if err != nil {
-			return fmt.Errorf("the APIService %s was not Available locally (served by kube-apiserver) within %v: %v", name, timeout, last)
+		if err := awaitAvailable(ctx, client, as.GetName(), "Local", timeout); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -368,21 +345,11 @@ func awaitCRDs(ctx context.Context, cluster dynamic.Interface, resources []rollb
 // "<name>").
 func listByName(ctx context.Context, client dynamic.Interface, gvr schema.GroupVersionResource) (map[string]*unstructured.Unstructured, error) {
 	out := map[string]*unstructured.Unstructured{}
-	opts := metav1.ListOptions{Limit: 500}
-	for {
-		list, err := client.Resource(gvr).List(ctx, opts)
-		if err != nil {
-			return nil, err
-		}
-		for i := range list.Items {
-			obj := &list.Items[i]
-			out[objectName(obj)] = obj
-		}
-		if list.GetContinue() == "" {
-			return out, nil
-		}
-		opts.Continue = list.GetContinue()
-	}
+	err := eachObject(ctx, client, gvr, func(obj *unstructured.Unstructured) error {
+		out[objectName(obj)] = obj
+		return nil
+	})
+	return out, err
 }
 
 // objectName is "<namespace>/<name>" (cluster-scoped: "<name>").
@@ -434,8 +401,8 @@ func copyBack(ctx context.Context, cluster dynamic.Interface, r rollbackResource
 			res.Updated = append(res.Updated, id)
 		default:
 			if c != nil { // another object of that name, deleted on the server since
-				if _, err := prune(ctx, cluster, r.gvr, func(o *unstructured.Unstructured) bool { return o.GetUID() != c.GetUID() }); err != nil {
-					return err
+				if err := removeObject(ctx, client, c); err != nil {
+					return fmt.Errorf("replacing %s in its CRD: %w", id, err)
 				}
 				if err := awaitGone(ctx, client, c); err != nil {
 					return fmt.Errorf("replacing %s in its CRD: %w", id, err)

@@ -112,26 +112,29 @@ func verify(ctx context.Context, o VerifyOptions) (*Verification, map[string]map
 // (cluster-scoped: "<name>").
 func hashes(ctx context.Context, client dynamic.Interface, gvr schema.GroupVersionResource) (map[string]string, error) {
 	out := map[string]string{}
+	err := eachObject(ctx, client, gvr, func(obj *unstructured.Unstructured) error {
+		h, err := ContentHash(obj)
+		out[objectName(obj)] = h
+		return err
+	})
+	return out, err
+}
+
+// eachObject lists gvr, 500 objects a page, and calls fn with each object.
+func eachObject(ctx context.Context, client dynamic.Interface, gvr schema.GroupVersionResource, fn func(*unstructured.Unstructured) error) error {
 	opts := metav1.ListOptions{Limit: 500}
 	for {
 		list, err := client.Resource(gvr).List(ctx, opts)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for i := range list.Items {
-			obj := &list.Items[i]
-			name := obj.GetName()
-			if obj.GetNamespace() != "" {
-				name = obj.GetNamespace() + "/" + name
+			if err := fn(&list.Items[i]); err != nil {
+				return err
 			}
-			h, err := ContentHash(obj)
-			if err != nil {
-				return nil, err
-			}
-			out[name] = h
 		}
 		if list.GetContinue() == "" {
-			return out, nil
+			return nil
 		}
 		opts.Continue = list.GetContinue()
 	}
