@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -319,6 +320,39 @@ func dryRun(ctx context.Context, rp *ResourcePlan, crd apiextensionsv1.CustomRes
 		if err != nil {
 			return fmt.Errorf("listing %s in the cluster: %w", rp.Resource, err)
 		}
+		// The page's objects are sent copyWorkers at a time; their refusals are recorded in
+		// the page's order.
+		answers := make([][]error, len(list.Items))
+		notes := make([]string, len(list.Items))
+		next := make(chan int)
+		var workers sync.WaitGroup
+		for range copyWorkers {
+			workers.Add(1)
+			go func() {
+				defer workers.Done()
+				for i := range next {
+					obj := &list.Items[i]
+					// An object of that name on the server already (an apply interrupted, or
+					// rolled back, before) is the import's to judge: its dry run below refuses
+					// one with another uid.
+					if err := unfrozen(ctx, func() error { return createDryRun(ctx, server, gvr, namespaced, obj) }); err != nil && !apierrors.IsAlreadyExists(err) {
+						answers[i] = append(answers[i], err)
+					}
+					if _, err := importer.DryRun(ctx, obj); isOtherUID(err) {
+						// Left on the server by an earlier apply and since rolled back, or made on
+						// the server directly: the CRD's object is the one to keep.
+						notes[i] = "the generated server holds another object of this name; apply replaces it with the CRD's"
+					} else if err != nil {
+						answers[i] = append(answers[i], err)
+					}
+				}
+			}()
+		}
+		for i := range list.Items {
+			next <- i
+		}
+		close(next)
+		workers.Wait()
 		for i := range list.Items {
 			rp.Objects++
 			obj := &list.Items[i]
@@ -326,20 +360,10 @@ func dryRun(ctx context.Context, rp *ResourcePlan, crd apiextensionsv1.CustomRes
 			if namespaced {
 				name = obj.GetNamespace() + "/" + name
 			}
-			var errs []error
-			// An object of that name on the server already (an apply interrupted, or
-			// rolled back, before) is the import's to judge: its dry run below refuses
-			// one with another uid.
-			if err := unfrozen(ctx, func() error { return createDryRun(ctx, server, gvr, namespaced, obj) }); err != nil && !apierrors.IsAlreadyExists(err) {
-				errs = append(errs, err)
+			if notes[i] != "" {
+				rp.Notes = append(rp.Notes, name+": "+notes[i])
 			}
-			if _, err := importer.DryRun(ctx, obj); isOtherUID(err) {
-				// Left on the server by an earlier apply and since rolled back, or made on
-				// the server directly: the CRD's object is the one to keep.
-				rp.Notes = append(rp.Notes, fmt.Sprintf("%s: the generated server holds another object of this name; apply replaces it with the CRD's", name))
-			} else if err != nil {
-				errs = append(errs, err)
-			}
+			errs := answers[i]
 			if len(errs) == 0 {
 				continue
 			}
