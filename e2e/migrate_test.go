@@ -206,7 +206,7 @@ func TestMigratePlanAndImport(t *testing.T) {
 			if err != nil || res.Copied["crates.depot.example.com"] != 4 || res.Skipped["crates.depot.example.com"] != 1 {
 				t.Errorf("the copy skipping the refused crate: %+v, %v", res, err)
 			}
-			if !strings.Contains(progress.String(), "crates.depot.example.com: 4 copied, 1 skipped, 0 removed in ") {
+			if p := progress.String(); !strings.Contains(p, "crates.depot.example.com: 4 copied (") || !strings.Contains(p, "0 unchanged, 1 skipped, 0 removed in ") {
 				t.Errorf("the copy's progress: %q", progress.String())
 			}
 		}
