@@ -119,13 +119,10 @@ func Apply(ctx context.Context, o ApplyOptions) (res *ApplyResult, err error) {
 	}
 	frozen := time.Now()
 	defer func() {
-		lerr := Lift(context.WithoutCancel(ctx), o.Cluster, o.Group)
-		res.Frozen = time.Since(frozen)
-		if lerr != nil {
+		var lerr error
+		if res.Frozen, lerr = liftFreeze(ctx, o.Cluster, o.Group, frozen, progress); lerr != nil {
 			err = errors.Join(err, lerr)
-			return
 		}
-		fmt.Fprintf(progress, "writes to %s frozen for %v, now lifted\n", o.Group, res.Frozen.Round(time.Millisecond))
 	}()
 	// Only what changed since the first copy: the freeze lasts as long as the changes.
 	copyOpts.Since = res.Copy.Copies
@@ -384,4 +381,15 @@ func orDefaults(progress io.Writer, timeout time.Duration) (io.Writer, time.Dura
 		timeout = time.Minute
 	}
 	return progress, timeout
+}
+
+// liftFreeze lifts the freeze of group that took hold at frozen, says so on progress, and
+// returns how long writes were frozen.
+func liftFreeze(ctx context.Context, cfg *rest.Config, group string, frozen time.Time, progress io.Writer) (time.Duration, error) {
+	err := Lift(context.WithoutCancel(ctx), cfg, group)
+	d := time.Since(frozen)
+	if err == nil {
+		fmt.Fprintf(progress, "writes to %s frozen for %v, now lifted\n", group, d.Round(time.Millisecond))
+	}
+	return d, err
 }

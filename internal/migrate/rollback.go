@@ -145,13 +145,10 @@ func Rollback(ctx context.Context, o RollbackOptions) (res *RollbackResult, err 
 			err = fmt.Errorf("%w\nwrites to %s stay frozen: run aagen migrate rollback again (it goes on from the hand-back), or lift the freeze by hand: kubectl delete validatingadmissionpolicybinding,validatingadmissionpolicy %s", err, o.Group, freezeName(o.Group))
 			return
 		}
-		lerr := Lift(context.WithoutCancel(ctx), o.Cluster, o.Group)
-		res.Frozen = time.Since(frozen)
-		if lerr != nil {
+		var lerr error
+		if res.Frozen, lerr = liftFreeze(ctx, o.Cluster, o.Group, frozen, progress); lerr != nil {
 			err = errors.Join(err, lerr)
-			return
 		}
-		fmt.Fprintf(progress, "writes to %s frozen for %v, now lifted\n", o.Group, res.Frozen.Round(time.Millisecond))
 	}()
 	snapshot := map[string]map[string]*unstructured.Unstructured{}
 	for _, r := range resources {
