@@ -2,8 +2,9 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -179,7 +180,7 @@ after a failure, it goes on from where it stopped (docs/migration.md).`,
 			for _, id := range res.Recreated {
 				fmt.Fprintf(out, "created anew, with a new uid (objects that refer to it by uid must be updated): %s\n", id)
 			}
-			for _, id := range sortedKeys(res.Partial) {
+			for _, id := range slices.Sorted(maps.Keys(res.Partial)) {
 				fmt.Fprintf(out, "kept but for %s: %s\n", strings.Join(res.Partial[id], ", "), id)
 			}
 			return nil
@@ -189,14 +190,4 @@ after a failure, it goes on from where it stopped (docs/migration.md).`,
 	cmd.Flags().StringVar(&serverKubeconfig, "server-kubeconfig", "", "kubeconfig reaching the generated server directly")
 	cmd.Flags().StringVar(&group, "group", "", "the API group to move back")
 	return cmd
-}
-
-// sortedKeys is m's keys, sorted.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

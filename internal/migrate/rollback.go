@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -589,15 +591,12 @@ func differingFields(a, b *unstructured.Unstructured) []string {
 
 // unionKeys is the sorted keys of a and b.
 func unionKeys(a, b map[string]any) []string {
-	var keys []string
-	for k := range a {
-		keys = append(keys, k)
-	}
+	keys := slices.Collect(maps.Keys(a))
 	for k := range b {
 		if _, ok := a[k]; !ok {
 			keys = append(keys, k)
 		}
 	}
-	sort.Strings(keys)
+	slices.Sort(keys)
 	return keys
 }
