@@ -168,11 +168,11 @@ func BenchmarkMigrate(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), 55*time.Minute)
 	defer cancel()
 	f := newMigrationFixture(b, ctx, nil)
-	// The rate limits `aagen migrate` runs with (cmd/aagen's loadKubeconfig).
+	// The rate limits `aagen migrate` runs with (cmd/aagen's loadKubeconfigs).
 	clusterCfg := rest.CopyConfig(f.cp.Admin)
 	clusterCfg.QPS, clusterCfg.Burst = 50, 300
 	server := rest.CopyConfig(f.server)
-	server.QPS, server.Burst = 50, 300
+	server.QPS, server.Burst = -1, 0
 	loader := rest.CopyConfig(f.cp.Admin)
 	loader.QPS, loader.Burst = -1, 0 // creating the crates: no client-side limit
 	crateClient := dynamic.NewForConfigOrDie(loader).Resource(crates).Namespace(crateNamespace)

@@ -72,8 +72,9 @@ const (
 // was deleted) and checks both sides equal; points the group's APIServices at the
 // generated server (label kube-aggregator.kubernetes.io/automanaged "false", so that
 // kube-apiserver leaves them alone); checks what kube-apiserver then serves against the
-// CRD's objects listed during the freeze (counts and content hashes); lifts the freeze,
-// whatever happened; and ends the migration on the server.
+// CRD's objects listed during the freeze (counts and content hashes); marks the CRDs'
+// versions deprecated, which ends the watches kube-apiserver serves from them
+// (retireCRDs); lifts the freeze, whatever happened; and ends the migration on the server.
 func Apply(ctx context.Context, o ApplyOptions) (res *ApplyResult, err error) {
 	res = &ApplyResult{}
 	progress, timeout := orDefaults(o.Progress, o.FreezeTimeout)
@@ -151,6 +152,9 @@ func Apply(ctx context.Context, o ApplyOptions) (res *ApplyResult, err error) {
 	res.Verification = compareHashes(snapshot, after)
 	if !res.Verification.Equal() {
 		return res, fmt.Errorf("after the switch, kube-apiserver serves other objects than the CRDs held: %+v", res.Verification)
+	}
+	if err := retireCRDs(ctx, o.Cluster, o.Group, "the Service "+o.ServiceNamespace+"/"+o.ServiceName); err != nil {
+		return res, fmt.Errorf("ending the watches kube-apiserver serves from the CRDs: %w", err)
 	}
 	if _, err := im.SetState(ctx, MigrationState{}); err != nil {
 		return res, err

@@ -28,6 +28,9 @@ type MigrationState struct {
 	InProgress bool   `json:"inProgress"`
 	Source     string `json:"source,omitempty"`
 	By         string `json:"by,omitempty"`
+	// HandedBack: the group is served by its CRDs again; the server ends the watches it
+	// serves.
+	HandedBack bool `json:"handedBack,omitempty"`
 }
 
 // Importer writes objects into the generated server with their identity, through its

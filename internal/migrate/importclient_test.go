@@ -13,12 +13,12 @@ func TestImportRoutesMatchTheServer(t *testing.T) {
 	if importPath != objectimport.ImportPath || statePath != objectimport.StatePath {
 		t.Errorf("paths %s, %s; the server serves %s, %s", importPath, statePath, objectimport.ImportPath, objectimport.StatePath)
 	}
-	data, err := json.Marshal(MigrationState{InProgress: true, Source: "s", By: "b"})
+	data, err := json.Marshal(MigrationState{InProgress: true, Source: "s", By: "b", HandedBack: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var st objectimport.State
-	if err := json.Unmarshal(data, &st); err != nil || !st.InProgress || st.Source != "s" || st.By != "b" {
+	if err := json.Unmarshal(data, &st); err != nil || !st.InProgress || st.Source != "s" || st.By != "b" || !st.HandedBack {
 		t.Errorf("the server reads %s as %+v, %v", data, st, err)
 	}
 }

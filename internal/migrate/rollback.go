@@ -66,12 +66,14 @@ type rollbackResource struct {
 // Rollback moves the group back from the generated server to its CRDs, after Apply: it
 // reads the group's APIServices (those Apply pointed at the server, with its annotations);
 // freezes writes to the group but the rollback's own (the policy holds on the server too,
-// whose admission evaluates it); lists the server's objects; hands the APIServices back to
+// whose admission evaluates it); lists the server's objects; gives the CRDs' versions their
+// deprecation back (restoreCRDs); hands the APIServices back to
 // kube-apiserver (their automanaged label as before Apply, no Service) and waits until
 // kube-apiserver serves the CRDs, whose objects are as Apply left them; brings every CRD
 // object up to the server's content (metadata, spec, status, managed fields) and deletes
 // those the server deleted, leaving alone what Apply skipped; checks both sides equal but
-// for what the public API cannot keep (Partial); removes its annotations; and lifts the
+// for what the public API cannot keep (Partial); tells the generated server the group was
+// handed back, which ends the watches it serves; removes its annotations; and lifts the
 // freeze, whatever happened. The generated server keeps its objects.
 //
 // A rollback that fails after handing the APIServices back leaves them marked
@@ -159,6 +161,9 @@ func Rollback(ctx context.Context, o RollbackOptions) (res *RollbackResult, err 
 		}
 	}
 	handedBack = true // from here on, the CRDs may serve
+	if err := restoreCRDs(ctx, o.Cluster, o.Group); err != nil {
+		return res, fmt.Errorf("restoring the deprecation of the CRDs' versions: %w", err)
+	}
 	if !resuming {
 		fmt.Fprintf(progress, "handing the APIServices of %s back to kube-apiserver\n", o.Group)
 		if err := handBack(ctx, asClient, services, timeout); err != nil {
@@ -193,6 +198,16 @@ func Rollback(ctx context.Context, o RollbackOptions) (res *RollbackResult, err 
 	}
 	if !res.Verification.Equal() {
 		return res, fmt.Errorf("after the copy back, the CRDs differ from the generated server: %+v", res.Verification)
+	}
+	// The watches the generated server still serves (kube-apiserver proxies them, opened
+	// before the hand-back) would see no event again: the server ends them, every replica,
+	// and their clients watch the CRDs.
+	im, err := NewImporter(o.Server)
+	if err != nil {
+		return res, err
+	}
+	if _, err := im.SetState(ctx, MigrationState{HandedBack: true, Source: "aagen migrate rollback: CustomResourceDefinitions of " + o.Group}); err != nil {
+		return res, fmt.Errorf("ending the watches the generated server serves: %w", err)
 	}
 	for _, as := range services {
 		if err := unmark(ctx, asClient, as.GetName()); err != nil {

@@ -29,7 +29,7 @@ const (
 	// checks the object as the import would and writes nothing.
 	ImportPath = "/migration/import"
 	// StatePath serves the migration state (GET) and sets it (PUT a State; only
-	// inProgress and source are read).
+	// inProgress, source and handedBack are read).
 	StatePath = "/migration/state"
 	// ImportVerb is the verb each imported object needs on its resource.
 	ImportVerb = "import"

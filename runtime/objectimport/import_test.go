@@ -9,12 +9,14 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/client-go/dynamic"
@@ -283,4 +285,52 @@ func TestImportRefusals(t *testing.T) {
 		t.Fatalf("ending the migration: %d %s", code, body)
 	}
 	expect("after the migration", obj, http.StatusConflict, "no migration is in progress")
+}
+
+// TestHandBackEndsWatches: a watch open on the server when the migration state changes to
+// handed back ends (its client would otherwise wait on a server kube-apiserver no longer
+// routes to), and the state is kept; a watch opened after it is not ended by it.
+func TestHandBackEndsWatches(t *testing.T) {
+	srv := startShop(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	widgets := dynamic.NewForConfigOrDie(srv.Config).Resource(shopGV.WithResource("widgets")).Namespace("default")
+	open := func() watch.Interface {
+		t.Helper()
+		w, err := widgets.Watch(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(w.Stop)
+		return w
+	}
+	ended := func(w watch.Interface, within time.Duration) bool {
+		t.Helper()
+		timeout := time.After(within)
+		for {
+			select {
+			case _, ok := <-w.ResultChan():
+				if !ok {
+					return true
+				}
+			case <-timeout:
+				return false
+			}
+		}
+	}
+	before := open()
+	if code, body := call(t, srv.Config, http.MethodPut, objectimport.StatePath, objectimport.State{HandedBack: true}); code != http.StatusOK ||
+		!strings.Contains(string(body), `"handedBack":true`) {
+		t.Fatalf("handing the group back: %d %s", code, body)
+	}
+	if !ended(before, 10*time.Second) {
+		t.Errorf("the watch opened before the hand-back did not end within 10 s")
+	}
+	after := open()
+	if ended(after, 2*time.Second) {
+		t.Errorf("the watch opened after the hand-back ended")
+	}
+	if code, body := call(t, srv.Config, http.MethodGet, objectimport.StatePath, nil); code != http.StatusOK || !strings.Contains(string(body), `"handedBack":true`) {
+		t.Errorf("the state after the hand-back: %d %s", code, body)
+	}
 }

@@ -26,6 +26,12 @@ type State struct {
 	// Source says where the objects come from (free text the migrate command sets, e.g.
 	// "customresourcedefinition visitors.webapp.example.com").
 	Source string `json:"source,omitempty"`
+	// HandedBack says the group was handed back to where its objects came from (aagen
+	// migrate rollback points its APIServices at the CRDs again). On the change to it,
+	// every replica ends the watches it serves (WatchEnds), so that their clients watch
+	// again and kube-apiserver routes them to the CRDs: a watch kept open here would
+	// never see another event.
+	HandedBack bool `json:"handedBack,omitempty"`
 }
 
 // StateStore reads and writes the migration state in an etcd (or kine) under a prefix.
@@ -54,9 +60,9 @@ func (s StateStore) Read(ctx context.Context) (State, error) {
 	return st, nil
 }
 
-// Write stores st (a state not in progress deletes the key).
+// Write stores st (a state neither in progress nor handed back deletes the key).
 func (s StateStore) Write(ctx context.Context, st State) error {
-	if !st.InProgress {
+	if !st.InProgress && !st.HandedBack {
 		if _, err := s.KV.Delete(ctx, s.key()); err != nil {
 			return fmt.Errorf("clearing the migration state %s: %w", s.key(), err)
 		}
@@ -70,4 +76,35 @@ func (s StateStore) Write(ctx context.Context, st State) error {
 		return fmt.Errorf("writing the migration state %s: %w", s.key(), err)
 	}
 	return nil
+}
+
+// OnHandBack calls handedBack each time the stored state changes to handed back, until ctx
+// ends: one etcd watch on the state's key, opened again (from where it was) when it fails.
+func (s StateStore) OnHandBack(ctx context.Context, w clientv3.Watcher, handedBack func()) {
+	var next int64 // the revision to watch from; 0 is "from now"
+	for ctx.Err() == nil {
+		opts := []clientv3.OpOption{}
+		if next > 0 {
+			opts = append(opts, clientv3.WithRev(next))
+		}
+		for resp := range w.Watch(clientv3.WithRequireLeader(ctx), s.key(), opts...) {
+			if resp.CompactRevision > 0 {
+				next = resp.CompactRevision
+			}
+			for _, ev := range resp.Events {
+				next = ev.Kv.ModRevision + 1
+				var st State
+				if ev.Type == clientv3.EventTypePut && json.Unmarshal(ev.Kv.Value, &st) == nil && st.HandedBack {
+					handedBack()
+				}
+			}
+			if resp.Err() != nil {
+				break
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
 }

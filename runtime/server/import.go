@@ -18,8 +18,9 @@ import (
 
 // installImport serves the import of objects with their identity (objectimport.ImportPath)
 // and the migration state (objectimport.StatePath) for the stored resources. Their etcd
-// client is made once the server starts and closed when it stops.
-func installImport(srv *genericapiserver.GenericAPIServer, spec Spec, codecs serializer.CodecFactory, resources []migratedResource, authz authorizer.Authorizer, cfg storagebackend.Config) error {
+// client is made once the server starts and closed when it stops; it also watches the
+// state, and ends the watches the server serves (ends) when the group is handed back.
+func installImport(srv *genericapiserver.GenericAPIServer, spec Spec, codecs serializer.CodecFactory, resources []migratedResource, authz authorizer.Authorizer, cfg storagebackend.Config, ends *watchEnds) error {
 	targets := map[schema.GroupKind]objectimport.Target{}
 	for _, r := range resources {
 		gvks, _, err := spec.Scheme.ObjectKinds(r.store.NewFunc())
@@ -49,6 +50,11 @@ func installImport(srv *genericapiserver.GenericAPIServer, spec Spec, codecs ser
 			return err
 		}
 		client.Store(c)
+		states := objectimport.StateStore{KV: c, Prefix: prefix}
+		go states.OnHandBack(hookCtx, c, func() {
+			klog.InfoS("The group was handed back to its CRDs (aagen migrate rollback): ending the watches served here, so that their clients watch the CRDs")
+			ends.endAll()
+		})
 		go func() {
 			<-hookCtx.Done()
 			client.Store(nil)

@@ -109,8 +109,10 @@ func New(spec Spec, o *Options) (*genericapiserver.GenericAPIServer, genericapis
 	inspectors := bodyInspectors{}
 	patchTypes := subresourcePatchTypes{}
 	deprecated := spec.deprecations()
+	ends := newWatchEnds()
 	chain := cfg.BuildHandlerChainFunc
 	cfg.BuildHandlerChainFunc = func(h http.Handler, c *genericapiserver.Config) http.Handler {
+		h = withWatchEnds(h, ends)
 		h = withBodyInspection(h, inspectors, codecs, c.MaxRequestBodyBytes)
 		h = withSubresourcePatchTypes(h, patchTypes, codecs)
 		if len(deprecated) > 0 {
@@ -160,7 +162,7 @@ func New(spec Spec, o *Options) (*genericapiserver.GenericAPIServer, genericapis
 	if err := installStorageMigration(srv, migrated, ro.Etcd.StorageConfig, o.StorageMigrationQPS); err != nil {
 		return nil, nil, err
 	}
-	if err := installImport(srv, spec, codecs, migrated, cfg.Authorization.Authorizer, ro.Etcd.StorageConfig); err != nil {
+	if err := installImport(srv, spec, codecs, migrated, cfg.Authorization.Authorizer, ro.Etcd.StorageConfig, ends); err != nil {
 		return nil, nil, err
 	}
 	if err := open.installDrain(srv); err != nil {
