@@ -288,12 +288,12 @@ func kubectl(t *testing.T, kubeconfig string, stdin string, args ...string) (str
 // kube-apiserver with kube-controller-manager (cluster.StartControlPlane), both stopped
 // when the test ends; it returns the control plane and etcd's client URL (a generated
 // server the test deploys may store there too).
-func startControlPlane(t testing.TB, ctx context.Context) (*cluster.ControlPlane, string) {
+func startControlPlane(t testing.TB, ctx context.Context, controllers ...string) (*cluster.ControlPlane, string) {
 	t.Helper()
 	e, err := etcd.Start(ctx, etcd.Config{Dir: t.TempDir(), UnsafeNoFsync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = e.Close() })
-	return cluster.StartControlPlane(t, e.ClientURL()), e.ClientURL()
+	return cluster.StartControlPlane(t, e.ClientURL(), controllers...), e.ClientURL()
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -28,17 +29,17 @@ import (
 	"github.com/aagen-dev/aagen/internal/migrate"
 )
 
-// migrationFixture is testdata/crosspkg's Crate installed as controller-gen v0.23.0's CRD
-// on kube-apiserver v1.37.2 (with kube-controller-manager), and its generated server
+// migrationFixture is a testdata project's kinds installed as controller-gen v0.23.0's
+// CRDs on kube-apiserver v1.37.2 (with kube-controller-manager), and its generated server
 // deployed behind it from its config/deploy manifests but without its APIServices (the
-// CRD serves the group), with the migration's user: a ServiceAccount bound to the
+// CRDs serve the group), with the migration's user: a ServiceAccount bound to the
 // ClusterRole docs/migration.md gives, authenticated and authorized by kube-apiserver for
 // the server.
 type migrationFixture struct {
 	cp      *cluster.ControlPlane
 	backend *cluster.Backend
-	// dir is the generated project.
-	dir string
+	// dir is the generated project, group its API group.
+	dir, group string
 	// service is the server's Service (namespace, name) as the manifests' APIService names
 	// it, caFile the CA of its serving certificate.
 	service map[string]any
@@ -49,40 +50,76 @@ type migrationFixture struct {
 	server           *rest.Config
 }
 
+// migrationProject is a testdata project a migration test moves: its types packages, API
+// group, server command, and the kube-controller-manager controllers it needs besides
+// the ClusterRole aggregation.
+type migrationProject struct {
+	testdata, patterns, group, command string
+	controllers                        []string
+}
+
+// crosspkgMigration is testdata/crosspkg's Crate.
+var crosspkgMigration = migrationProject{testdata: "crosspkg", patterns: "./pkg/apis/...", group: depot, command: "crosspkg-apiserver"}
+
 // crateNamespace is where the migration tests keep their crates.
 const crateNamespace = "depot"
 
-// newMigrationFixture sets up a migrationFixture. alter, when not nil, changes the CRD
-// before it is installed.
+// newMigrationFixture sets up a migrationFixture of testdata/crosspkg. alter, when not
+// nil, changes the CRD before it is installed.
 func newMigrationFixture(t testing.TB, ctx context.Context, alter func(crd *apiextensionsv1.CustomResourceDefinition)) *migrationFixture {
 	t.Helper()
-	f := &migrationFixture{dir: t.TempDir()}
-	copyTree(t, filepath.Join(repoRoot(t), "testdata", "crosspkg"), f.dir, nil)
-	crdDir := t.TempDir()
-	run(t, f.dir, cluster.ControllerGenBinary(t), "crd", "paths=./pkg/apis/...", "output:crd:dir="+crdDir)
-	crd, err := cluster.ReadCRD(filepath.Join(crdDir, depot+"_crates.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if alter != nil {
-		alter(crd)
-	}
-	run(t, f.dir, aagen(t), "generate", "./pkg/apis/...")
-	bin := filepath.Join(f.dir, "crosspkg-apiserver")
-	run(t, f.dir, "go", "build", "-o", bin, "./cmd/crosspkg-apiserver")
+	return newProjectMigrationFixture(t, ctx, crosspkgMigration, crateNamespace, alter)
+}
 
-	cp, etcdURL := startControlPlane(t, ctx)
+// newProjectMigrationFixture sets up a migrationFixture of p, with namespace ns (the
+// migration's ServiceAccount lives there). alter, when not nil, changes each CRD before
+// it is installed.
+func newProjectMigrationFixture(t testing.TB, ctx context.Context, p migrationProject, ns string, alter func(crd *apiextensionsv1.CustomResourceDefinition)) *migrationFixture {
+	t.Helper()
+	f := &migrationFixture{dir: t.TempDir(), group: p.group}
+	copyTree(t, filepath.Join(repoRoot(t), "testdata", p.testdata), f.dir, nil)
+	crdDir := t.TempDir()
+	run(t, f.dir, cluster.ControllerGenBinary(t), "crd", "paths="+p.patterns, "output:crd:dir="+crdDir)
+	files, err := filepath.Glob(filepath.Join(crdDir, p.group+"_*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("controller-gen wrote no CRD of %s: %v", p.group, err)
+	}
+	var crds []*apiextensionsv1.CustomResourceDefinition
+	var resources []string
+	for _, file := range files {
+		crd, err := cluster.ReadCRD(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if alter != nil {
+			alter(crd)
+		}
+		crds = append(crds, crd)
+		resources = append(resources, crd.Spec.Names.Plural)
+	}
+	// What kube-apiserver would refuse, changed as a user would have to (the CRDs they
+	// migrate from are installed).
+	for _, note := range cluster.MakeInstallable(crds) {
+		t.Logf("installable: %s", note)
+	}
+	run(t, f.dir, aagen(t), "generate", p.patterns)
+	bin := filepath.Join(f.dir, p.command)
+	run(t, f.dir, "go", "build", "-o", bin, "./cmd/"+p.command)
+
+	cp, etcdURL := startControlPlane(t, ctx, p.controllers...)
 	f.cp = cp
 	core := kubernetes.NewForConfigOrDie(cp.Admin).CoreV1()
-	if _, err := core.Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: crateNamespace}}, metav1.CreateOptions{}); err != nil {
+	if _, err := core.Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	cluster.InstallCRD(t, ctx, cp.Admin, crd)
+	for _, crd := range crds {
+		cluster.InstallCRD(t, ctx, cp.Admin, crd)
+	}
 
 	f.backend = cluster.DeployWithoutAPIServices(t, ctx, cp, f.dir, bin, etcdURL)
 	var caBundle []byte
 	for _, o := range f.backend.Objects {
-		if o.GetKind() == "APIService" && o.GetName() == "v1."+depot {
+		if o.GetKind() == "APIService" && strings.HasSuffix(o.GetName(), "."+p.group) && f.service == nil {
 			f.service, _, _ = unstructured.NestedMap(o.Object, "spec", "service")
 			ca, _, _ := unstructured.NestedString(o.Object, "spec", "caBundle")
 			if caBundle, err = base64.StdEncoding.DecodeString(ca); err != nil {
@@ -91,26 +128,26 @@ func newMigrationFixture(t testing.TB, ctx context.Context, alter func(crd *apie
 		}
 	}
 	if f.service == nil {
-		t.Fatalf("the deploy manifests have no APIService v1.%s", depot)
+		t.Fatalf("the deploy manifests have no APIService of %s", p.group)
 	}
 	rbac := kubernetes.NewForConfigOrDie(cp.Admin).RbacV1()
-	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "depot-migration"}, Rules: []rbacv1.PolicyRule{
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: p.group + "-migration"}, Rules: []rbacv1.PolicyRule{
 		{NonResourceURLs: []string{"/migration/import", "/migration/state", "/storage-versions"}, Verbs: []string{"get", "post", "put"}},
-		{APIGroups: []string{depot}, Resources: []string{"crates"}, Verbs: []string{"get", "list", "create", "update", "delete", "import"}},
+		{APIGroups: []string{p.group}, Resources: resources, Verbs: []string{"get", "list", "create", "update", "delete", "import"}},
 	}}
 	if _, err := rbac.ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := core.ServiceAccounts(crateNamespace).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "migrator"}}, metav1.CreateOptions{}); err != nil {
+	if _, err := core.ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "migrator"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rbac.ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "depot-migration"},
+	if _, err := rbac.ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: p.group + "-migration"},
 		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
-		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: crateNamespace, Name: "migrator"}}}, metav1.CreateOptions{}); err != nil {
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: ns, Name: "migrator"}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	seconds := int64(24 * 3600)
-	tok, err := core.ServiceAccounts(crateNamespace).CreateToken(ctx, "migrator", &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &seconds}}, metav1.CreateOptions{})
+	tok, err := core.ServiceAccounts(ns).CreateToken(ctx, "migrator", &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &seconds}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +173,7 @@ func newMigrationFixture(t testing.TB, ctx context.Context, alter func(crd *apie
 // applyOptions are migrate.Apply's options for the fixture.
 func (f *migrationFixture) applyOptions(skip ...string) migrate.ApplyOptions {
 	ca, _ := os.ReadFile(f.caFile)
-	return migrate.ApplyOptions{Cluster: f.cp.Admin, Server: f.server, Group: depot, Skip: skip,
+	return migrate.ApplyOptions{Cluster: f.cp.Admin, Server: f.server, Group: f.group, Skip: skip,
 		ServiceNamespace: f.service["namespace"].(string), ServiceName: f.service["name"].(string), ServicePort: int32(f.backend.Port), CABundle: ca}
 }
 

@@ -113,7 +113,8 @@ cluster (a ValidatingAdmissionPolicy, lifted at the end whatever happens); copie
 changed and removes what was deleted; checks both sides equal; points the group's APIServices
 at the server's Service (--service, --service-port, --ca-bundle: the CA of its serving
 certificate), marked not automanaged; checks that kube-apiserver then serves the objects the
-CRDs held (counts and content hashes); lifts the freeze and closes the import. Objects keep
+CRDs held (counts and content hashes); marks the CRDs' versions deprecated, which ends the
+watches kube-apiserver still serves from them; lifts the freeze and closes the import. Objects keep
 their uid, timestamps, generation, metadata, managed fields and status; their resourceVersions
 are new, so informers relist (docs/migration.md).`,
 		Args: cobra.NoArgs,
@@ -164,7 +165,8 @@ generated server's objects; hands the group's APIServices back to kube-apiserver
 automanaged label as before apply, no Service) and waits until kube-apiserver serves the CRDs
 again; brings every CRD object up to the server's content (metadata, spec, status, managed
 fields), deletes those deleted on the server, and leaves alone what apply skipped; checks both
-sides equal; and lifts the freeze. uids the CRDs hold are kept; an object created on the server
+sides equal; tells the generated server, which ends the watches it still serves; and lifts the
+freeze. uids the CRDs hold are kept; an object created on the server
 after apply is created anew with a new uid (reported). The server keeps its objects. Run again
 after a failure, it goes on from where it stopped (docs/migration.md).`,
 		Example: `  aagen migrate rollback --group webapp.example.com --server-kubeconfig migrator.kubeconfig`,

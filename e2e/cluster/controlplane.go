@@ -60,8 +60,8 @@ func HostIP() net.IP {
 
 // StartControlPlane starts kube-apiserver on etcdURL (keys under /kube) with the
 // aggregation layer (front proxy) and kube-controller-manager's ClusterRole aggregation
-// controller, and waits for /readyz.
-func StartControlPlane(t T, etcdURL string) *ControlPlane {
+// controller and the controllers named (e.g. "garbage-collector-controller"), and waits for /readyz.
+func StartControlPlane(t T, etcdURL string, controllers ...string) *ControlPlane {
 	t.Helper()
 	kcm := KubeBinary(t, "kube-controller-manager")
 	cp := StartAPIServer(t, KubeBinary(t, "kube-apiserver"), etcdURL, func(p *PKI) []string {
@@ -76,7 +76,7 @@ func StartControlPlane(t T, etcdURL string) *ControlPlane {
 		}
 	})
 	StartProcess(t, "kube-controller-manager", kcm,
-		"--kubeconfig="+cp.Kubeconfig, "--controllers=clusterrole-aggregation", "--leader-elect=false", "--secure-port=0")
+		"--kubeconfig="+cp.Kubeconfig, "--controllers="+strings.Join(append([]string{"clusterrole-aggregation"}, controllers...), ","), "--leader-elect=false", "--secure-port=0")
 	return cp
 }
 

@@ -34,6 +34,9 @@ func StartProcess(t T, name, bin string, args ...string) *Process {
 	go func() { p.done <- p.Cmd.Wait() }()
 	t.Cleanup(func() {
 		if p.Exited() {
+			if t.Failed() {
+				t.Logf("%s exited early; its output (tail):\n%s", name, Tail(p.Out.String(), 4000))
+			}
 			return
 		}
 		_ = p.Cmd.Process.Signal(os.Interrupt)

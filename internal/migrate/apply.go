@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"sort"
 	"strings"
 	"time"
@@ -72,9 +73,10 @@ const (
 // was deleted) and checks both sides equal; points the group's APIServices at the
 // generated server (label kube-aggregator.kubernetes.io/automanaged "false", so that
 // kube-apiserver leaves them alone); checks what kube-apiserver then serves against the
-// CRD's objects listed during the freeze (counts and content hashes); marks the CRDs'
-// versions deprecated, which ends the watches kube-apiserver serves from them
-// (retireCRDs); lifts the freeze, whatever happened; and ends the migration on the server.
+// CRD's objects listed during the freeze (counts and content hashes), having marked the
+// CRDs' versions deprecated, which ends the watches kube-apiserver serves from them
+// (retireCRDs), and waits until they have ended; lifts the freeze, whatever happened; and
+// ends the migration on the server.
 func Apply(ctx context.Context, o ApplyOptions) (res *ApplyResult, err error) {
 	res = &ApplyResult{}
 	progress, timeout := orDefaults(o.Progress, o.FreezeTimeout)
@@ -84,6 +86,11 @@ func Apply(ctx context.Context, o ApplyOptions) (res *ApplyResult, err error) {
 	if res.Plan.Blocking() {
 		res.Plan.Print(progress)
 		return res, fmt.Errorf("the plan for %s blocks the migration: fix the problems and refused objects, or --skip them", o.Group)
+	}
+	for _, r := range res.Plan.Resources {
+		for _, n := range r.Notes {
+			fmt.Fprintf(progress, "plan: %s: %s\n", r.Resource, n)
+		}
 	}
 	versions := map[string]string{}
 	var crdVersions []string
@@ -125,13 +132,28 @@ func Apply(ctx context.Context, o ApplyOptions) (res *ApplyResult, err error) {
 			err = errors.Join(err, lerr)
 		}
 	}()
+	// The generated server enforces the freeze once its admission has loaded the policy,
+	// asynchronously as kube-apiserver does: before the flip routes writes to it, a dry-run
+	// write sent to it directly (dry runs are refused for every user) must be refused too.
+	// Without this wait, a write routed to the server right after the flip got through.
+	serverProbe, err := freezeProbe(ctx, o.Server, res.Plan)
+	if err != nil {
+		return res, err
+	}
+	if serverProbe != nil {
+		if err := awaitFrozen(ctx, o.Group+" on the generated server (its admission evaluates the cluster's ValidatingAdmissionPolicies; aagen up runs without)", serverProbe, timeout); err != nil {
+			return res, err
+		}
+	}
 	// Only what changed since the first copy: the freeze lasts as long as the changes.
 	copyOpts.Since = res.Copy.Copies
 	if res.Delta, err = Copy(ctx, copyOpts); err != nil {
 		return res, err
 	}
+	stored := maps.Clone(res.Copy.Stored)
+	maps.Copy(stored, res.Delta.Stored)
 	verifyOpts := VerifyOptions{Cluster: o.Cluster, Server: o.Server, Group: o.Group, Skip: o.Skip, Versions: versions}
-	before, snapshot, err := verify(ctx, verifyOpts)
+	before, snapshot, err := verify(ctx, verifyOpts, stored)
 	if err != nil {
 		return res, err
 	}
@@ -145,17 +167,20 @@ func Apply(ctx context.Context, o ApplyOptions) (res *ApplyResult, err error) {
 	if err := awaitRouting(ctx, o, res.Plan, versions, timeout); err != nil {
 		return res, err
 	}
+	// Before the verification, so that kube-apiserver's teardown of the CRDs' storage (a
+	// second at least) overlaps with it.
+	if err := retireCRDs(ctx, o.Cluster, o.Group, "the Service "+o.ServiceNamespace+"/"+o.ServiceName); err != nil {
+		return res, fmt.Errorf("ending the watches kube-apiserver serves from the CRDs: %w", err)
+	}
 	after, err := clusterHashes(ctx, o.Cluster, res.Plan, versions, nil)
 	if err != nil {
 		return res, fmt.Errorf("reading %s through kube-apiserver after the switch: %w", o.Group, err)
 	}
-	res.Verification = compareHashes(snapshot, after)
+	res.Verification = compareHashes(snapshot, after, stored)
 	if !res.Verification.Equal() {
 		return res, fmt.Errorf("after the switch, kube-apiserver serves other objects than the CRDs held: %+v", res.Verification)
 	}
-	if err := retireCRDs(ctx, o.Cluster, o.Group, "the Service "+o.ServiceNamespace+"/"+o.ServiceName); err != nil {
-		return res, fmt.Errorf("ending the watches kube-apiserver serves from the CRDs: %w", err)
-	}
+	awaitWatchesEnded(ctx, o.Cluster, o.Group, 30*time.Second, progress)
 	if _, err := im.SetState(ctx, MigrationState{}); err != nil {
 		return res, err
 	}
@@ -228,8 +253,10 @@ func clusterHashes(ctx context.Context, cfg *rest.Config, plan *Plan, versions m
 }
 
 // compareHashes compares the content hashes of each resource's objects, want (the CRD's)
-// with got (the generated server's), by "<namespace>/<name>".
-func compareHashes(want, got map[string]map[string]string) *Verification {
+// with got (the generated server's), by "<namespace>/<name>"; stored maps a CRD object's
+// hash to that of the object the server stored for it, where they differ (a copy's
+// CopyResult.Stored).
+func compareHashes(want, got map[string]map[string]string, stored map[string]string) *Verification {
 	v := &Verification{Objects: map[string]int{}, Server: map[string]int{}}
 	for resource, w := range want {
 		g := got[resource]
@@ -238,7 +265,7 @@ func compareHashes(want, got map[string]map[string]string) *Verification {
 			switch gh, ok := g[name]; {
 			case !ok:
 				v.Missing = append(v.Missing, resource+" "+name)
-			case gh != h:
+			case gh != h && gh != stored[h]:
 				v.Differ = append(v.Differ, resource+" "+name)
 			}
 		}

@@ -60,6 +60,11 @@ type CopyResult struct {
 	// Copies is, by uid, the cluster's resourceVersion of every object the server holds
 	// after the copy: what a later copy passes as Since.
 	Copies map[types.UID]string
+	// Stored maps the content hash (ContentHash) of an object copied to that of the object
+	// the server stored, where the two differ: the server's types store some objects
+	// otherwise than the CRD did (a zero value under omitempty is dropped, for one), and
+	// a verification compares the CRD's object as the server stores it.
+	Stored map[string]string
 	// Elapsed is how long the copy took.
 	Elapsed time.Duration
 }
@@ -77,7 +82,7 @@ const copyWorkers = 8
 // end. With Prune, a copy after an earlier one also removes from the server what the
 // cluster deleted in between.
 func Copy(ctx context.Context, o CopyOptions) (res CopyResult, err error) {
-	res = CopyResult{Copied: map[string]int{}, Unchanged: map[string]int{}, Skipped: map[string]int{}, Removed: map[string]int{}, Replaced: map[string]int{}, Copies: map[types.UID]string{}}
+	res = CopyResult{Copied: map[string]int{}, Unchanged: map[string]int{}, Skipped: map[string]int{}, Removed: map[string]int{}, Replaced: map[string]int{}, Copies: map[types.UID]string{}, Stored: map[string]string{}}
 	began := time.Now()
 	defer func() { res.Elapsed = time.Since(began) }()
 	crds, err := groupCRDs(ctx, o.Cluster, o.Group)
@@ -129,15 +134,26 @@ func Copy(ctx context.Context, o CopyOptions) (res CopyResult, err error) {
 			go func() {
 				defer workers.Done()
 				for obj := range imports {
-					_, err := o.Importer.Import(ctx, obj)
+					stored, err := o.Importer.Import(ctx, obj)
 					if isOtherUID(err) && o.Prune {
 						// The server's object of that name is not the cluster's (left by
 						// an apply since rolled back): replace it, as Prune removes what the
 						// cluster does not hold.
 						if err = removeOther(ctx, serverObjects.Resource(gvr).Namespace(obj.GetNamespace()), obj); err == nil {
-							_, err = o.Importer.Import(ctx, obj)
+							stored, err = o.Importer.Import(ctx, obj)
 							replacedMu.Lock()
 							res.Replaced[resource]++
+							replacedMu.Unlock()
+						}
+					}
+					if err == nil {
+						var from, to string
+						if from, err = ContentHash(obj); err == nil {
+							to, err = ContentHash(stored)
+						}
+						if err == nil && from != to {
+							replacedMu.Lock()
+							res.Stored[from] = to
 							replacedMu.Unlock()
 						}
 					}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -315,6 +316,8 @@ func dryRun(ctx context.Context, rp *ResourcePlan, crd apiextensionsv1.CustomRes
 	gvr := schema.GroupVersionResource{Group: crd.Spec.Group, Version: rp.DryRunVersion, Resource: crd.Spec.Names.Plural}
 	namespaced := crd.Spec.Scope == apiextensionsv1.NamespaceScoped
 	opts := metav1.ListOptions{Limit: 500}
+	alteredFields := map[string]int{}
+	var alteredOrder []string
 	for {
 		list, err := cluster.Resource(gvr).List(ctx, opts)
 		if err != nil {
@@ -324,6 +327,7 @@ func dryRun(ctx context.Context, rp *ResourcePlan, crd apiextensionsv1.CustomRes
 		// the page's order.
 		answers := make([][]error, len(list.Items))
 		notes := make([]string, len(list.Items))
+		altered := make([][]string, len(list.Items))
 		next := make(chan int)
 		var workers sync.WaitGroup
 		for range copyWorkers {
@@ -338,7 +342,9 @@ func dryRun(ctx context.Context, rp *ResourcePlan, crd apiextensionsv1.CustomRes
 					if err := unfrozen(ctx, func() error { return createDryRun(ctx, server, gvr, namespaced, obj) }); err != nil && !apierrors.IsAlreadyExists(err) {
 						answers[i] = append(answers[i], err)
 					}
-					if _, err := importer.DryRun(ctx, obj); isOtherUID(err) {
+					if stored, err := importer.DryRun(ctx, obj); err == nil {
+						altered[i] = changedFields(obj, stored)
+					} else if isOtherUID(err) {
 						// Left on the server by an earlier apply and since rolled back, or made on
 						// the server directly: the CRD's object is the one to keep.
 						notes[i] = "the generated server holds another object of this name; apply replaces it with the CRD's"
@@ -354,6 +360,12 @@ func dryRun(ctx context.Context, rp *ResourcePlan, crd apiextensionsv1.CustomRes
 		close(next)
 		workers.Wait()
 		for i := range list.Items {
+			for _, f := range altered[i] {
+				if alteredFields[f] == 0 {
+					alteredOrder = append(alteredOrder, f)
+				}
+				alteredFields[f]++
+			}
 			rp.Objects++
 			obj := &list.Items[i]
 			name := obj.GetName()
@@ -387,10 +399,55 @@ func dryRun(ctx context.Context, rp *ResourcePlan, crd apiextensionsv1.CustomRes
 			rp.Refused = append(rp.Refused, refused)
 		}
 		if list.GetContinue() == "" {
-			return nil
+			break
 		}
 		opts.Continue = list.GetContinue()
 	}
+	if len(alteredOrder) > 0 {
+		sort.Strings(alteredOrder)
+		var fields []string
+		for _, f := range alteredOrder {
+			fields = append(fields, fmt.Sprintf("%s (%d)", f, alteredFields[f]))
+		}
+		rp.Notes = append(rp.Notes, "the generated server's types store some objects otherwise than the CRD holds them (a zero value its Go field omits, for one), and clients will read them so; by field, with the number of objects: "+strings.Join(fields, ", "))
+	}
+	return nil
+}
+
+// changedFields names the fields (dotted paths, down to the first that is not an object on
+// both sides, an absent object counted as empty) in which stored, the server's object,
+// differs from obj, the CRD's: but resourceVersion, with nulls and an empty status counted
+// as absent (as ContentHash counts them).
+func changedFields(obj, stored *unstructured.Unstructured) []string {
+	a, b := withoutNulls(obj.Object), withoutNulls(stored.Object)
+	for _, o := range []map[string]any{a, b} {
+		unstructured.RemoveNestedField(o, "metadata", "resourceVersion")
+		if st, ok := o["status"].(map[string]any); ok && len(st) == 0 {
+			delete(o, "status")
+		}
+	}
+	var out []string
+	var walk func(prefix string, a, b map[string]any)
+	walk = func(prefix string, a, b map[string]any) {
+		for _, k := range unionKeys(a, b) {
+			ma, aok := a[k].(map[string]any)
+			mb, bok := b[k].(map[string]any)
+			if _, there := a[k]; !there && bok {
+				ma, aok = map[string]any{}, true
+			}
+			if _, there := b[k]; !there && aok {
+				mb, bok = map[string]any{}, true
+			}
+			switch {
+			case aok && bok:
+				walk(prefix+k+".", ma, mb)
+			case !reflect.DeepEqual(a[k], b[k]):
+				out = append(out, prefix+k)
+			}
+		}
+	}
+	walk("", a, b)
+	return out
 }
 
 // createDryRun sends obj to the server as a dry-run create: with the fields a create may

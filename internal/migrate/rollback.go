@@ -54,6 +54,9 @@ type RollbackResult struct {
 	// differences are only those the public API cannot avoid (Kept says which fields).
 	Verification *Verification
 	Partial      map[string][]string
+	// Watches counts the group's watches kube-apiserver served from the CRDs once they
+	// settled, before the freeze was lifted (awaitWatchesSettled).
+	Watches int
 }
 
 // rollbackResource is one resource of the group, as Rollback reads and writes it.
@@ -73,8 +76,8 @@ type rollbackResource struct {
 // object up to the server's content (metadata, spec, status, managed fields) and deletes
 // those the server deleted, leaving alone what Apply skipped; checks both sides equal but
 // for what the public API cannot keep (Partial); tells the generated server the group was
-// handed back, which ends the watches it serves; removes its annotations; and lifts the
-// freeze, whatever happened. The generated server keeps its objects.
+// handed back, which ends the watches it serves, and waits until their clients watch the
+// CRDs; removes its annotations; and lifts the freeze, whatever happened. The generated server keeps its objects.
 //
 // A rollback that fails after handing the APIServices back leaves them marked
 // (annotationRollingBack); run again, it goes on from there. uids the CRDs already hold are
@@ -209,6 +212,7 @@ func Rollback(ctx context.Context, o RollbackOptions) (res *RollbackResult, err 
 	if _, err := im.SetState(ctx, MigrationState{HandedBack: true, Source: "aagen migrate rollback: CustomResourceDefinitions of " + o.Group}); err != nil {
 		return res, fmt.Errorf("ending the watches the generated server serves: %w", err)
 	}
+	res.Watches = awaitWatchesSettled(ctx, o.Cluster, o.Group, 30*time.Second, progress)
 	for _, as := range services {
 		if err := unmark(ctx, asClient, as.GetName()); err != nil {
 			return res, err
@@ -484,7 +488,7 @@ func awaitGone(ctx context.Context, client dynamic.ResourceInterface, obj *unstr
 // nothing but the managed fields sets them as sent).
 func writeBack(ctx context.Context, client dynamic.ResourceInterface, r rollbackResource, cur, want *unstructured.Unstructured) error {
 	body := func(rv string) *unstructured.Unstructured {
-		b := want.DeepCopy()
+		b := &unstructured.Unstructured{Object: withoutNulls(want.Object)} // a CRD may refuse a null
 		b.SetResourceVersion(rv)
 		b.SetUID(cur.GetUID()) // a uid in the body is a precondition; one created anew has its own
 		for _, f := range []string{"creationTimestamp", "generation", "deletionTimestamp", "deletionGracePeriodSeconds"} {
@@ -509,12 +513,17 @@ func writeBack(ctx context.Context, client dynamic.ResourceInterface, r rollback
 	return nil
 }
 
-// nonEmptyStatus is obj's status, nil when absent or empty (as ContentHash counts it).
+// nonEmptyStatus is obj's status without nulls, nil when absent or then empty (as
+// ContentHash counts it).
 func nonEmptyStatus(obj *unstructured.Unstructured) any {
-	if s, ok := obj.Object["status"].(map[string]any); ok && len(s) == 0 {
+	s, ok := obj.Object["status"].(map[string]any)
+	if !ok {
+		return obj.Object["status"]
+	}
+	if s = withoutNulls(s); len(s) == 0 {
 		return nil
 	}
-	return obj.Object["status"]
+	return s
 }
 
 // sameContent reports whether a and b have the same ContentHash.
@@ -578,9 +587,10 @@ func compareBack(resource string, want, got map[string]*unstructured.Unstructure
 }
 
 // differingFields names the fields in which a and b differ, but resourceVersion: each
-// field of metadata ("metadata.<field>") and each other top-level field; an empty status
-// counts as absent.
+// field of metadata ("metadata.<field>") and each other top-level field; nulls and an empty
+// status count as absent.
 func differingFields(a, b *unstructured.Unstructured) []string {
+	a, b = &unstructured.Unstructured{Object: withoutNulls(a.Object)}, &unstructured.Unstructured{Object: withoutNulls(b.Object)}
 	var out []string
 	ma, _ := a.Object["metadata"].(map[string]any)
 	mb, _ := b.Object["metadata"].(map[string]any)

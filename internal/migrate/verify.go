@@ -45,8 +45,10 @@ func (v *Verification) Equal() bool {
 // but metadata.resourceVersion (new on the server), in JSON with sorted keys. A status
 // that is an empty object counts as absent: a Go-typed server answers an absent status as
 // {} (README: the stored object of an absent optional struct holds its zero values).
+//
+// A JSON null counts as absent too (withoutNulls).
 func ContentHash(obj *unstructured.Unstructured) (string, error) {
-	c := obj.DeepCopy()
+	c := &unstructured.Unstructured{Object: withoutNulls(obj.Object)}
 	unstructured.RemoveNestedField(c.Object, "metadata", "resourceVersion")
 	if s, ok := c.Object["status"].(map[string]any); ok && len(s) == 0 {
 		delete(c.Object, "status")
@@ -62,13 +64,13 @@ func ContentHash(obj *unstructured.Unstructured) (string, error) {
 // Verify lists the group's objects on both sides and compares their counts and content
 // hashes.
 func Verify(ctx context.Context, o VerifyOptions) (*Verification, error) {
-	v, _, err := verify(ctx, o)
+	v, _, err := verify(ctx, o, nil)
 	return v, err
 }
 
 // verify is Verify, which also returns the cluster's content hashes (by resource, then
-// "<namespace>/<name>"; the skipped left out).
-func verify(ctx context.Context, o VerifyOptions) (*Verification, map[string]map[string]string, error) {
+// "<namespace>/<name>"; the skipped left out). stored is as compareHashes's.
+func verify(ctx context.Context, o VerifyOptions, stored map[string]string) (*Verification, map[string]map[string]string, error) {
 	crds, err := groupCRDs(ctx, o.Cluster, o.Group)
 	if err != nil {
 		return nil, nil, err
@@ -105,7 +107,7 @@ func verify(ctx context.Context, o VerifyOptions) (*Verification, map[string]map
 			return nil, nil, fmt.Errorf("%s on the generated server: %w", resource, err)
 		}
 	}
-	return compareHashes(want, got), want, nil
+	return compareHashes(want, got, stored), want, nil
 }
 
 // hashes lists gvr and returns the content hash of each object by "<namespace>/<name>"
@@ -137,5 +139,36 @@ func eachObject(ctx context.Context, client dynamic.Interface, gvr schema.GroupV
 			return nil
 		}
 		opts.Continue = list.GetContinue()
+	}
+}
+
+// withoutNulls is a copy of obj without the fields whose value is JSON null, in nested
+// objects and in the objects of lists too. A null is how a Go type writes a nil slice or
+// map whose field has no omitempty; a CRD prunes the nulls of fields that are not
+// nullable and holds nothing there, and a CRD that requires the field refuses the null.
+// Both mean the field is absent.
+func withoutNulls(obj map[string]any) map[string]any {
+	out := make(map[string]any, len(obj))
+	for k, v := range obj {
+		if v == nil {
+			continue
+		}
+		out[k] = withoutNullsValue(v)
+	}
+	return out
+}
+
+func withoutNullsValue(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		return withoutNulls(t)
+	case []any:
+		l := make([]any, len(t))
+		for i, e := range t {
+			l[i] = withoutNullsValue(e)
+		}
+		return l
+	default:
+		return v
 	}
 }
