@@ -46,6 +46,8 @@ type ApplyResult struct {
 	// Verification compares the CRD's objects as listed during the freeze with the group
 	// as kube-apiserver serves it after the flip.
 	Verification *Verification
+	// Warnings are what went wrong after the switch without undoing it.
+	Warnings []string
 }
 
 // apiServices is the resource of the aggregator's APIServices.
@@ -169,8 +171,11 @@ func Apply(ctx context.Context, o ApplyOptions) (res *ApplyResult, err error) {
 	}
 	// Before the verification, so that kube-apiserver's teardown of the CRDs' storage (a
 	// second at least) overlaps with it.
+	// The group is switched already: a failure here leaves watches on the CRDs to end at
+	// their timeout, which is worth a warning, not a failed apply.
 	if err := retireCRDs(ctx, o.Cluster, o.Group, "the Service "+o.ServiceNamespace+"/"+o.ServiceName); err != nil {
-		return res, fmt.Errorf("ending the watches kube-apiserver serves from the CRDs: %w", err)
+		res.Warnings = append(res.Warnings, fmt.Sprintf("the watches kube-apiserver serves from the CRDs were not ended (their clients see the generated server's changes only once they time out, within 10 minutes): %v", err))
+		fmt.Fprintf(progress, "warning: %s\n", res.Warnings[len(res.Warnings)-1])
 	}
 	after, err := clusterHashes(ctx, o.Cluster, res.Plan, versions, nil)
 	if err != nil {

@@ -128,7 +128,7 @@ func Copy(ctx context.Context, o CopyOptions) (res CopyResult, err error) {
 		outcomes := make(chan outcome)
 		var workers sync.WaitGroup
 		var copiesMu sync.Mutex // res.Copies: the collector and the listing write it
-		var replacedMu sync.Mutex
+		var resultMu sync.Mutex // res.Replaced and res.Stored: the workers write them
 		for range copyWorkers {
 			workers.Add(1)
 			go func() {
@@ -141,20 +141,20 @@ func Copy(ctx context.Context, o CopyOptions) (res CopyResult, err error) {
 						// cluster does not hold.
 						if err = removeOther(ctx, serverObjects.Resource(gvr).Namespace(obj.GetNamespace()), obj); err == nil {
 							stored, err = o.Importer.Import(ctx, obj)
-							replacedMu.Lock()
+							resultMu.Lock()
 							res.Replaced[resource]++
-							replacedMu.Unlock()
+							resultMu.Unlock()
 						}
 					}
 					if err == nil {
-						var from, to string
-						if from, err = ContentHash(obj); err == nil {
-							to, err = ContentHash(stored)
-						}
-						if err == nil && from != to {
-							replacedMu.Lock()
+						// Hashing cannot fail on objects decoded from JSON; if it did, the
+						// verification would name the object as differing.
+						from, ferr := ContentHash(obj)
+						to, terr := ContentHash(stored)
+						if ferr == nil && terr == nil && from != to {
+							resultMu.Lock()
 							res.Stored[from] = to
-							replacedMu.Unlock()
+							resultMu.Unlock()
 						}
 					}
 					outcomes <- outcome{obj, err}

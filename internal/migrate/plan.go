@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"reflect"
 	"slices"
 	"sort"
@@ -317,7 +318,6 @@ func dryRun(ctx context.Context, rp *ResourcePlan, crd apiextensionsv1.CustomRes
 	namespaced := crd.Spec.Scope == apiextensionsv1.NamespaceScoped
 	opts := metav1.ListOptions{Limit: 500}
 	alteredFields := map[string]int{}
-	var alteredOrder []string
 	for {
 		list, err := cluster.Resource(gvr).List(ctx, opts)
 		if err != nil {
@@ -361,9 +361,6 @@ func dryRun(ctx context.Context, rp *ResourcePlan, crd apiextensionsv1.CustomRes
 		workers.Wait()
 		for i := range list.Items {
 			for _, f := range altered[i] {
-				if alteredFields[f] == 0 {
-					alteredOrder = append(alteredOrder, f)
-				}
 				alteredFields[f]++
 			}
 			rp.Objects++
@@ -403,10 +400,9 @@ func dryRun(ctx context.Context, rp *ResourcePlan, crd apiextensionsv1.CustomRes
 		}
 		opts.Continue = list.GetContinue()
 	}
-	if len(alteredOrder) > 0 {
-		sort.Strings(alteredOrder)
+	if len(alteredFields) > 0 {
 		var fields []string
-		for _, f := range alteredOrder {
+		for _, f := range slices.Sorted(maps.Keys(alteredFields)) {
 			fields = append(fields, fmt.Sprintf("%s (%d)", f, alteredFields[f]))
 		}
 		rp.Notes = append(rp.Notes, "the generated server's types store some objects otherwise than the CRD holds them (a zero value its Go field omits, for one), and clients will read them so; by field, with the number of objects: "+strings.Join(fields, ", "))
@@ -419,7 +415,7 @@ func dryRun(ctx context.Context, rp *ResourcePlan, crd apiextensionsv1.CustomRes
 // differs from obj, the CRD's: but resourceVersion, with nulls and an empty status counted
 // as absent (as ContentHash counts them).
 func changedFields(obj, stored *unstructured.Unstructured) []string {
-	a, b := withoutNulls(obj.Object), withoutNulls(stored.Object)
+	a, b := WithoutNulls(obj.Object), WithoutNulls(stored.Object)
 	for _, o := range []map[string]any{a, b} {
 		unstructured.RemoveNestedField(o, "metadata", "resourceVersion")
 		if st, ok := o["status"].(map[string]any); ok && len(st) == 0 {

@@ -54,9 +54,6 @@ type RollbackResult struct {
 	// differences are only those the public API cannot avoid (Kept says which fields).
 	Verification *Verification
 	Partial      map[string][]string
-	// Watches counts the group's watches kube-apiserver served from the CRDs once they
-	// settled, before the freeze was lifted (awaitWatchesSettled).
-	Watches int
 }
 
 // rollbackResource is one resource of the group, as Rollback reads and writes it.
@@ -163,10 +160,11 @@ func Rollback(ctx context.Context, o RollbackOptions) (res *RollbackResult, err 
 			return res, fmt.Errorf("listing %s on the generated server: %w", r.resource, err)
 		}
 	}
-	handedBack = true // from here on, the CRDs may serve
+	// Before the hand-back: changing the CRDs routes nothing to them.
 	if err := restoreCRDs(ctx, o.Cluster, o.Group); err != nil {
 		return res, fmt.Errorf("restoring the deprecation of the CRDs' versions: %w", err)
 	}
+	handedBack = true // from here on, the CRDs may serve
 	if !resuming {
 		fmt.Fprintf(progress, "handing the APIServices of %s back to kube-apiserver\n", o.Group)
 		if err := handBack(ctx, asClient, services, timeout); err != nil {
@@ -212,7 +210,7 @@ func Rollback(ctx context.Context, o RollbackOptions) (res *RollbackResult, err 
 	if _, err := im.SetState(ctx, MigrationState{HandedBack: true, Source: "aagen migrate rollback: CustomResourceDefinitions of " + o.Group}); err != nil {
 		return res, fmt.Errorf("ending the watches the generated server serves: %w", err)
 	}
-	res.Watches = awaitWatchesSettled(ctx, o.Cluster, o.Group, 30*time.Second, progress)
+	awaitWatchesSettled(ctx, o.Cluster, o.Group, 30*time.Second, progress)
 	for _, as := range services {
 		if err := unmark(ctx, asClient, as.GetName()); err != nil {
 			return res, err
@@ -488,7 +486,7 @@ func awaitGone(ctx context.Context, client dynamic.ResourceInterface, obj *unstr
 // nothing but the managed fields sets them as sent).
 func writeBack(ctx context.Context, client dynamic.ResourceInterface, r rollbackResource, cur, want *unstructured.Unstructured) error {
 	body := func(rv string) *unstructured.Unstructured {
-		b := &unstructured.Unstructured{Object: withoutNulls(want.Object)} // a CRD may refuse a null
+		b := &unstructured.Unstructured{Object: WithoutNulls(want.Object)} // a CRD may refuse a null
 		b.SetResourceVersion(rv)
 		b.SetUID(cur.GetUID()) // a uid in the body is a precondition; one created anew has its own
 		for _, f := range []string{"creationTimestamp", "generation", "deletionTimestamp", "deletionGracePeriodSeconds"} {
@@ -520,7 +518,7 @@ func nonEmptyStatus(obj *unstructured.Unstructured) any {
 	if !ok {
 		return obj.Object["status"]
 	}
-	if s = withoutNulls(s); len(s) == 0 {
+	if s = WithoutNulls(s); len(s) == 0 {
 		return nil
 	}
 	return s
@@ -590,7 +588,7 @@ func compareBack(resource string, want, got map[string]*unstructured.Unstructure
 // field of metadata ("metadata.<field>") and each other top-level field; nulls and an empty
 // status count as absent.
 func differingFields(a, b *unstructured.Unstructured) []string {
-	a, b = &unstructured.Unstructured{Object: withoutNulls(a.Object)}, &unstructured.Unstructured{Object: withoutNulls(b.Object)}
+	a, b = &unstructured.Unstructured{Object: WithoutNulls(a.Object)}, &unstructured.Unstructured{Object: WithoutNulls(b.Object)}
 	var out []string
 	ma, _ := a.Object["metadata"].(map[string]any)
 	mb, _ := b.Object["metadata"].(map[string]any)

@@ -46,9 +46,9 @@ func (v *Verification) Equal() bool {
 // that is an empty object counts as absent: a Go-typed server answers an absent status as
 // {} (README: the stored object of an absent optional struct holds its zero values).
 //
-// A JSON null counts as absent too (withoutNulls).
+// A JSON null counts as absent too (WithoutNulls).
 func ContentHash(obj *unstructured.Unstructured) (string, error) {
-	c := &unstructured.Unstructured{Object: withoutNulls(obj.Object)}
+	c := &unstructured.Unstructured{Object: WithoutNulls(obj.Object)}
 	unstructured.RemoveNestedField(c.Object, "metadata", "resourceVersion")
 	if s, ok := c.Object["status"].(map[string]any); ok && len(s) == 0 {
 		delete(c.Object, "status")
@@ -142,12 +142,12 @@ func eachObject(ctx context.Context, client dynamic.Interface, gvr schema.GroupV
 	}
 }
 
-// withoutNulls is a copy of obj without the fields whose value is JSON null, in nested
+// WithoutNulls is a copy of obj without the fields whose value is JSON null, in nested
 // objects and in the objects of lists too. A null is how a Go type writes a nil slice or
 // map whose field has no omitempty; a CRD prunes the nulls of fields that are not
 // nullable and holds nothing there, and a CRD that requires the field refuses the null.
 // Both mean the field is absent.
-func withoutNulls(obj map[string]any) map[string]any {
+func WithoutNulls(obj map[string]any) map[string]any {
 	out := make(map[string]any, len(obj))
 	for k, v := range obj {
 		if v == nil {
@@ -161,7 +161,7 @@ func withoutNulls(obj map[string]any) map[string]any {
 func withoutNullsValue(v any) any {
 	switch t := v.(type) {
 	case map[string]any:
-		return withoutNulls(t)
+		return WithoutNulls(t)
 	case []any:
 		l := make([]any, len(t))
 		for i, e := range t {

@@ -64,16 +64,16 @@ func countWatches(r io.Reader, group string) (int, error) {
 // stayed 0 for three (no client), at most timeout. Lifting the freeze earlier let a
 // controller act on its cache before it caught up: it recreated a ConfigMap of an owner
 // deleted right after the rollback, again each time the garbage collector removed it. It
-// returns the last count; the wait is best effort (an error or the timeout is reported
-// on progress, not returned).
-func awaitWatchesSettled(ctx context.Context, cfg *rest.Config, group string, timeout time.Duration, progress io.Writer) int {
+// The wait is best effort (an error or the timeout is reported on progress, not returned),
+// and it counts what one kube-apiserver serves: with several, each poll may reach another.
+func awaitWatchesSettled(ctx context.Context, cfg *rest.Config, group string, timeout time.Duration, progress io.Writer) {
 	deadline := time.Now().Add(timeout)
 	last, since := -1, time.Now()
 	for {
 		n, err := servedWatches(ctx, cfg, group)
 		if err != nil {
 			fmt.Fprintf(progress, "not waiting for the watches of %s to move to the CRDs: %v\n", group, err)
-			return last
+			return
 		}
 		if n != last {
 			last, since = n, time.Now()
@@ -81,15 +81,15 @@ func awaitWatchesSettled(ctx context.Context, cfg *rest.Config, group string, ti
 		stable := time.Since(since)
 		if (n > 0 && stable >= time.Second) || (n == 0 && stable >= 3*time.Second) {
 			fmt.Fprintf(progress, "%d watches of %s served from the CRDs\n", n, group)
-			return n
+			return
 		}
 		if time.Now().After(deadline) {
 			fmt.Fprintf(progress, "the watches of %s served from the CRDs did not settle within %v (%d now)\n", group, timeout, n)
-			return n
+			return
 		}
 		select {
 		case <-ctx.Done():
-			return n
+			return
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
@@ -98,7 +98,11 @@ func awaitWatchesSettled(ctx context.Context, cfg *rest.Config, group string, ti
 // awaitWatchesEnded waits, while writes are still frozen, until kube-apiserver serves no
 // watch of group from the CRDs any more (retireCRDs makes it end them once it has torn
 // down their storage, a second after the change at least), at most timeout; their
-// clients then watch the generated server. Best effort, as awaitWatchesSettled.
+// clients then watch the generated server. Best effort, as awaitWatchesSettled; it does
+// not wait for those clients to watch the server (the server's watches are not in
+// kube-apiserver's metrics). kube-apiserver may take up to twice its request timeout to
+// tear the storage down when requests to it are in flight; after timeout the wait ends
+// with a line on progress.
 func awaitWatchesEnded(ctx context.Context, cfg *rest.Config, group string, timeout time.Duration, progress io.Writer) {
 	deadline := time.Now().Add(timeout)
 	for {

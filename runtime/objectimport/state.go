@@ -28,9 +28,11 @@ type State struct {
 	Source string `json:"source,omitempty"`
 	// HandedBack says the group was handed back to where its objects came from (aagen
 	// migrate rollback points its APIServices at the CRDs again). On the change to it,
-	// every replica ends the watches it serves (WatchEnds), so that their clients watch
+	// every replica ends the watches it serves (runtime/server), so that their clients watch
 	// again and kube-apiserver routes them to the CRDs: a watch kept open here would
-	// never see another event.
+	// never see another event. (runtime/server ends every watch it serves, of any group
+	// and of direct clients too: those watch again from where they were, on the same
+	// server, and miss nothing.)
 	HandedBack bool `json:"handedBack,omitempty"`
 }
 
@@ -79,15 +81,22 @@ func (s StateStore) Write(ctx context.Context, st State) error {
 }
 
 // OnHandBack calls handedBack each time the stored state changes to handed back, until ctx
-// ends: one etcd watch on the state's key, opened again (from where it was) when it fails.
-func (s StateStore) OnHandBack(ctx context.Context, w clientv3.Watcher, handedBack func()) {
-	var next int64 // the revision to watch from; 0 is "from now"
-	for ctx.Err() == nil {
-		opts := []clientv3.OpOption{}
-		if next > 0 {
-			opts = append(opts, clientv3.WithRev(next))
+// ends: one etcd watch on the state's key from the revision of a first read, opened again
+// from where it was when it fails, so that no change is missed in between.
+func (s StateStore) OnHandBack(ctx context.Context, c clientv3.KV, w clientv3.Watcher, handedBack func()) {
+	var next int64 // the revision to watch from
+	for ctx.Err() == nil && next == 0 {
+		if resp, err := c.Get(ctx, s.key()); err == nil {
+			next = resp.Header.Revision + 1
+			break
 		}
-		for resp := range w.Watch(clientv3.WithRequireLeader(ctx), s.key(), opts...) {
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+	for ctx.Err() == nil {
+		for resp := range w.Watch(clientv3.WithRequireLeader(ctx), s.key(), clientv3.WithRev(next)) {
 			if resp.CompactRevision > 0 {
 				next = resp.CompactRevision
 			}

@@ -51,7 +51,7 @@ func installImport(srv *genericapiserver.GenericAPIServer, spec Spec, codecs ser
 		}
 		client.Store(c)
 		states := objectimport.StateStore{KV: c, Prefix: prefix}
-		go states.OnHandBack(hookCtx, c, func() {
+		go states.OnHandBack(hookCtx, c, c, func() {
 			klog.InfoS("The group was handed back to its CRDs (aagen migrate rollback): ending the watches served here, so that their clients watch the CRDs")
 			ends.endAll()
 		})
