@@ -132,7 +132,7 @@ func newProjectMigrationFixture(t testing.TB, ctx context.Context, p migrationPr
 	}
 	rbac := kubernetes.NewForConfigOrDie(cp.Admin).RbacV1()
 	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: p.group + "-migration"}, Rules: []rbacv1.PolicyRule{
-		{NonResourceURLs: []string{"/migration/import", "/migration/state", "/storage-versions"}, Verbs: []string{"get", "post", "put"}},
+		{NonResourceURLs: []string{"/migration/import", "/migration/state", "/storage-versions", "/metrics"}, Verbs: []string{"get", "post", "put"}},
 		{APIGroups: []string{p.group}, Resources: resources, Verbs: []string{"get", "list", "create", "update", "delete", "import"}},
 	}}
 	if _, err := rbac.ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {

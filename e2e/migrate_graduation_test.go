@@ -437,16 +437,20 @@ func TestMigrateGraduation(t *testing.T) {
 			t.Errorf("%s: %d of %d objects differ: %v", what, len(differ), len(want), firstN(differ, 20))
 		}
 	}
-	// checkAround checks, on whichever side serves the group now: the controller
-	// recreated nothing and saw no deletion but those of the test; deleting owner
-	// garbage-collects its ConfigMap; labelling fresh page=true gets it a ConfigMap.
+	// deleteOwner deletes the guestbook owner through kube-apiserver; checkAround then
+	// checks, on whichever side serves the group now: the garbage collector deletes
+	// owner's ConfigMap; the controller recreated nothing and saw no deletion but those of
+	// the test; labelling fresh page=true gets it a ConfigMap.
 	var deletedByTest, freshPages []string
-	checkAround := func(when, owner, fresh string) {
+	deleteOwner := func(when, owner string) {
 		t.Helper()
 		if err := books.Delete(ctx, owner, metav1.DeleteOptions{}); err != nil {
 			t.Fatalf("%s: deleting %s: %v", when, owner, err)
 		}
 		deletedByTest = append(deletedByTest, owner)
+	}
+	checkAround := func(when, owner, fresh string) {
+		t.Helper()
 		var last error
 		for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
 			if _, last = core.ConfigMaps(ns).Get(ctx, owner+"-page", metav1.GetOptions{}); apierrors.IsNotFound(last) {
@@ -496,6 +500,7 @@ func TestMigrateGraduation(t *testing.T) {
 	}
 	// The same with the CRDs, before anything moves: what the checks after the switches
 	// compare with.
+	deleteOwner("before apply", "gb-55")
 	checkAround("before apply", "gb-55", "gb-6")
 	if _, err := books.Apply(ctx, "gb-writes", guestbookNamed("gb-writes", 1), metav1.ApplyOptions{FieldManager: "shipper"}); err != nil {
 		t.Fatal(err)
@@ -548,6 +553,9 @@ func TestMigrateGraduation(t *testing.T) {
 		writer.halt()
 		t.Fatalf("aagen migrate apply, run again after it was killed: %v", err)
 	}
+	// At once: the controller's cache must be up to date when writes resume.
+	deleteOwner("after apply", "gb-155")
+	delete(before, "guestbooks/gb-155")
 	// kube-apiserver unloads the lifted freeze asynchronously: within a minute.
 	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline) && !writer.succeededSinceRefusal(); time.Sleep(100 * time.Millisecond) {
 	}
@@ -589,6 +597,8 @@ func TestMigrateGraduation(t *testing.T) {
 	if err != nil {
 		t.Fatalf("aagen migrate rollback: %v", err)
 	}
+	deleteOwner("after rollback", "gb-255")
+	delete(onServer, "guestbooks/gb-255")
 	back := listAll(f.cp.Admin)
 	for name, obj := range back {
 		if s := onServer[name]; s != nil && s.GetResourceVersion() == obj.GetResourceVersion() {

@@ -13,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -440,7 +441,10 @@ func mustJSON(t *testing.T, v any) string {
 // authorized by kube-apiserver for the server). Afterwards kube-apiserver serves every crate from the generated
 // server (its resourceVersions), equal to the CRD's but for resourceVersion; the
 // APIService is marked not automanaged and points at the server's Service; the freeze is
-// gone and a write through kube-apiserver lands in the generated server.
+// gone and a write through kube-apiserver lands in the generated server. Then, after
+// writes on the server, `aagen migrate rollback` fails past its hand-back on a CRD made
+// stricter, and run again goes on from there and brings the CRD up to the server's
+// crates; and apply runs once more.
 func TestMigrateApply(t *testing.T) {
 	skipShort(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Minute)
@@ -636,19 +640,63 @@ collect:
 	if err != nil {
 		t.Fatal(err)
 	}
-	rollback := exec.CommandContext(ctx, aagen(t), "migrate", "rollback", "--kubeconfig", cp.Kubeconfig, "--server-kubeconfig", serverKubeconfig, "--group", depot)
-	out2, err := rollback.CombinedOutput()
-	t.Logf("aagen migrate rollback:\n%s", out2)
+	rollback := func() (string, error) {
+		out, err := exec.CommandContext(ctx, aagen(t), "migrate", "rollback", "--kubeconfig", cp.Kubeconfig, "--server-kubeconfig", serverKubeconfig, "--group", depot).CombinedOutput()
+		t.Logf("aagen migrate rollback:\n%s", out)
+		return string(out), err
+	}
+	// First a rollback that fails after its hand-back: the CRD, made stricter meanwhile
+	// (spec.limits.maxWeight at most 15), refuses "applied" (20). It keeps the freeze and
+	// the mark, and, once the CRD takes the object again, a rollback run again goes on
+	// from the hand-back.
+	crdClient := apiextensionsclient.NewForConfigOrDie(cp.Admin).ApiextensionsV1().CustomResourceDefinitions()
+	setMaximum := func(max *float64) {
+		t.Helper()
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			crd, err := crdClient.Get(ctx, "crates."+depot, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			root := crd.Spec.Versions[0].Schema.OpenAPIV3Schema
+			spec, limits := root.Properties["spec"], root.Properties["spec"].Properties["limits"]
+			weight := limits.Properties["maxWeight"]
+			weight.Maximum = max
+			limits.Properties["maxWeight"] = weight
+			spec.Properties["limits"] = limits
+			root.Properties["spec"] = spec
+			_, err = crdClient.Update(ctx, crd, metav1.UpdateOptions{})
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fifteen := 15.0
+	setMaximum(&fifteen)
+	failed, err := rollback()
+	if err == nil || !strings.Contains(failed, "depot/applied") || !strings.Contains(failed, "stay frozen: run aagen migrate rollback again") {
+		t.Fatalf("aagen migrate rollback with a CRD that refuses a crate: %v; want it to fail naming depot/applied, with the freeze kept", err)
+	}
+	if as, err := apiservices.Get(ctx, "v1."+depot, metav1.GetOptions{}); err != nil || as.GetAnnotations()["migrate.aagen.dev/rolling-back"] == "" {
+		t.Errorf("the APIService after a rollback failed past its hand-back: %v, %v; want it marked rolling back", as, err)
+	}
+	if _, err := policies.Get(ctx, "aagen-migration-freeze."+depot, metav1.GetOptions{}); err != nil {
+		t.Errorf("the freeze after a rollback failed past its hand-back: %v, want it kept", err)
+	}
+	setMaximum(nil)
+	out2, err := rollback()
 	if err != nil {
-		t.Fatalf("aagen migrate rollback: %v", err)
+		t.Fatalf("aagen migrate rollback, run again: %v", err)
 	}
 	for _, want := range []string{
-		"depot.example.com is served by its CRDs again: map[crates.depot.example.com:3] objects verified (2 updated, 1 created anew, 1 deleted, 0 unchanged)",
+		"depot.example.com is served by its CRDs again: map[crates.depot.example.com:3] objects verified",
 		"created anew, with a new uid (objects that refer to it by uid must be updated): crates.depot.example.com depot/after",
 	} {
-		if !strings.Contains(string(out2), want) {
-			t.Errorf("aagen migrate rollback does not say %q", want)
+		if !strings.Contains(failed+out2, want) {
+			t.Errorf("aagen migrate rollback, failed and run again, does not say %q", want)
 		}
+	}
+	if strings.Contains(out2, "handing the APIServices") {
+		t.Errorf("aagen migrate rollback, run again, handed the APIServices back again; want it to go on from the hand-back")
 	}
 	as, err = apiservices.Get(ctx, "v1."+depot, metav1.GetOptions{})
 	if err != nil {

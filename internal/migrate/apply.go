@@ -172,7 +172,12 @@ func Apply(ctx context.Context, o ApplyOptions) (res *ApplyResult, err error) {
 	// Before the verification, so that kube-apiserver's teardown of the CRDs' storage (a
 	// second at least) overlaps with it.
 	// The group is switched already: a failure here leaves watches on the CRDs to end at
-	// their timeout, which is worth a warning, not a failed apply.
+	// their timeout, which is worth a warning, not a failed apply. The watches to move are
+	// counted first (-1: unknown).
+	moving, err := servedWatches(ctx, o.Cluster, o.Group)
+	if err != nil {
+		moving = -1
+	}
 	if err := retireCRDs(ctx, o.Cluster, o.Group, "the Service "+o.ServiceNamespace+"/"+o.ServiceName); err != nil {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("the watches kube-apiserver serves from the CRDs were not ended (their clients see the generated server's changes only once they time out, within 10 minutes): %v", err))
 		fmt.Fprintf(progress, "warning: %s\n", res.Warnings[len(res.Warnings)-1])
@@ -185,7 +190,9 @@ func Apply(ctx context.Context, o ApplyOptions) (res *ApplyResult, err error) {
 	if !res.Verification.Equal() {
 		return res, fmt.Errorf("after the switch, kube-apiserver serves other objects than the CRDs held: %+v", res.Verification)
 	}
-	awaitWatchesEnded(ctx, o.Cluster, o.Group, 30*time.Second, progress)
+	if awaitWatchesEnded(ctx, o.Cluster, o.Group, 30*time.Second, progress) && moving > 0 {
+		awaitWatchesOnServer(ctx, o.Server, o.Group, moving, 30*time.Second, progress)
+	}
 	if _, err := im.SetState(ctx, MigrationState{}); err != nil {
 		return res, err
 	}

@@ -17,6 +17,7 @@ import (
 // servedWatches counts the watches of group kube-apiserver serves itself, from the CRDs:
 // the sum of its gauge apiserver_longrunning_requests for verb WATCH and the group
 // (component apiserver; the aggregator's proxied watches are not in it).
+// The generated server has the same gauge (k8s.io/apiserver's) for the watches it serves.
 func servedWatches(ctx context.Context, cfg *rest.Config, group string) (int, error) {
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
@@ -24,7 +25,7 @@ func servedWatches(ctx context.Context, cfg *rest.Config, group string) (int, er
 	}
 	raw, err := client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("reading kube-apiserver's /metrics: %w", err)
+		return 0, fmt.Errorf("reading %s/metrics: %w", cfg.Host, err)
 	}
 	return countWatches(bytes.NewReader(raw), group)
 }
@@ -103,25 +104,60 @@ func awaitWatchesSettled(ctx context.Context, cfg *rest.Config, group string, ti
 // kube-apiserver's metrics). kube-apiserver may take up to twice its request timeout to
 // tear the storage down when requests to it are in flight; after timeout the wait ends
 // with a line on progress.
-func awaitWatchesEnded(ctx context.Context, cfg *rest.Config, group string, timeout time.Duration, progress io.Writer) {
+func awaitWatchesEnded(ctx context.Context, cfg *rest.Config, group string, timeout time.Duration, progress io.Writer) bool {
 	deadline := time.Now().Add(timeout)
 	for {
 		n, err := servedWatches(ctx, cfg, group)
 		if err != nil {
 			fmt.Fprintf(progress, "not waiting for the watches of %s on the CRDs to end: %v\n", group, err)
-			return
+			return false
 		}
 		if n == 0 {
-			return
+			return true
 		}
 		if time.Now().After(deadline) {
 			fmt.Fprintf(progress, "%d watches of %s served from the CRDs did not end within %v\n", n, group, timeout)
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// awaitWatchesOnServer waits, while writes are still frozen, until the generated server
+// (the replica cfg reaches) serves want watches of group, as many as kube-apiserver served
+// from the CRDs before they ended, or the number it serves has not changed for two
+// seconds (with several replicas, the clients spread over them), at most timeout. As in
+// awaitWatchesSettled, a client that relists registers its watch after its list. It
+// reads the server's /metrics, which the migration's user may only when a rule grants
+// the non-resource URL; without, the wait is skipped with a line on progress.
+func awaitWatchesOnServer(ctx context.Context, cfg *rest.Config, group string, want int, timeout time.Duration, progress io.Writer) {
+	deadline := time.Now().Add(timeout)
+	last, since := -1, time.Now()
+	for {
+		n, err := servedWatches(ctx, cfg, group)
+		if err != nil {
+			fmt.Fprintf(progress, "not waiting for the watches of %s to move to the generated server: %v\n", group, err)
+			return
+		}
+		if n != last {
+			last, since = n, time.Now()
+		}
+		if n >= want || (n > 0 && time.Since(since) >= 2*time.Second) {
+			fmt.Fprintf(progress, "%d watches of %s served by the generated server (%d were served from the CRDs)\n", n, group, want)
+			return
+		}
+		if time.Now().After(deadline) {
+			fmt.Fprintf(progress, "the watches of %s did not move to the generated server within %v (%d of %d)\n", group, timeout, n, want)
 			return
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(100 * time.Millisecond):
+		case <-time.After(200 * time.Millisecond):
 		}
 	}
 }
