@@ -130,7 +130,8 @@ func awaitWatchesEnded(ctx context.Context, cfg *rest.Config, group string, time
 // awaitWatchesOnServer waits, while writes are still frozen, until the generated server
 // (the replica cfg reaches) serves want watches of group, as many as kube-apiserver served
 // from the CRDs before they ended, or the number it serves has not changed for two
-// seconds (with several replicas, the clients spread over them), at most timeout. As in
+// seconds (with several replicas, the clients spread over them; three when it is 0), at
+// most timeout. As in
 // awaitWatchesSettled, a client that relists registers its watch after its list. It
 // reads the server's /metrics, which the migration's user may only when a rule grants
 // the non-resource URL; without, the wait is skipped with a line on progress.
@@ -146,7 +147,9 @@ func awaitWatchesOnServer(ctx context.Context, cfg *rest.Config, group string, w
 		if n != last {
 			last, since = n, time.Now()
 		}
-		if n >= want || (n > 0 && time.Since(since) >= 2*time.Second) {
+		// A client whose watch ended may not come back (a plain watch, not an informer):
+		// 0 for three seconds ends the wait too.
+		if stable := time.Since(since); n >= want || (n > 0 && stable >= 2*time.Second) || (n == 0 && stable >= 3*time.Second) {
 			fmt.Fprintf(progress, "%d watches of %s served by the generated server (%d were served from the CRDs)\n", n, group, want)
 			return
 		}
