@@ -256,6 +256,29 @@ func BenchmarkMigrate(b *testing.B) {
 // createCrates creates crates from..to-1 (crate-<i>) with 16 clients: labels, a
 // server-side-apply manager, and on every tenth a finalizer and status.
 func createCrates(ctx context.Context, client dynamic.ResourceInterface, from, to int) error {
+	return inParallel(from, to, func(i int) error {
+		name := "crate-" + strconv.Itoa(i)
+		obj := crateObject(name)
+		if i%10 == 0 {
+			obj.SetFinalizers([]string{"depot.example.com/keep"})
+		}
+		got, err := client.Apply(ctx, name, obj, metav1.ApplyOptions{FieldManager: "shipper"})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating %s: %w", name, err)
+		}
+		if i%10 == 0 {
+			got.Object["status"] = map[string]any{"packed": true}
+			if _, err := client.UpdateStatus(ctx, got, metav1.UpdateOptions{FieldManager: "packer"}); err != nil {
+				return fmt.Errorf("the status of %s: %w", name, err)
+			}
+		}
+		return nil
+	})
+}
+
+// inParallel calls do with from..to-1 from 16 goroutines and returns the first error (the
+// numbers not yet handed out are then left).
+func inParallel(from, to int, do func(i int) error) error {
 	next := make(chan int)
 	errs := make(chan error, 16)
 	var wg sync.WaitGroup
@@ -264,22 +287,9 @@ func createCrates(ctx context.Context, client dynamic.ResourceInterface, from, t
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				name := "crate-" + strconv.Itoa(i)
-				obj := crateObject(name)
-				if i%10 == 0 {
-					obj.SetFinalizers([]string{"depot.example.com/keep"})
-				}
-				got, err := client.Apply(ctx, name, obj, metav1.ApplyOptions{FieldManager: "shipper"})
-				if err != nil && !apierrors.IsAlreadyExists(err) {
-					errs <- fmt.Errorf("creating %s: %w", name, err)
+				if err := do(i); err != nil {
+					errs <- err
 					return
-				}
-				if i%10 == 0 {
-					got.Object["status"] = map[string]any{"packed": true}
-					if _, err := client.UpdateStatus(ctx, got, metav1.UpdateOptions{FieldManager: "packer"}); err != nil {
-						errs <- fmt.Errorf("the status of %s: %w", name, err)
-						return
-					}
 				}
 			}
 		}()

@@ -186,57 +186,30 @@ func guestbookNamed(name string, i int) *unstructured.Unstructured {
 // "shipper"), every tenth with a finalizer and a status written by a second manager
 // ("counter").
 func createGuestbooks(ctx context.Context, client dynamic.ResourceInterface, n int) error {
-	next := make(chan int)
-	errs := make(chan error, 16)
-	var wg sync.WaitGroup
-	for range 16 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				obj := guestbookObject(i)
-				if i%10 == 0 {
-					obj.SetFinalizers([]string{webapp + "/keep"})
-				}
-				got, err := client.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: "shipper"})
-				if err != nil {
-					errs <- fmt.Errorf("creating %s: %w", obj.GetName(), err)
-					return
-				}
-				if i%10 == 0 {
-					// ready 0 on every thousandth: a zero value the server's Go type
-					// omits (omitempty), where the CRD keeps it.
-					ready := int64(1 + (i/10)%4)
-					if i%1000 == 0 {
-						ready = 0
-					}
-					got.Object["status"] = map[string]any{"ready": ready}
-					if _, err := client.UpdateStatus(ctx, got, metav1.UpdateOptions{FieldManager: "counter"}); err != nil {
-						errs <- fmt.Errorf("the status of %s: %w", obj.GetName(), err)
-						return
-					}
-				}
-			}
-		}()
-	}
-	var err error
-feed:
-	for i := range n {
-		select {
-		case next <- i:
-		case err = <-errs:
-			break feed
+	return inParallel(0, n, func(i int) error {
+		obj := guestbookObject(i)
+		if i%10 == 0 {
+			obj.SetFinalizers([]string{webapp + "/keep"})
 		}
-	}
-	close(next)
-	wg.Wait()
-	if err == nil {
-		select {
-		case err = <-errs:
-		default:
+		got, err := client.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: "shipper"})
+		if err != nil {
+			return fmt.Errorf("creating %s: %w", obj.GetName(), err)
 		}
-	}
-	return err
+		if i%10 != 0 {
+			return nil
+		}
+		// ready 0 on every thousandth: a zero value the server's Go type omits
+		// (omitempty), where the CRD keeps it.
+		ready := int64(1 + (i/10)%4)
+		if i%1000 == 0 {
+			ready = 0
+		}
+		got.Object["status"] = map[string]any{"ready": ready}
+		if _, err := client.UpdateStatus(ctx, got, metav1.UpdateOptions{FieldManager: "counter"}); err != nil {
+			return fmt.Errorf("the status of %s: %w", obj.GetName(), err)
+		}
+		return nil
+	})
 }
 
 // freezeWriter patches an annotation of one object through kube-apiserver every 50 ms
