@@ -63,17 +63,12 @@ func TestMigratePlanAndImport(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The drift: spec.label.text without its maxLength of 12.
-	root := crd.Spec.Versions[0].Schema.OpenAPIV3Schema
-	spec := root.Properties["spec"]
-	label := spec.Properties["label"]
-	text := label.Properties["text"]
-	if text.MaxLength == nil || *text.MaxLength != 12 {
-		t.Fatalf("controller-gen's spec.label.text has maxLength %v, want 12", text.MaxLength)
-	}
-	text.MaxLength = nil
-	label.Properties["text"] = text
-	spec.Properties["label"] = label
-	root.Properties["spec"] = spec
+	alterSchema(crd, func(text *apiextensionsv1.JSONSchemaProps) {
+		if text.MaxLength == nil || *text.MaxLength != 12 {
+			t.Fatalf("controller-gen's spec.label.text has maxLength %v, want 12", text.MaxLength)
+		}
+		text.MaxLength = nil
+	}, "spec", "label", "text")
 
 	cp, _ := startControlPlane(t, ctx)
 	const ns = "depot"
@@ -451,13 +446,7 @@ func TestMigrateApply(t *testing.T) {
 	defer cancel()
 	f := newMigrationFixture(t, ctx, func(crd *apiextensionsv1.CustomResourceDefinition) {
 		// The drift of TestMigratePlanAndImport: spec.label.text without its maxLength.
-		root := crd.Spec.Versions[0].Schema.OpenAPIV3Schema
-		spec, label := root.Properties["spec"], root.Properties["spec"].Properties["label"]
-		text := label.Properties["text"]
-		text.MaxLength = nil
-		label.Properties["text"] = text
-		spec.Properties["label"] = label
-		root.Properties["spec"] = spec
+		alterSchema(crd, func(text *apiextensionsv1.JSONSchemaProps) { text.MaxLength = nil }, "spec", "label", "text")
 	})
 	cp, backend, service, serverKubeconfig, caFile := f.cp, f.backend, f.service, f.serverKubeconfig, f.caFile
 	const ns = crateNamespace
@@ -660,13 +649,7 @@ collect:
 			if err != nil {
 				return err
 			}
-			root := crd.Spec.Versions[0].Schema.OpenAPIV3Schema
-			spec, limits := root.Properties["spec"], root.Properties["spec"].Properties["limits"]
-			weight := limits.Properties["maxWeight"]
-			weight.Maximum = max
-			limits.Properties["maxWeight"] = weight
-			spec.Properties["limits"] = limits
-			root.Properties["spec"] = spec
+			alterSchema(crd, func(weight *apiextensionsv1.JSONSchemaProps) { weight.Maximum = max }, "spec", "limits", "maxWeight")
 			_, err = crdClient.Update(ctx, crd, metav1.UpdateOptions{})
 			return err
 		}); err != nil {
@@ -788,4 +771,20 @@ collect:
 	if _, err := direct.Get(ctx, "rolled-back", metav1.GetOptions{}); err != nil {
 		t.Errorf("the crate created after the rollback, on the generated server after apply again: %v", err)
 	}
+}
+
+// alterSchema changes, with alter, the schema of the field at path in the first version of
+// crd (properties hold schemas by value, so each level is written back).
+func alterSchema(crd *apiextensionsv1.CustomResourceDefinition, alter func(*apiextensionsv1.JSONSchemaProps), path ...string) {
+	var walk func(s apiextensionsv1.JSONSchemaProps, path []string) apiextensionsv1.JSONSchemaProps
+	walk = func(s apiextensionsv1.JSONSchemaProps, path []string) apiextensionsv1.JSONSchemaProps {
+		if len(path) == 0 {
+			alter(&s)
+			return s
+		}
+		s.Properties[path[0]] = walk(s.Properties[path[0]], path[1:])
+		return s
+	}
+	root := crd.Spec.Versions[0].Schema.OpenAPIV3Schema
+	*root = walk(*root, path)
 }

@@ -58,109 +58,78 @@ func countWatches(r io.Reader, group string) (int, error) {
 	return int(total), sc.Err()
 }
 
+// pollWatches polls the number of group's watches cfg's server serves (servedWatches)
+// every 200 ms until done, given that number and how long it has not changed, says so;
+// at most timeout. It reports on progress what done answers, or why it stopped waiting
+// (a failed read, the timeout), and whether done was met. The waits below are best
+// effort: their callers go on either way.
+func pollWatches(ctx context.Context, cfg *rest.Config, group, what string, timeout time.Duration, progress io.Writer, done func(n int, stable time.Duration) (bool, string)) bool {
+	deadline := time.Now().Add(timeout)
+	last, since := -1, time.Now()
+	for {
+		n, err := servedWatches(ctx, cfg, group)
+		if err != nil {
+			fmt.Fprintf(progress, "not waiting for the watches of %s %s: %v\n", group, what, err)
+			return false
+		}
+		if n != last {
+			last, since = n, time.Now()
+		}
+		if ok, say := done(n, time.Since(since)); ok {
+			if say != "" {
+				fmt.Fprintln(progress, say)
+			}
+			return true
+		}
+		if time.Now().After(deadline) {
+			fmt.Fprintf(progress, "the watches of %s did not %s within %v (%d now)\n", group, what, timeout, n)
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
 // awaitWatchesSettled waits, while writes are still frozen, until the clients whose
 // watches the generated server ended have watched again on the CRDs: until the number of
 // the group's watches kube-apiserver serves has stopped changing for a second (a client
 // that relists registers its watch after its list, so its cache is up to date then), or
 // stayed 0 for three (no client), at most timeout. Lifting the freeze earlier let a
 // controller act on its cache before it caught up: it recreated a ConfigMap of an owner
-// deleted right after the rollback, again each time the garbage collector removed it. It
-// The wait is best effort (an error or the timeout is reported on progress, not returned),
-// and it counts what one kube-apiserver serves: with several, each poll may reach another.
+// deleted right after the rollback, again each time the garbage collector removed it.
+// It counts what one kube-apiserver serves: with several, each poll may reach another.
 func awaitWatchesSettled(ctx context.Context, cfg *rest.Config, group string, timeout time.Duration, progress io.Writer) {
-	deadline := time.Now().Add(timeout)
-	last, since := -1, time.Now()
-	for {
-		n, err := servedWatches(ctx, cfg, group)
-		if err != nil {
-			fmt.Fprintf(progress, "not waiting for the watches of %s to move to the CRDs: %v\n", group, err)
-			return
-		}
-		if n != last {
-			last, since = n, time.Now()
-		}
-		stable := time.Since(since)
-		if (n > 0 && stable >= time.Second) || (n == 0 && stable >= 3*time.Second) {
-			fmt.Fprintf(progress, "%d watches of %s served from the CRDs\n", n, group)
-			return
-		}
-		if time.Now().After(deadline) {
-			fmt.Fprintf(progress, "the watches of %s served from the CRDs did not settle within %v (%d now)\n", group, timeout, n)
-			return
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+	pollWatches(ctx, cfg, group, "settle on the CRDs", timeout, progress, func(n int, stable time.Duration) (bool, string) {
+		return (n > 0 && stable >= time.Second) || (n == 0 && stable >= 3*time.Second),
+			fmt.Sprintf("%d watches of %s served from the CRDs", n, group)
+	})
 }
 
 // awaitWatchesEnded waits, while writes are still frozen, until kube-apiserver serves no
 // watch of group from the CRDs any more (retireCRDs makes it end them once it has torn
-// down their storage, a second after the change at least), at most timeout; their
-// clients then watch the generated server. Best effort, as awaitWatchesSettled; it does
-// not wait for those clients to watch the server (the server's watches are not in
-// kube-apiserver's metrics). kube-apiserver may take up to twice its request timeout to
-// tear the storage down when requests to it are in flight; after timeout the wait ends
-// with a line on progress.
+// down their storage, a second after the change at least), at most timeout.
+// kube-apiserver may take up to twice its request timeout to tear the storage down when
+// requests to it are in flight. It reports whether they ended.
 func awaitWatchesEnded(ctx context.Context, cfg *rest.Config, group string, timeout time.Duration, progress io.Writer) bool {
-	deadline := time.Now().Add(timeout)
-	for {
-		n, err := servedWatches(ctx, cfg, group)
-		if err != nil {
-			fmt.Fprintf(progress, "not waiting for the watches of %s on the CRDs to end: %v\n", group, err)
-			return false
-		}
-		if n == 0 {
-			return true
-		}
-		if time.Now().After(deadline) {
-			fmt.Fprintf(progress, "%d watches of %s served from the CRDs did not end within %v\n", n, group, timeout)
-			return false
-		}
-		select {
-		case <-ctx.Done():
-			return false
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+	return pollWatches(ctx, cfg, group, "end on the CRDs", timeout, progress, func(n int, _ time.Duration) (bool, string) {
+		return n == 0, ""
+	})
 }
 
 // awaitWatchesOnServer waits, while writes are still frozen, until the generated server
 // (the replica cfg reaches) serves want watches of group, as many as kube-apiserver served
 // from the CRDs before they ended, or the number it serves has not changed for two
-// seconds (with several replicas, the clients spread over them; three when it is 0), at
-// most timeout. As in
+// seconds (with several replicas, the clients spread over them), or for three when it is
+// 0 (a plain watch that ended may not come back), at most timeout. As in
 // awaitWatchesSettled, a client that relists registers its watch after its list. It
 // reads the server's /metrics, which the migration's user may only when a rule grants
 // the non-resource URL; without, the wait is skipped with a line on progress.
 func awaitWatchesOnServer(ctx context.Context, cfg *rest.Config, group string, want int, timeout time.Duration, progress io.Writer) {
-	deadline := time.Now().Add(timeout)
-	last, since := -1, time.Now()
-	for {
-		n, err := servedWatches(ctx, cfg, group)
-		if err != nil {
-			fmt.Fprintf(progress, "not waiting for the watches of %s to move to the generated server: %v\n", group, err)
-			return
-		}
-		if n != last {
-			last, since = n, time.Now()
-		}
-		// A client whose watch ended may not come back (a plain watch, not an informer):
-		// 0 for three seconds ends the wait too.
-		if stable := time.Since(since); n >= want || (n > 0 && stable >= 2*time.Second) || (n == 0 && stable >= 3*time.Second) {
-			fmt.Fprintf(progress, "%d watches of %s served by the generated server (%d were served from the CRDs)\n", n, group, want)
-			return
-		}
-		if time.Now().After(deadline) {
-			fmt.Fprintf(progress, "the watches of %s did not move to the generated server within %v (%d of %d)\n", group, timeout, n, want)
-			return
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+	pollWatches(ctx, cfg, group, "move to the generated server", timeout, progress, func(n int, stable time.Duration) (bool, string) {
+		return n >= want || (n > 0 && stable >= 2*time.Second) || (n == 0 && stable >= 3*time.Second),
+			fmt.Sprintf("%d watches of %s served by the generated server (%d were served from the CRDs)", n, group, want)
+	})
 }
