@@ -20,8 +20,43 @@ import (
 func validationTags(g *model.Types) map[string][]codegen.TypeValidation {
 	out := map[string][]codegen.TypeValidation{}
 	for _, t := range g.All() {
-		if t.HasValidation() || slices.ContainsFunc(t.Fields(), func(f *model.Field) bool { return f.PatchFromStructTags }) {
-			out[t.Name.Pkg] = append(out[t.Name.Pkg], typeTags(t))
+		inlined := inlinedSchemaValues(g, t, map[*model.Type]bool{})
+		if t.HasValidation() || slices.ContainsFunc(t.Fields(), func(f *model.Field) bool { return f.PatchFromStructTags }) || len(inlined) > 0 {
+			tv := typeTags(t)
+			tv.Inlined = inlined
+			out[t.Name.Pkg] = append(out[t.Name.Pkg], tv)
+		}
+	}
+	return out
+}
+
+// inlinedSchemaValues returns the fields of the structs t embeds inline, at any depth, whose
+// enum, format or vendor extensions codegen writes into the definitions itself: openapi-gen
+// copies those properties into t's definition (Gateway API's CommonRouteSpec in every route
+// spec), so they must be written there too.
+func inlinedSchemaValues(g *model.Types, t *model.Type, seen map[*model.Type]bool) []codegen.FieldValidation {
+	if seen[t] {
+		return nil
+	}
+	seen[t] = true
+	var out []codegen.FieldValidation
+	for _, f := range t.Fields() {
+		if !f.Inline || f.Type == nil {
+			continue
+		}
+		e := f.Type.Deref()
+		if e.Kind != model.ExprNamed {
+			continue
+		}
+		et := g.Lookup(e.Name)
+		if et == nil || !et.IsStruct() {
+			continue
+		}
+		out = append(out, inlinedSchemaValues(g, et, seen)...)
+		for _, fv := range typeTags(et).Fields {
+			if len(fv.Enum) > 0 || fv.Format != "" || fv.PreserveUnknownFields || fv.EmbeddedResource {
+				out = append(out, fv)
+			}
 		}
 	}
 	return out

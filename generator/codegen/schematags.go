@@ -45,6 +45,10 @@ type TypeValidation struct {
 	Tags []string
 	// Fields are the tags of its fields.
 	Fields []FieldValidation
+	// Inlined are the fields of the structs it embeds inline (at any depth) that have an
+	// enum, a format or vendor extensions: openapi-gen copies the embedded struct's
+	// properties into this type's definition, where patchOpenAPI writes those too.
+	Inlined []FieldValidation
 }
 
 // FieldValidation holds the tags of one field and the schema values kube-openapi drops.
@@ -174,7 +178,9 @@ func patchOpenAPI(files []File, in Input) ([]File, error) {
 	byType := map[string]map[string]FieldValidation{} // import path + "." + type -> json name -> field
 	for path, tvs := range in.Validation {
 		for _, tv := range tvs {
-			for _, fv := range tv.Fields {
+			// The type's own fields after the inlined ones: a property of its own wins, as
+			// in openapi-gen's definition.
+			for _, fv := range slices.Concat(tv.Inlined, tv.Fields) {
 				if len(fv.Enum) == 0 && fv.Format == "" && len(fv.extensions()) == 0 {
 					continue
 				}

@@ -84,7 +84,7 @@ func FuzzBuild(f *testing.F) {
 			ID: pkg.Path(), Name: "v1", PkgPath: pkg.Path(), Fset: fset, Syntax: []*ast.File{doc, file}, Types: pkg, TypesInfo: info,
 			GoFiles: []string{"/fuzz/apis/shop/v1/doc.go", "/fuzz/apis/shop/v1/types.go"},
 		}
-		m, _, err := model.Build(&load.Result{ModuleDir: "/fuzz", ModulePath: "example.com/fuzz", Packages: []*packages.Package{p}}, markers.Default(), model.Config{})
+		m, _, err := model.Build(&load.Result{ModuleDir: "/fuzz", ModulePath: "example.com/fuzz", Fset: fset, Packages: []*packages.Package{p}}, markers.Default(), model.Config{})
 		if err != nil {
 			e, ok := err.(*model.Error)
 			if !ok || len(e.Diags) == 0 {

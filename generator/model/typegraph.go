@@ -10,10 +10,10 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/aagen-dev/aagen/generator/markers"
 	"golang.org/x/tools/go/packages"
 
 	"github.com/aagen-dev/aagen/generator/load"
-	"github.com/aagen-dev/aagen/generator/markers"
 )
 
 // Types is the type graph: every named Go type the model's types packages declare and every
@@ -561,7 +561,7 @@ func (b *builder) readTypes(res *load.Result) {
 	var paths []string
 	origin := map[string]Origin{} // of the packages whose syntax is read
 	for _, t := range g.All() {
-		if _, seen := origin[t.Name.Pkg]; !seen && (t.Origin == InModule || t.Origin == InDependency) {
+		if _, seen := origin[t.Name.Pkg]; !seen && (t.Origin == InModule || t.Origin == InDependency || t.Origin == InKubernetes) {
 			origin[t.Name.Pkg] = t.Origin
 			paths = append(paths, t.Name.Pkg)
 		}
@@ -571,7 +571,7 @@ func (b *builder) readTypes(res *load.Result) {
 		b.errorf(token.Position{}, "make the packages the types use loadable (go build ./... in the module)", "%v", err)
 	}
 	for _, d := range deps {
-		if origin[d.PkgPath] == InDependency {
+		if o := origin[d.PkgPath]; o == InDependency || o == InKubernetes {
 			mod := d.PkgPath
 			if d.Module != nil {
 				mod = d.Module.Path
@@ -585,9 +585,25 @@ func (b *builder) readTypes(res *load.Result) {
 			return t != nil
 		}
 		for _, f := range d.Syntax {
+			diags := len(b.diags)
 			for _, td := range b.typeDecls(res.Fset, f, want) {
 				td := td
+				if origin[d.PkgPath] == InKubernetes {
+					// Of Kubernetes' own types, the kubebuilder markers (metav1.Condition's
+					// enum, patterns and lengths): what controller-gen reads there beyond
+					// the OpenAPI tags the definitions already hold. The rest (+optional,
+					// +default=ref(...), +k8s: declarative tags) stays openapi-gen's.
+					td.markers = kubernetesMarkers(td.markers)
+					for name, ms := range td.fields {
+						td.fields[name] = kubernetesMarkers(ms)
+					}
+				}
 				b.decls[GoType{Pkg: d.PkgPath, Name: td.spec.Name.Name}] = &td
+			}
+			if origin[d.PkgPath] == InKubernetes {
+				// Tags of Kubernetes' own tools that the marker registry reads otherwise
+				// are not the user's problem.
+				b.diags = b.diags[:diags]
 			}
 		}
 	}
@@ -642,4 +658,17 @@ func docText(cg *ast.CommentGroup) string {
 		lines = append(lines, l)
 	}
 	return strings.TrimSpace(strings.Join(lines, "\n"))
+}
+
+// kubernetesMarkers keeps, of the markers of a declaration in Kubernetes' own API packages,
+// those controller-gen applies on top of what openapi-gen writes from the same source: the
+// +kubebuilder: ones.
+func kubernetesMarkers(ms markers.Set) markers.Set {
+	var out markers.Set
+	for _, m := range ms {
+		if strings.HasPrefix(m.Def.Name, "kubebuilder:") {
+			out = append(out, m)
+		}
+	}
+	return out
 }

@@ -347,7 +347,7 @@ type Label struct {
 	}
 	got := strings.Join(all, "\n")
 	for _, want := range []string{
-		"label.go:8:2: warning: field common.Label.Many: the constraints of type common.Protocol (label.go:3)",
+		"label.go:8:2: warning: field common.Label.Many: the enum and format of type common.Protocol (label.go:3)",
 		"are not applied to the items of the list yet",
 		"label.go:10:2: warning: field common.Label.ByName: the constraints of type common.Protocol",
 		"are not applied to the values of the map yet",
@@ -416,5 +416,72 @@ type RefHolder struct {
 		if got := rules(name); !slices.Equal(got, want) {
 			t.Errorf("common.%s has the rules %q; want %q", name, got, want)
 		}
+	}
+}
+
+// TestListItemsInheritTypeConstraints: the items of a list of a named non-struct type have
+// the type's constraints, as controller-gen's CRD has them (Gateway API's []Hostname); the
+// field's own +kubebuilder:validation:items: markers win.
+func TestListItemsInheritTypeConstraints(t *testing.T) {
+	m, warns, err := build(t, crossPackageModule(t, map[string]string{
+		"pkg/common/label.go": `package common
+
+// +kubebuilder:validation:MinLength=1
+// +kubebuilder:validation:MaxLength=8
+// +kubebuilder:validation:Pattern=` + "`^[a-z]+$`" + `
+type Name string
+
+type Label struct {
+	Names []Name ` + "`json:\"names,omitempty\"`" + `
+	// +kubebuilder:validation:items:MaxLength=3
+	Short []Name ` + "`json:\"short,omitempty\"`" + `
+}
+`,
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range warns {
+		if strings.Contains(w.String(), "Label.Names") || strings.Contains(w.String(), "Label.Short") {
+			t.Errorf("warned about a list whose items have the constraints: %s", w)
+		}
+	}
+	label := m.Types.Lookup(model.GoType{Pkg: "example.com/marina/pkg/common", Name: "Label"})
+	for field, want := range map[string]int64{"Names": 8, "Short": 3} {
+		f := label.Field(field)
+		if f == nil || f.Items == nil || f.Items.MaxLength == nil || *f.Items.MaxLength != want || f.Items.MinLength == nil || *f.Items.MinLength != 1 || f.Items.Pattern != "^[a-z]+$" {
+			t.Errorf("Label.%s items: %+v; want minLength 1, maxLength %d and the pattern", field, f.Items, want)
+		}
+	}
+}
+
+// TestKubernetesTypesKubebuilderMarkers: the kubebuilder markers of Kubernetes' own types
+// apply, as controller-gen applies them: metav1.Condition's status enum and type pattern.
+func TestKubernetesTypesKubebuilderMarkers(t *testing.T) {
+	m, _, err := build(t, crossPackageModule(t, map[string]string{
+		"pkg/common/label.go": `package common
+
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+type Label struct {
+	Conditions []metav1.Condition ` + "`json:\"conditions,omitempty\"`" + `
+}
+`,
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cond := m.Types.Lookup(model.GoType{Pkg: "k8s.io/apimachinery/pkg/apis/meta/v1", Name: "Condition"})
+	if cond == nil {
+		t.Fatal("metav1.Condition is not in the graph")
+	}
+	if f := cond.Field("Status"); f == nil || !slices.Equal(f.Validation.Enum, []any{"True", "False", "Unknown"}) {
+		t.Errorf("Condition.Status: %+v; want the enum True, False, Unknown", f)
+	}
+	if f := cond.Field("Type"); f == nil || f.Validation.MaxLength == nil || *f.Validation.MaxLength != 316 || f.Validation.Pattern == "" {
+		t.Errorf("Condition.Type: %+v; want maxLength 316 and a pattern", f)
+	}
+	if f := cond.Field("Reason"); f == nil || f.Default != "" {
+		t.Errorf("Condition.Reason: %+v; want no default (the +default tags stay openapi-gen's)", f)
 	}
 }

@@ -59,7 +59,10 @@ const (
 type schemaValidator struct {
 	structural *structuralschema.Structural
 	validator  apiextensionsvalidation.SchemaValidator
-	cel        *cel.Validator // nil without CEL rules
+	// statusValidator validates the status alone, against the schema's status property
+	// (nil without one): what a CRD's /status checks with the schema.
+	statusValidator apiextensionsvalidation.SchemaValidator
+	cel             *cel.Validator // nil without CEL rules
 	// hiddenRequired is set when the schema has a required property without a default:
 	// one decoding cannot tell apart from its zero value (0, false, ""), so a body that
 	// leaves it out must be read (BodyInspector).
@@ -95,8 +98,14 @@ func newSchemaValidator(s *Schema) (*schemaValidator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("schema of %s: %w", s.Name, err)
 	}
-	return &schemaValidator{structural: structural, validator: validator, cel: cel.NewValidator(structural, true, celconfig.PerCallLimit),
-		hiddenRequired: hasHiddenRequired(structural), optionalRequired: hasOptionalRequired(structural), embedded: hasEmbeddedResource(structural)}, nil
+	sv := &schemaValidator{structural: structural, validator: validator, cel: cel.NewValidator(structural, true, celconfig.PerCallLimit),
+		hiddenRequired: hasHiddenRequired(structural), optionalRequired: hasOptionalRequired(structural), embedded: hasEmbeddedResource(structural)}
+	if status, ok := props.Properties["status"]; ok {
+		if sv.statusValidator, _, err = apiextensionsvalidation.NewSchemaValidator(&status); err != nil {
+			return nil, fmt.Errorf("schema of %s, status: %w", s.Name, err)
+		}
+	}
+	return sv, nil
 }
 
 // presence reports whether decoding into Go can hide what a CRD would see absent: a
@@ -191,6 +200,19 @@ func pathString(p *field.Path) string {
 
 // validate checks obj (and, on update, the change from old) like a CRD's strategy does.
 func (v *schemaValidator) validate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
+	return v.check(ctx, obj, old, false)
+}
+
+// validateStatus checks an update through /status like a CRD's status strategy does: the
+// schema checks the status alone, against the status property's schema (so its messages
+// name paths from the status down, "conditions[0].type", under the field path
+// "status.conditions[0].type"); list types and CEL rules check the whole object, as on any
+// update.
+func (v *schemaValidator) validateStatus(ctx context.Context, obj, old runtime.Object) field.ErrorList {
+	return v.check(ctx, obj, old, v.statusValidator != nil)
+}
+
+func (v *schemaValidator) check(ctx context.Context, obj, old runtime.Object, statusOnly bool) field.ErrorList {
 	u, err := schemaInput(obj)
 	if err != nil {
 		return field.ErrorList{field.InternalError(nil, err)}
@@ -221,7 +243,7 @@ func (v *schemaValidator) validate(ctx context.Context, obj, old runtime.Object)
 	structuraldefaulting.PruneNonNullableNullsWithoutDefaults(u, v.structural)
 	var errs field.ErrorList
 	var celOpts []cel.Option
-	if v.embedded {
+	if v.embedded && !statusOnly {
 		// apiVersion, kind and metadata of embedded resources, as a CRD's strategy checks them.
 		errs = append(errs, structuralobjectmeta.Validate(ctx, nil, u, v.structural, false)...)
 	}
@@ -233,7 +255,12 @@ func (v *schemaValidator) validate(ctx context.Context, obj, old runtime.Object)
 		// Ratcheting, as for CRDs: an invalid value that the update does not change is
 		// not an error, so tightening a constraint does not block unrelated updates.
 		correlated := common.NewCorrelatedObject(u, ou, &model.Structural{Structural: v.structural})
-		errs = append(errs, apiextensionsvalidation.ValidateCustomResourceUpdate(nil, u, ou, v.validator, apiextensionsvalidation.WithRatcheting(correlated))...)
+		if !statusOnly {
+			errs = append(errs, apiextensionsvalidation.ValidateCustomResourceUpdate(nil, u, ou, v.validator, apiextensionsvalidation.WithRatcheting(correlated))...)
+		} else if status, ok := u["status"]; ok {
+			errs = append(errs, apiextensionsvalidation.ValidateCustomResourceUpdate(field.NewPath("status"), status, ou["status"], v.statusValidator,
+				apiextensionsvalidation.WithRatcheting(correlated.Key("status")))...)
+		}
 		if oldErrs := structurallisttype.ValidateListSetsAndMaps(nil, v.structural, ou); len(oldErrs) == 0 {
 			errs = append(errs, structurallisttype.ValidateListSetsAndMaps(nil, v.structural, u)...)
 		}

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"slices"
 	"strings"
 	"testing"
@@ -171,5 +172,48 @@ func TestDocumentedEnums(t *testing.T) {
 	}
 	if errs := body(context.Background(), &unstructured.Unstructured{Object: map[string]any{"size": int64(2), "shape": "Oval"}}, nil); len(errs) != 0 {
 		t.Errorf("a body with a documented enum's other value: %v", errs)
+	}
+}
+
+// TestSchemaValidatorStatus: a write through /status is checked as a CRD's status strategy
+// checks it: the schema checks the status alone, so its messages name paths from the status
+// down (kube-apiserver: "size in body", under the field path status.size), and the spec,
+// which /status does not change, is not checked by the schema.
+func TestSchemaValidatorStatus(t *testing.T) {
+	withStatus := func(ref openapicommon.ReferenceCallback) map[string]openapicommon.OpenAPIDefinition {
+		d := defs("true")(ref)
+		w := d["com.example.v1.Widget"]
+		w.Schema.Properties["status"] = spec.Schema{SchemaProps: spec.SchemaProps{Ref: ref("com.example.v1.WidgetSpec")}}
+		d["com.example.v1.Widget"] = w
+		return d
+	}
+	v, err := newSchemaValidator(&Schema{Definitions: withStatus, Name: "com.example.v1.Widget"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	widget := func(spec, status map[string]any) *unstructured.Unstructured {
+		w := schemaWidget(spec)
+		w.Object["status"] = status
+		return w
+	}
+	errs := func(list field.ErrorList) string {
+		var out []string
+		for _, e := range list {
+			out = append(out, e.Error())
+		}
+		return messages(out)
+	}
+	old := widget(map[string]any{"size": int64(0)}, map[string]any{"size": int64(2)})
+	obj := widget(map[string]any{"size": int64(0)}, map[string]any{"size": int64(0), "color": "green"})
+	if got, want := errs(v.validateStatus(ctx, obj, old)), messages([]string{
+		`status.color: Unsupported value: "green": supported values: "red", "blue"`,
+		`status.size: Invalid value: 0: size in body should be greater than or equal to 1`,
+		`<nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation`,
+	}); got != want {
+		t.Errorf("through /status:\n%s\nwant:\n%s", got, want)
+	}
+	if got := errs(v.validate(ctx, obj, old)); !strings.Contains(got, "status.size in body should be greater than or equal to 1") {
+		t.Errorf("an update of the whole object names the path from the object down; got:\n%s", got)
 	}
 }

@@ -154,6 +154,22 @@ func (s statusStrategy[T]) PrepareForUpdate(ctx context.Context, obj, old runtim
 	s.res.Status.CopySpec(o, prev)
 }
 
+// ValidateUpdate is the strategy's, but the schema checks the status alone, as a CRD's
+// /status does (validateStatus).
+func (s statusStrategy[T]) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
+	o, prev := obj.(T), old.(T)
+	errs := apimachineryvalidation.ValidateObjectMetaAccessorUpdate(objectMeta(o), objectMeta(prev), field.NewPath("metadata"))
+	errs = append(errs, objectMetadataCounts(objectMeta(o), objectMeta(prev))...)
+	errs = append(errs, s.schema.validateStatus(ctx, o, prev)...)
+	if s.hooks.validate != nil {
+		errs = append(errs, s.hooks.validate.Validate(ctx, o)...)
+	}
+	if s.hooks.validateUpdate != nil {
+		errs = append(errs, s.hooks.validateUpdate.ValidateUpdate(ctx, o, prev)...)
+	}
+	return errs
+}
+
 func (s statusStrategy[T]) WarningsOnUpdate(ctx context.Context, obj, old runtime.Object) []string {
 	return nil
 }

@@ -75,6 +75,16 @@ func newVersionedSchemas[T Object](scheme *runtime.Scheme, r *Resource[T]) (*ver
 // request's version. Requests without request info (internal callers) are checked in the
 // storage version.
 func (s *versionedSchemas) validate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
+	return s.check(ctx, obj, old, false)
+}
+
+// validateStatus checks an update through /status in the request's version, as validate
+// does, with the schema checking the status alone (schemaValidator.validateStatus).
+func (s *versionedSchemas) validateStatus(ctx context.Context, obj, old runtime.Object) field.ErrorList {
+	return s.check(ctx, obj, old, true)
+}
+
+func (s *versionedSchemas) check(ctx context.Context, obj, old runtime.Object, status bool) field.ErrorList {
 	if s == nil || len(s.byVersion) == 0 {
 		return nil
 	}
@@ -99,6 +109,9 @@ func (s *versionedSchemas) validate(ctx context.Context, obj, old runtime.Object
 				return field.ErrorList{field.InternalError(nil, fmt.Errorf("converting to %s: %w", gv, err))}
 			}
 		}
+	}
+	if status {
+		return v.validateStatus(ctx, obj, old)
 	}
 	return v.validate(ctx, obj, old)
 }
