@@ -267,7 +267,20 @@ func (b *builder) synth(e *model.TypeExpr, fv model.FieldValidation, depth int) 
 			if !f.required() {
 				continue
 			}
-			if x := b.synth(f.field.Type, f.field.FieldValidation, depth+1); x != nil {
+			fv := f.field.FieldValidation
+			if f.field.DropsZeroValue() {
+				// An empty list or map in a field with omitempty is dropped by Go, so the
+				// generated server would see a required field left out where the CRD sees
+				// it sent: a valid object has at least one item there.
+				one := int64(1)
+				if fv.Validation.MinItems == nil || *fv.Validation.MinItems < 1 {
+					fv.Validation.MinItems = &one
+				}
+				if fv.Validation.MinProperties == nil || *fv.Validation.MinProperties < 1 {
+					fv.Validation.MinProperties = &one
+				}
+			}
+			if x := b.synth(f.field.Type, fv, depth+1); x != nil {
 				m[f.field.JSONName] = x
 			}
 		}
