@@ -54,7 +54,7 @@ func inlinedSchemaValues(g *model.Types, t *model.Type, seen map[*model.Type]boo
 		}
 		out = append(out, inlinedSchemaValues(g, et, seen)...)
 		for _, fv := range typeTags(et).Fields {
-			if len(fv.Enum) > 0 || fv.Format != "" || fv.PreserveUnknownFields || fv.EmbeddedResource {
+			if len(fv.Enum) > 0 || fv.Format != "" || len(fv.ItemsEnum) > 0 || fv.ItemsFormat != "" || fv.PreserveUnknownFields || fv.EmbeddedResource {
 				out = append(out, fv)
 			}
 		}
@@ -87,6 +87,7 @@ func typeTags(t *model.Type) codegen.TypeValidation {
 		cf.DocumentedEnum = f.DocumentedEnum
 		if f.Items != nil {
 			cf.Tags = append(cf.Tags, prefixedSchemaTags("+k8s:validation:items:", *f.Items)...)
+			cf.ItemsEnum, cf.ItemsFormat = f.Items.Enum, f.Items.Format
 		}
 		if f.Default != "" {
 			cf.Tags = append(cf.Tags, "+default="+f.Default)

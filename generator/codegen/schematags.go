@@ -61,9 +61,10 @@ type FieldValidation struct {
 	// Replace names further tags of the field (without the "+") that are dropped before
 	// Tags are added: patchMergeKey and patchStrategy, when they must be the struct tags'.
 	Replace []string
-	// Enum and Format are written into the field's property of the generated definitions.
-	Enum   []any
-	Format string
+	// Enum and Format are written into the field's property of the generated definitions;
+	// ItemsEnum and ItemsFormat into its items' schema (a list field).
+	Enum, ItemsEnum     []any
+	Format, ItemsFormat string
 	// DocumentedEnum says Enum is documentation (a +enum type's constants without
 	// +kubebuilder:validation:Enum): published, and listed in DocumentedEnums so that the
 	// server does not check it.
@@ -181,7 +182,7 @@ func patchOpenAPI(files []File, in Input) ([]File, error) {
 			// The type's own fields after the inlined ones: a property of its own wins, as
 			// in openapi-gen's definition.
 			for _, fv := range slices.Concat(tv.Inlined, tv.Fields) {
-				if len(fv.Enum) == 0 && fv.Format == "" && len(fv.extensions()) == 0 {
+				if len(fv.Enum) == 0 && fv.Format == "" && len(fv.ItemsEnum) == 0 && fv.ItemsFormat == "" && len(fv.extensions()) == 0 {
 					continue
 				}
 				key := path + "." + tv.Name
@@ -357,6 +358,38 @@ func patchOpenAPISource(src []byte, byType map[string]map[string]FieldValidation
 				at := off(sp.Rbrace)
 				edits = append(edits, edit{at, at, strings.Join(add, "\n") + "\n"})
 			}
+			if len(fv.ItemsEnum) > 0 || fv.ItemsFormat != "" {
+				// The items' enum and format (a list of a named type with them, or
+				// +kubebuilder:validation:items:Enum), in the items' schema, as a CRD has them.
+				isp := keyed(keyed(keyed(sp, "Items"), "Schema"), "SchemaProps")
+				if isp == nil {
+					return nil, fmt.Errorf("%s property %s has no inline items schema for its items' enum or format", key, prop)
+				}
+				var add []string
+				if fv.ItemsFormat != "" {
+					if old := keyValue(isp, "Format"); old != nil {
+						edits = append(edits, edit{off(old.Value.Pos()), off(old.Value.End()), strconv.Quote(fv.ItemsFormat)})
+					} else {
+						add = append(add, "Format: "+strconv.Quote(fv.ItemsFormat)+",")
+					}
+				}
+				if len(fv.ItemsEnum) > 0 {
+					var vals []string
+					for _, v := range fv.ItemsEnum {
+						vals = append(vals, goLiteral(v))
+					}
+					enum := "[]interface{}{" + strings.Join(vals, ", ") + "}"
+					if old := keyValue(isp, "Enum"); old != nil {
+						edits = append(edits, edit{off(old.Value.Pos()), off(old.Value.End()), enum})
+					} else {
+						add = append(add, "Enum: "+enum+",")
+					}
+				}
+				if len(add) > 0 {
+					at := off(isp.Rbrace)
+					edits = append(edits, edit{at, at, strings.Join(add, "\n") + "\n"})
+				}
+			}
 			if fv.PreserveUnknownFields {
 				// A free-form object is published inline (type: object), as controller-gen
 				// writes it, not as a reference to runtime.RawExtension: kube-openapi's
@@ -529,12 +562,16 @@ func findProperties(fd *ast.FuncDecl) *ast.CompositeLit {
 // keyed returns the composite literal value of key in composite literal e.
 func keyed(e ast.Expr, key string) *ast.CompositeLit {
 	lit, ok := e.(*ast.CompositeLit)
-	if !ok {
+	if !ok || lit == nil {
 		return nil
 	}
 	if kv := keyValue(lit, key); kv != nil {
-		v, _ := kv.Value.(*ast.CompositeLit)
-		return v
+		v := kv.Value
+		if u, ok := v.(*ast.UnaryExpr); ok && u.Op == token.AND {
+			v = u.X // &spec.SchemaOrArray{...}
+		}
+		out, _ := v.(*ast.CompositeLit)
+		return out
 	}
 	return nil
 }

@@ -152,3 +152,35 @@ func TestWithOmitEmpty(t *testing.T) {
 		}
 	}
 }
+
+// TestPatchOpenAPISourceItems: the enum and format of a list's items (a list of a named type
+// with them, Gateway API's []HTTPMethodWithWildcard) go into the items' schema.
+func TestPatchOpenAPISourceItems(t *testing.T) {
+	src := strings.Replace(openAPISrc, `"size": {`, `"methods": {
+						SchemaProps: spec.SchemaProps{
+							Type: []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+					"size": {`, 1)
+	out, err := patchOpenAPISource([]byte(src), map[string]map[string]FieldValidation{
+		"example.com/shop/pkg/apis/shop/v1.WidgetSpec": {
+			"methods": {JSONName: "methods", ItemsEnum: []any{"GET", "*"}, ItemsFormat: "byte"},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "Format:  \"byte\",\n\t\t\t\t\t\t\t\t\t\tEnum:    []interface{}{\"GET\", \"*\"},"
+	if !strings.Contains(string(out), want) {
+		t.Errorf("output lacks %q:\n%s", want, out)
+	}
+}

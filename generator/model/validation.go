@@ -197,39 +197,24 @@ func (b *builder) elementConstraints(g *Types, f *Field, at string) {
 	if et == nil || et.IsStruct() || et.Validation.IsZero() || len(et.Markers) == 0 {
 		return
 	}
-	what, fix := "items of the list", "repeat them on the field as +kubebuilder:validation:items:<constraint> markers, or make the items a struct with a field of that type"
-	unapplied := et.Validation
 	if u.Kind != ExprMap {
 		// The items of a list have their type's constraints, as in controller-gen's CRD
-		// (Gateway API's []Hostname): those the items' schema carries (bounds, lengths,
-		// pattern, CEL rules); the field's own +kubebuilder:validation:items: markers win.
-		carried := et.Validation
-		carried.Enum, carried.Format = nil, ""
-		items := carried
+		// (Gateway API's []Hostname, []HTTPMethodWithWildcard's enum); the field's own
+		// +kubebuilder:validation:items: markers win.
+		items := et.Validation
 		if f.Items != nil {
-			items = f.Items.Merge(carried)
+			items = f.Items.Merge(et.Validation)
 		}
 		f.Items = &items
-		unapplied = Validation{Enum: et.Validation.Enum, Format: et.Validation.Format}
-		if f.Items.Enum != nil || f.Items.Format != "" {
-			unapplied = Validation{}
-		}
-	} else {
-		what, fix = "values of the map", "make the values a struct with a field of that type, whose constraints apply"
-	}
-	if unapplied.IsZero() {
 		return
 	}
 	pos := f.Pos
 	if f.MarkerPos.IsValid() {
 		pos = f.MarkerPos
 	}
-	constraints := "the constraints"
-	if u.Kind != ExprMap {
-		constraints = "the enum and format"
-	}
-	b.warnf(pos, fix, "field %s: %s of type %s (%s:%d) are not applied to the %s yet, only to fields of that type",
-		at, constraints, where(et), filepath.Base(et.Markers[0].Pos.Filename), et.Markers[0].Pos.Line, what)
+	b.warnf(pos, "make the values a struct with a field of that type, whose constraints apply",
+		"field %s: the constraints of type %s (%s:%d) are not applied to the values of the map yet, only to fields of that type",
+		at, where(et), filepath.Base(et.Markers[0].Pos.Filename), et.Markers[0].Pos.Line)
 }
 
 // fieldValidation reads the schema markers of one field into f.FieldValidation.

@@ -36,16 +36,17 @@ var Intended = []IntendedDifference{
 			"field without omitempty is encoded as null when it has no value, so the generated server answers \"status\": {} " +
 			"(or \"spec\": {}, \"parents\": null) where the CRD, which keeps the JSON it was sent, has none; Kubernetes' own types do the same",
 		Rewrite: func(body map[string]any, aagen bool) {
-			if !aagen {
-				return
-			}
 			forObjects(body, func(o map[string]any) {
 				for _, k := range []string{"spec", "status"} {
 					st, ok := o[k].(map[string]any)
 					if !ok {
 						continue
 					}
-					dropNulls(st)
+					if aagen {
+						dropNulls(st)
+					}
+					// An empty spec or status says nothing either side: the Go type's is
+					// always there, and the CRD's {} was sent as {}.
 					if len(st) == 0 {
 						delete(o, k)
 					}
@@ -60,6 +61,24 @@ var Intended = []IntendedDifference{
 			"value and checks it (a minimum, MinLength, MinItems, MinProperties, enum or pattern may refuse it); the corpus marks the " +
 			"cases that send such a zero value \"(zero value, omitempty)\"; the fix is a pointer",
 		Case: `\(zero value, omitempty\) \|`,
+	},
+	{
+		Name: "empty list read back as none",
+		Reason: "the generated server stores objects in protobuf (its --storage-media-type default), where an empty list and " +
+			"no list are the same: a list sent as [] reads back as null (a field without omitempty) or not at all; the CRD, " +
+			"stored as JSON, keeps []. The rewrite drops the empty lists under spec and status of the CRD's answer",
+		Rewrite: func(body map[string]any, aagen bool) {
+			if aagen {
+				return
+			}
+			forObjects(body, func(o map[string]any) {
+				for _, k := range []string{"spec", "status"} {
+					if st, ok := o[k].(map[string]any); ok {
+						dropEmptyLists(st)
+					}
+				}
+			})
+		},
 	},
 	{
 		Name: "list items without apiVersion and kind",
@@ -88,19 +107,34 @@ var Intended = []IntendedDifference{
 		Reason: "on create and update the field manager records as added what the previous object lacked; a Go type's empty " +
 			"object already holds its struct members (spec, status, a pod template and its spec) and its lists and maps " +
 			"without omitempty, so the generated server's field set owns their members but not the objects themselves " +
-			"(\".\": {}), where the CRD's does; the rewrite drops \".\" under spec and status on both sides",
+			"(\".\": {}, or \"f:spec\": {} alone), where the CRD's does; the rewrite drops \".\" under spec and status " +
+			"on both sides, then a spec or status owned with nothing in it, then the managers left with no field",
 		Rewrite: func(body map[string]any, aagen bool) {
 			forObjects(body, func(o map[string]any) {
 				md, _ := o["metadata"].(map[string]any)
 				mfs, _ := md["managedFields"].([]any)
+				var kept []any
 				for _, mf := range mfs {
 					m, _ := mf.(map[string]any)
 					fs, _ := m["fieldsV1"].(map[string]any)
 					for _, k := range []string{"f:spec", "f:status"} {
 						if sub, ok := fs[k].(map[string]any); ok {
 							dropSelfEntries(sub)
+							if len(sub) == 0 {
+								delete(fs, k)
+							}
 						}
 					}
+					if fs != nil && len(fs) == 0 {
+						continue
+					}
+					kept = append(kept, mf)
+				}
+				switch {
+				case len(kept) == 0 && len(mfs) > 0:
+					delete(md, "managedFields")
+				case len(kept) != len(mfs):
+					md["managedFields"] = kept
 				}
 			})
 		},
@@ -111,7 +145,9 @@ var Intended = []IntendedDifference{
 		Reason: "on create, k8s.io/apiserver's field manager records as set what differs from an empty object of the kind; " +
 			"a Go field without omitempty is never absent, so a zero value sent (0, \"\", false) equals the empty object's and " +
 			"is not recorded (Kubernetes' built-in types do the same), nor is an empty struct written through /status; " +
-			"a CRD's empty object has no fields. The rewrite drops, on both sides, the managed-fields entries of members " +
+			"a CRD's empty object has no fields. (A create the field manager records nothing of gives its manager the " +
+			"top-level members the body sent, \"f:spec\": {}, as a CRD's does, so that later updates are tracked.) " +
+			"The rewrite drops, on both sides, the managed-fields entries of members " +
 			"holding a zero scalar or an empty object, and the managers left with no field",
 		Rewrite: func(body map[string]any, aagen bool) {
 			forObjects(body, func(o map[string]any) {
@@ -128,7 +164,10 @@ var Intended = []IntendedDifference{
 					}
 					kept = append(kept, mf)
 				}
-				if len(kept) != len(mfs) {
+				switch {
+				case len(kept) == 0 && len(mfs) > 0:
+					delete(md, "managedFields")
+				case len(kept) != len(mfs):
 					md["managedFields"] = kept
 				}
 			})
@@ -238,6 +277,12 @@ func dropZeroLeaves(fs map[string]any, obj map[string]any) {
 			if m, ok := sub.(map[string]any); ok && len(m) == 0 && zeroScalar(v) {
 				delete(fs, k)
 			}
+		case nil:
+			// A member the answer does not hold (an empty spec or status the "empty struct
+			// member" rewrite took out): what was owned there was empty.
+			if m, ok := sub.(map[string]any); ok && len(m) == 0 {
+				delete(fs, k)
+			}
 		}
 	}
 }
@@ -254,4 +299,25 @@ func zeroScalar(v any) bool {
 		return !x
 	}
 	return false
+}
+
+// dropEmptyLists removes from m the members that are empty lists, in m and in every object
+// below it.
+func dropEmptyLists(m map[string]any) {
+	for k, v := range m {
+		switch x := v.(type) {
+		case []any:
+			if len(x) == 0 {
+				delete(m, k)
+				continue
+			}
+			for _, it := range x {
+				if im, ok := it.(map[string]any); ok {
+					dropEmptyLists(im)
+				}
+			}
+		case map[string]any:
+			dropEmptyLists(x)
+		}
+	}
 }

@@ -46,3 +46,34 @@ func TestZeroValuesOwnedOnCreate(t *testing.T) {
 		t.Errorf("the rewrite dropped a non-zero member: %s", jsonBody(crd))
 	}
 }
+
+// TestEmptyListReadBackAsNone: the rewrite of "empty list read back as none" makes a CRD's
+// answer holding [] (at any depth under spec and status) equal to the generated server's,
+// which read null back from protobuf, and leaves non-empty lists alone.
+func TestEmptyListReadBackAsNone(t *testing.T) {
+	var rewrites []func(map[string]any, bool)
+	for _, in := range Intended {
+		if in.Name == "empty list read back as none" || in.Name == "empty struct member" {
+			rewrites = append(rewrites, in.Rewrite)
+		}
+	}
+	if len(rewrites) != 2 {
+		t.Fatalf("found %d of the two rewrites", len(rewrites))
+	}
+	parse := func(s string) map[string]any {
+		var o map[string]any
+		if err := json.Unmarshal([]byte(s), &o); err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	crd := parse(`{"status":{"listeners":[{"name":"a","conditions":[]}],"parents":["x"]}}`)
+	aagen := parse(`{"status":{"listeners":[{"name":"a","conditions":null}],"parents":["x"]}}`)
+	for _, r := range rewrites {
+		r(crd, false)
+		r(aagen, true)
+	}
+	if a, c := string(jsonBody(aagen)), string(jsonBody(crd)); a != c || !strings.Contains(c, `"parents":["x"]`) {
+		t.Errorf("after the rewrites:\naagen: %s\ncrd:   %s", a, c)
+	}
+}

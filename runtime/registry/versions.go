@@ -124,3 +124,29 @@ func (s *versionedSchemas) coerceEmbedded(obj runtime.Object) {
 	}
 	s.byVersion[s.storage].coerceEmbedded(obj)
 }
+
+// members returns the top-level properties of the schema of the request's version that a
+// write of the main resource sets: every one but apiVersion, kind and metadata, and but the
+// status when withoutStatus (a kind with a /status subresource). Nil without a schema.
+func (s *versionedSchemas) members(ctx context.Context, withoutStatus bool) map[string]bool {
+	if s == nil {
+		return nil
+	}
+	info, ok := genericapirequest.RequestInfoFrom(ctx)
+	if !ok || info.APIGroup != s.group {
+		return nil
+	}
+	v := s.byVersion[info.APIVersion]
+	if v == nil || v.structural == nil {
+		return nil
+	}
+	out := map[string]bool{}
+	for name := range v.structural.Properties {
+		switch {
+		case name == "apiVersion", name == "kind", name == "metadata", withoutStatus && name == "status":
+		default:
+			out[name] = true
+		}
+	}
+	return out
+}

@@ -39,7 +39,10 @@ type bodyInspectors map[schema.GroupResource]registry.BodyInspector
 //     registry.WithAbsentObjects), and so does the body of a patch (registry.WithPatch),
 //     so that validation reports missing required fields as a CRD does although the
 //     decoded Go object holds zero values there, and demands nothing of an absent
-//     optional struct.
+//     optional struct;
+//   - the body of a JSON or YAML create goes into the context too (registry.WithCreateBody),
+//     for a create the field manager records nothing of: its manager then owns the
+//     top-level members the body sent, as a CRD's create does.
 //
 // It runs after authentication and authorization.
 func withBodyInspection(h http.Handler, inspectors bodyInspectors, codecs runtime.NegotiatedSerializer, maxBody int64) http.Handler {
@@ -87,6 +90,11 @@ func withBodyInspection(h http.Handler, inspectors bodyInspectors, codecs runtim
 			return
 		}
 		ctx := req.Context()
+		if info.Verb == "create" && (format == registry.FormatJSON || format == registry.FormatYAML) {
+			// What the create sent, for a field manager that records nothing of it
+			// (registry.WithCreateBody).
+			ctx = registry.WithCreateBody(ctx, body, format == registry.FormatYAML, req.URL.Query().Get("fieldManager"), req.UserAgent())
+		}
 		if info.Verb == "patch" {
 			// Validation finds what is absent from the patched object on the patch itself.
 			ctx = registry.WithPatch(ctx, mediaType, body)
