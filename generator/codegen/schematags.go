@@ -330,34 +330,11 @@ func patchOpenAPISource(src []byte, byType map[string]map[string]FieldValidation
 				return nil, fmt.Errorf("%s property %s has no SchemaProps", key, prop)
 			}
 			found[prop] = true
-			var add []string
-			if fv.Format != "" {
-				if old := keyValue(sp, "Format"); old != nil {
-					edits = append(edits, edit{off(old.Value.Pos()), off(old.Value.End()), strconv.Quote(fv.Format)})
-				} else {
-					add = append(add, "Format: "+strconv.Quote(fv.Format)+",")
-				}
-			}
-			if len(fv.Enum) > 0 {
-				var vals []string
-				for _, v := range fv.Enum {
-					vals = append(vals, goLiteral(v))
-				}
-				enum := "[]interface{}{" + strings.Join(vals, ", ") + "}"
-				if old := keyValue(sp, "Enum"); old != nil {
-					// openapi-gen's, from the +enum constants of a type of another module
-					// (corev1.PullPolicy): the field's marker decides, as in controller-gen's
-					// CRD, which does not read +enum. A type of the user's own module with
-					// other values is refused before (model's sameEnum).
-					edits = append(edits, edit{off(old.Value.Pos()), off(old.Value.End()), enum})
-				} else {
-					add = append(add, "Enum: "+enum+",")
-				}
-			}
-			if len(add) > 0 {
-				at := off(sp.Rbrace)
-				edits = append(edits, edit{at, at, strings.Join(add, "\n") + "\n"})
-			}
+			// openapi-gen's enum, from the +enum constants of a type of another module
+			// (corev1.PullPolicy), is replaced: the field's marker decides, as in
+			// controller-gen's CRD, which does not read +enum. A type of the user's own
+			// module with other values is refused before (model's sameEnum).
+			edits = append(edits, valueEdits(sp, fv.Format, fv.Enum, off)...)
 			if len(fv.ItemsEnum) > 0 || fv.ItemsFormat != "" {
 				// The items' enum and format (a list of a named type with them, or
 				// +kubebuilder:validation:items:Enum), in the items' schema, as a CRD has them.
@@ -365,30 +342,7 @@ func patchOpenAPISource(src []byte, byType map[string]map[string]FieldValidation
 				if isp == nil {
 					return nil, fmt.Errorf("%s property %s has no inline items schema for its items' enum or format", key, prop)
 				}
-				var add []string
-				if fv.ItemsFormat != "" {
-					if old := keyValue(isp, "Format"); old != nil {
-						edits = append(edits, edit{off(old.Value.Pos()), off(old.Value.End()), strconv.Quote(fv.ItemsFormat)})
-					} else {
-						add = append(add, "Format: "+strconv.Quote(fv.ItemsFormat)+",")
-					}
-				}
-				if len(fv.ItemsEnum) > 0 {
-					var vals []string
-					for _, v := range fv.ItemsEnum {
-						vals = append(vals, goLiteral(v))
-					}
-					enum := "[]interface{}{" + strings.Join(vals, ", ") + "}"
-					if old := keyValue(isp, "Enum"); old != nil {
-						edits = append(edits, edit{off(old.Value.Pos()), off(old.Value.End()), enum})
-					} else {
-						add = append(add, "Enum: "+enum+",")
-					}
-				}
-				if len(add) > 0 {
-					at := off(isp.Rbrace)
-					edits = append(edits, edit{at, at, strings.Join(add, "\n") + "\n"})
-				}
+				edits = append(edits, valueEdits(isp, fv.ItemsFormat, fv.ItemsEnum, off)...)
 			}
 			if fv.PreserveUnknownFields {
 				// A free-form object is published inline (type: object), as controller-gen
@@ -438,6 +392,35 @@ func patchOpenAPISource(src []byte, byType map[string]map[string]FieldValidation
 		return nil, fmt.Errorf("formatting: %w", err)
 	}
 	return bytes.TrimLeft(res, "\n"), nil
+}
+
+// valueEdits sets Format (unless "") and Enum (unless empty) in the SchemaProps literal sp:
+// replacing the values openapi-gen wrote there, else adding them before its closing brace.
+func valueEdits(sp *ast.CompositeLit, format string, enum []any, off func(token.Pos) int) []edit {
+	var edits []edit
+	var add []string
+	set := func(key, value string) {
+		if old := keyValue(sp, key); old != nil {
+			edits = append(edits, edit{off(old.Value.Pos()), off(old.Value.End()), value})
+		} else {
+			add = append(add, key+": "+value+",")
+		}
+	}
+	if format != "" {
+		set("Format", strconv.Quote(format))
+	}
+	if len(enum) > 0 {
+		var vals []string
+		for _, v := range enum {
+			vals = append(vals, goLiteral(v))
+		}
+		set("Enum", "[]interface{}{"+strings.Join(vals, ", ")+"}")
+	}
+	if len(add) > 0 {
+		at := off(sp.Rbrace)
+		edits = append(edits, edit{at, at, strings.Join(add, "\n") + "\n"})
+	}
+	return edits
 }
 
 // documentedEnumsSource renders documentedEnumsFunc with the map entries documented.

@@ -111,12 +111,7 @@ var Intended = []IntendedDifference{
 			"on both sides, then a spec or status owned with nothing in it, then the managers left with no field",
 		Rewrite: func(body map[string]any, aagen bool) {
 			forObjects(body, func(o map[string]any) {
-				md, _ := o["metadata"].(map[string]any)
-				mfs, _ := md["managedFields"].([]any)
-				var kept []any
-				for _, mf := range mfs {
-					m, _ := mf.(map[string]any)
-					fs, _ := m["fieldsV1"].(map[string]any)
+				editManagedFields(o, func(fs map[string]any) {
 					for _, k := range []string{"f:spec", "f:status"} {
 						if sub, ok := fs[k].(map[string]any); ok {
 							dropSelfEntries(sub)
@@ -125,17 +120,7 @@ var Intended = []IntendedDifference{
 							}
 						}
 					}
-					if fs != nil && len(fs) == 0 {
-						continue
-					}
-					kept = append(kept, mf)
-				}
-				switch {
-				case len(kept) == 0 && len(mfs) > 0:
-					delete(md, "managedFields")
-				case len(kept) != len(mfs):
-					md["managedFields"] = kept
-				}
+				})
 			})
 		},
 	},
@@ -151,25 +136,7 @@ var Intended = []IntendedDifference{
 			"holding a zero scalar or an empty object, and the managers left with no field",
 		Rewrite: func(body map[string]any, aagen bool) {
 			forObjects(body, func(o map[string]any) {
-				md, _ := o["metadata"].(map[string]any)
-				mfs, _ := md["managedFields"].([]any)
-				var kept []any
-				for _, mf := range mfs {
-					m, _ := mf.(map[string]any)
-					if fs, ok := m["fieldsV1"].(map[string]any); ok && len(fs) > 0 {
-						dropZeroLeaves(fs, o)
-						if len(fs) == 0 {
-							continue
-						}
-					}
-					kept = append(kept, mf)
-				}
-				switch {
-				case len(kept) == 0 && len(mfs) > 0:
-					delete(md, "managedFields")
-				case len(kept) != len(mfs):
-					md["managedFields"] = kept
-				}
+				editManagedFields(o, func(fs map[string]any) { dropZeroLeaves(fs, o) })
 			})
 		},
 	},
@@ -319,5 +286,29 @@ func dropEmptyLists(m map[string]any) {
 		case map[string]any:
 			dropEmptyLists(x)
 		}
+	}
+}
+
+// editManagedFields calls edit on the field set of each managed-fields entry of object o,
+// then drops the entries edit left with no field (and managedFields, when none is left).
+func editManagedFields(o map[string]any, edit func(fs map[string]any)) {
+	md, _ := o["metadata"].(map[string]any)
+	mfs, _ := md["managedFields"].([]any)
+	var kept []any
+	for _, mf := range mfs {
+		m, _ := mf.(map[string]any)
+		if fs, ok := m["fieldsV1"].(map[string]any); ok && len(fs) > 0 {
+			edit(fs)
+			if len(fs) == 0 {
+				continue
+			}
+		}
+		kept = append(kept, mf)
+	}
+	switch {
+	case len(kept) == 0 && len(mfs) > 0:
+		delete(md, "managedFields")
+	case len(kept) != len(mfs):
+		md["managedFields"] = kept
 	}
 }
