@@ -97,7 +97,7 @@ func (b *builder) kindCases(t *target) {
 	gen := t.object("", b.ns)
 	md := gen["metadata"].(map[string]any)
 	delete(md, "name")
-	md["generateName"] = "gen-"
+	md["generateName"] = generatedPrefix
 	add("generateName", "create", post(gen, ""))
 
 	// Finalizers: delete marks, removing the finalizer deletes.
@@ -225,3 +225,6 @@ func watchListStep(coll, selector string) Step {
 	return Step{Method: "GET", Path: coll, Query: "watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&" + selector,
 		Watch: &WatchRead{InitialEventsEnd: true}}
 }
+
+// generatedPrefix is the generateName of the corpus's generateName case.
+const generatedPrefix = "gen-"

@@ -324,6 +324,16 @@ func describe(r *response) string {
 				msg = head + " is invalid: [the causes below]"
 			}
 		}
+		var name any
+		if d, ok := r.body["details"].(map[string]any); ok {
+			name = d["name"]
+			// A refused generateName create names the name it generated, a random one on
+			// each server: <generated>, as normalizeMeta writes it in an object.
+			if n, ok := name.(string); ok && strings.HasPrefix(n, generatedPrefix) && len(n) == len(generatedPrefix)+5 {
+				name = generatedPrefix + "<generated>"
+				msg = strings.ReplaceAll(msg, n, generatedPrefix+"<generated>")
+			}
+		}
 		fmt.Fprintf(&b, " %v: %v", r.body["reason"], msg)
 		if d, ok := r.body["details"].(map[string]any); ok {
 			var causes []string
@@ -334,7 +344,7 @@ func describe(r *response) string {
 				}
 			}
 			sort.Strings(causes)
-			fmt.Fprintf(&b, " (details name=%v group=%v kind=%v", d["name"], d["group"], d["kind"])
+			fmt.Fprintf(&b, " (details name=%v group=%v kind=%v", name, d["group"], d["kind"])
 			for _, c := range causes {
 				fmt.Fprintf(&b, "; cause %s", c)
 			}
