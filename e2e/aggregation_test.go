@@ -34,19 +34,20 @@ import (
 // it, and uses the API through kube-apiserver's aggregator with client-go and kubectl.
 func TestAggregation(t *testing.T) {
 	skipShort(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
-	defer cancel()
-
 	// The example, generated and built like a user would.
 	dir, serverBin := buildExample(t)
 
 	// etcd and the control plane.
-	e, err := etcd.Start(ctx, etcd.Config{Dir: t.TempDir(), UnsafeNoFsync: true})
+	e, err := etcd.Start(context.Background(), etcd.Config{Dir: t.TempDir(), UnsafeNoFsync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = e.Close() })
 	cp := cluster.StartControlPlane(t, e.ClientURL())
+	// The deadline starts once the control plane is up: on a cold cache, building
+	// kube-apiserver and kube-controller-manager takes many minutes.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
 	kube := kubernetes.NewForConfigOrDie(cp.Admin)
 	dyn := dynamic.NewForConfigOrDie(cp.Admin)
 

@@ -261,15 +261,16 @@ func TestControllerRuntime(t *testing.T) {
 		exerciseFleetController(t, cfg, cached, "default")
 	})
 	t.Run("aggregator", func(t *testing.T) {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
-		defer cancel()
 		dir, serverBin := buildExample(t)
-		e, err := etcd.Start(ctx, etcd.Config{Dir: t.TempDir(), UnsafeNoFsync: true})
+		e, err := etcd.Start(context.Background(), etcd.Config{Dir: t.TempDir(), UnsafeNoFsync: true})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = e.Close() })
 		cp := cluster.StartControlPlane(t, e.ClientURL())
+		// The deadline starts once the control plane is up (a cold cache builds it).
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+		defer cancel()
 		cluster.Deploy(t, ctx, cp, dir, serverBin, e.ClientURL())
 		kube := kubernetes.NewForConfigOrDie(cp.Admin)
 		ns := "regatta"

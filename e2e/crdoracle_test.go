@@ -35,9 +35,9 @@ type crdOracle struct {
 // Every version of each CRD answers a list before it returns.
 func startCRDOracle(t *testing.T, crdDir string, plurals ...string) *crdOracle {
 	t.Helper()
+	cp, _ := startControlPlane(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	cp, _ := startControlPlane(t, ctx)
 	o := &crdOracle{admin: cp.Admin, crds: map[string]*apiextensionsv1.CustomResourceDefinition{}}
 	files, err := filepath.Glob(filepath.Join(crdDir, "*.yaml"))
 	if err != nil {

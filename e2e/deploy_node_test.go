@@ -42,9 +42,6 @@ const serverImage = "localhost/aagen-e2e/marina-apiserver:e2e"
 // authenticates (TokenReview) with its Pod's ServiceAccount.
 func TestNodeDeploysServer(t *testing.T) {
 	skipShort(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
-	defer cancel()
-
 	dir := t.TempDir()
 	copyTree(t, filepath.Join(repoRoot(t), "testdata/example"), dir, nil)
 	run(t, dir, aagen(t), "generate", "--datastore=sql", "./pkg/apis/...")
@@ -68,12 +65,16 @@ func TestNodeDeploysServer(t *testing.T) {
 	}
 	t.Logf("server built like the Dockerfile: %s go build %s %s", strings.Join(build.Env, " "), strings.Join(build.Flags, " "), build.Package)
 
-	cp, _ := startControlPlane(t, ctx)
+	cp, _ := startControlPlane(t)
 	node := cluster.StartNode(t, cp)
 	kube := kubernetes.NewForConfigOrDie(cp.Admin)
 	dyn := dynamic.NewForConfigOrDie(cp.Admin)
 	pg := cluster.StartPostgres(t, node.ClusterCIDR)
 	node.Import(t, serverImage, bin)
+	// The deadline starts once the node is up: on a cold cache, building its binaries and
+	// the server takes many minutes.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
 
 	objs := cluster.LoadKustomization(t, filepath.Join(dir, "config/deploy"))
 	var deployment *appsv1.Deployment

@@ -287,10 +287,11 @@ func kubectl(t *testing.T, kubeconfig string, stdin string, args ...string) (str
 // startControlPlane starts an embedded etcd (no fsync: a test's data) and, on it,
 // kube-apiserver with kube-controller-manager (cluster.StartControlPlane), both stopped
 // when the test ends; it returns the control plane and etcd's client URL (a generated
-// server the test deploys may store there too).
-func startControlPlane(t testing.TB, ctx context.Context, controllers ...string) (*cluster.ControlPlane, string) {
+// server the test deploys may store there too). A test's deadline starts after it: on a
+// cold cache, building kube-apiserver and kube-controller-manager takes many minutes.
+func startControlPlane(t testing.TB, controllers ...string) (*cluster.ControlPlane, string) {
 	t.Helper()
-	e, err := etcd.Start(ctx, etcd.Config{Dir: t.TempDir(), UnsafeNoFsync: true})
+	e, err := etcd.Start(context.Background(), etcd.Config{Dir: t.TempDir(), UnsafeNoFsync: true})
 	if err != nil {
 		t.Fatal(err)
 	}

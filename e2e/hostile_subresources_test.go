@@ -32,16 +32,17 @@ import (
 // what kube-apiserver answers for it.
 func TestHostileSubresources(t *testing.T) {
 	skipShort(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
-	defer cancel()
-
 	dir, serverBin := buildExample(t)
-	e, err := etcd.Start(ctx, etcd.Config{Dir: t.TempDir(), UnsafeNoFsync: true})
+	e, err := etcd.Start(context.Background(), etcd.Config{Dir: t.TempDir(), UnsafeNoFsync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = e.Close() })
 	cp := cluster.StartControlPlane(t, e.ClientURL())
+	// The deadline starts once the control plane is up: on a cold cache, building
+	// kube-apiserver and kube-controller-manager takes many minutes.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
 	cluster.Deploy(t, ctx, cp, dir, serverBin, e.ClientURL())
 	kube := kubernetes.NewForConfigOrDie(cp.Admin)
 	dyn := dynamic.NewForConfigOrDie(cp.Admin)

@@ -32,10 +32,9 @@ import (
 // ask for pods and nodes (+resourceName) and get 200.
 func TestMetricsTop(t *testing.T) {
 	skipShort(t)
+	cp, etcdURL := startControlPlane(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-
-	cp, etcdURL := startControlPlane(t, ctx)
 	kube := kubernetes.NewForConfigOrDie(cp.Admin)
 
 	// Pods and a Node as objects: nothing runs them (metrics-server only lists them). The

@@ -106,7 +106,7 @@ func newProjectMigrationFixture(t testing.TB, ctx context.Context, p migrationPr
 	bin := filepath.Join(f.dir, p.command)
 	run(t, f.dir, "go", "build", "-o", bin, "./cmd/"+p.command)
 
-	cp, etcdURL := startControlPlane(t, ctx, p.controllers...)
+	cp, etcdURL := startControlPlane(t, p.controllers...)
 	f.cp = cp
 	core := kubernetes.NewForConfigOrDie(cp.Admin).CoreV1()
 	if _, err := core.Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {

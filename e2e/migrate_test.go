@@ -70,7 +70,7 @@ func TestMigratePlanAndImport(t *testing.T) {
 		text.MaxLength = nil
 	}, "spec", "label", "text")
 
-	cp, _ := startControlPlane(t, ctx)
+	cp, _ := startControlPlane(t)
 	const ns = "depot"
 	core := kubernetes.NewForConfigOrDie(cp.Admin).CoreV1()
 	if _, err := core.Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {

@@ -27,10 +27,11 @@ import (
 // manifests stand on.
 func TestNodeRunsPods(t *testing.T) {
 	skipShort(t)
+	cp, _ := startControlPlane(t)
+	node := cluster.StartNode(t, cp)
+	// The deadline starts once the node is up: on a cold cache its binaries take minutes.
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	cp, _ := startControlPlane(t, ctx)
-	node := cluster.StartNode(t, cp)
 	kube := kubernetes.NewForConfigOrDie(cp.Admin)
 
 	const image = "localhost/aagen-e2e/hello:v1"
