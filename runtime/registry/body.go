@@ -56,6 +56,9 @@ type InspectOptions struct {
 	// Absent asks for the required fields the body leaves out; set it only when the body
 	// is a whole object (a create or an update, not a patch).
 	Absent bool
+	// Status is set when the body is written through the /status subresource: then only
+	// its status is read for what it leaves out (the rest of it is not written).
+	Status bool
 }
 
 // BodyReport is what InspectBody found.
@@ -66,14 +69,14 @@ type BodyReport struct {
 	// the schema, label and annotation sizes), with the messages validation gives them.
 	OverLimits field.ErrorList
 	// Absent are the JSON paths of required fields without a default that the body leaves
-	// out or sets to null, inside parents it sends (the top-level status excepted: the
-	// main resource does not write it). The Go zero value openapi-gen publishes as the
+	// out or sets to null, inside the top-level members the write sets (writeScope) and
+	// the parents it sends. The Go zero value openapi-gen publishes as the
 	// default of every field without omitempty ("" or 0) does not count as a default:
 	// it says what decoding leaves there, not what the API chose.
 	Absent [][]string
 	// AbsentObjects are the JSON paths of the optional objects with required properties
-	// that the body leaves out or sets to null, inside parents it sends (the top-level
-	// status excepted): validation demands nothing of them unless something after decoding
+	// that the body leaves out or sets to null, inside the top-level members the write
+	// sets (writeScope) and the parents it sends: validation demands nothing of them unless something after decoding
 	// (a hook) gave them a required value.
 	AbsentObjects [][]string
 	// Read is set when Absent and AbsentObjects were read from the body (a JSON or YAML
@@ -157,10 +160,32 @@ func (r *REST) InspectBody(version string, body []byte, format BodyFormat, opts 
 		}
 	}
 	if opts.Absent && v.presence() {
-		out.Absent, out.AbsentObjects = absences(obj, v.structural, nil, true)
+		scope := v.scope(opts.Status)
+		out.Absent, out.AbsentObjects = absences(obj, v.structural, nil, &scope)
 		out.Read = true
 	}
 	return out
+}
+
+// writeScope says which top-level members of an object a write sets, as a CRD's strategies
+// take them: a write of the main resource sets every member but apiVersion, kind and
+// metadata, and but the status when the kind has a /status subresource; a write through
+// /status sets the status alone. A member a write does not set is neither absent from it
+// nor removed by it.
+type writeScope struct {
+	throughStatus     bool // the write is through /status
+	statusSubresource bool // the kind has a /status subresource
+}
+
+// sets reports whether a write of the scope sets the top-level member name.
+func (w writeScope) sets(name string) bool {
+	switch name {
+	case "apiVersion", "kind", "metadata":
+		return false
+	case "status":
+		return w.throughStatus || !w.statusSubresource
+	}
+	return !w.throughStatus
 }
 
 // absences returns the paths of the required properties without a default that value, an
@@ -168,8 +193,9 @@ func (r *REST) InspectBody(version string, body []byte, format BodyFormat, opts 
 // and map values it has (fields), and the paths of the optional objects
 // (structs) with required properties that value leaves out or sets to null (objects): a
 // CRD demands nothing of an object that is absent, while decoding into Go fills it with
-// zero values (and its defaults).
-func absences(value any, s *structuralschema.Structural, path []string, top bool) (fields, objects [][]string) {
+// zero values (and its defaults). At the top (scope not nil), only the members the write
+// sets are looked at.
+func absences(value any, s *structuralschema.Structural, path []string, scope *writeScope) (fields, objects [][]string) {
 	if s == nil {
 		return nil, nil
 	}
@@ -177,7 +203,7 @@ func absences(value any, s *structuralschema.Structural, path []string, top bool
 	case map[string]any:
 		if s.ValueValidation != nil {
 			for _, name := range s.ValueValidation.Required {
-				if v[name] != nil {
+				if v[name] != nil || scope != nil && !scope.sets(name) {
 					continue
 				}
 				if p, ok := s.Properties[name]; ok && p.Default.Object != nil && !zeroJSON(p.Default.Object) {
@@ -187,7 +213,7 @@ func absences(value any, s *structuralschema.Structural, path []string, top bool
 			}
 		}
 		for name, p := range s.Properties {
-			if top && (name == "metadata" || name == "status") || v[name] != nil {
+			if scope != nil && !scope.sets(name) || v[name] != nil {
 				continue
 			}
 			if optionalObject(s, name, &p) {
@@ -195,20 +221,20 @@ func absences(value any, s *structuralschema.Structural, path []string, top bool
 			}
 		}
 		for name, child := range v {
-			if top && (name == "metadata" || name == "status") {
+			if scope != nil && !scope.sets(name) {
 				continue
 			}
 			var f, o [][]string
 			if p, ok := s.Properties[name]; ok {
-				f, o = absences(child, &p, append(slices.Clone(path), name), false)
+				f, o = absences(child, &p, append(slices.Clone(path), name), nil)
 			} else if s.AdditionalProperties != nil && s.AdditionalProperties.Structural != nil {
-				f, o = absences(child, s.AdditionalProperties.Structural, append(slices.Clone(path), name), false)
+				f, o = absences(child, s.AdditionalProperties.Structural, append(slices.Clone(path), name), nil)
 			}
 			fields, objects = append(fields, f...), append(objects, o...)
 		}
 	case []any:
 		for i, item := range v {
-			f, o := absences(item, s.Items, append(slices.Clone(path), strconv.Itoa(i)), false)
+			f, o := absences(item, s.Items, append(slices.Clone(path), strconv.Itoa(i)), nil)
 			fields, objects = append(fields, f...), append(objects, o...)
 		}
 	}

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"bytes"
 	"context"
 	"encoding"
 	"encoding/json"
@@ -253,10 +254,12 @@ func WithAbsentObjects(ctx context.Context, paths [][]string) context.Context {
 }
 
 // dropAbsent removes from u the fields at the paths fields (required fields a request
-// left out) that hold a zero value, creating their parents where u has none (an optional
-// struct decoded to its zero value, which dropUnset removed, though the request sent it),
-// and the objects at the paths objects (optional objects a request left out) whose
-// required properties are all missing or zero.
+// left out) that hold a zero value or, for an object, nothing but zero values and the
+// schema's defaults (a required struct left out, which decoding and defaulting filled;
+// one a hook set a value in stands), creating their parents where u has none (an
+// optional struct decoded to its zero value, which dropUnset removed, though the request
+// sent it), and the objects at the paths objects (optional objects a request left out)
+// whose required properties are all missing or zero.
 func dropAbsent(u map[string]any, fields, objects [][]string, s *structuralschema.Structural) {
 	for _, p := range fields {
 		var parent any = u
@@ -269,7 +272,7 @@ func dropAbsent(u map[string]any, fields, objects [][]string, s *structuralschem
 			parent = next
 		}
 		last := p[len(p)-1]
-		if m, ok := parent.(map[string]any); ok && zeroJSON(m[last]) {
+		if m, ok := parent.(map[string]any); ok && (zeroJSON(m[last]) || holdsOnlyDefaults(m[last], schemaAt(s, p))) {
 			delete(m, last)
 		}
 	}
@@ -292,6 +295,38 @@ func dropAbsent(u map[string]any, fields, objects [][]string, s *structuralschem
 			delete(m, last)
 		}
 	}
+}
+
+// holdsOnlyDefaults reports whether v, an object of schema s, holds nothing but zero
+// values and the defaults of s's properties (recursively): what decoding and defaulting
+// put in an object the request left out.
+func holdsOnlyDefaults(v any, s *structuralschema.Structural) bool {
+	m, ok := v.(map[string]any)
+	if !ok || s == nil {
+		return false
+	}
+	for name, e := range m {
+		if zeroJSON(e) {
+			continue
+		}
+		p, ok := s.Properties[name]
+		if !ok {
+			return false
+		}
+		if p.Default.Object != nil && jsonEqual(e, p.Default.Object) || holdsOnlyDefaults(e, &p) {
+			continue
+		}
+		return false
+	}
+	return true
+}
+
+// jsonEqual reports whether a and b encode to the same JSON (int64 and float64 numbers of
+// the same value alike).
+func jsonEqual(a, b any) bool {
+	x, err1 := json.Marshal(a)
+	y, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && bytes.Equal(x, y)
 }
 
 // contextAbsences returns the paths WithAbsentFields and WithAbsentObjects put in ctx.
@@ -395,8 +430,8 @@ func WithPatch(ctx context.Context, mediaType string, body []byte) context.Conte
 // unstructured form (dropUnset applied; nil for an apply that creates), where the optional
 // objects missing a required property were absent (a present one could not have been
 // stored without it). obj is the typed result and u its unstructured form. ok is false
-// when ctx carries no patch.
-func patchAbsences(ctx context.Context, s *structuralschema.Structural, obj runtime.Object, u, old map[string]any) (fields, objects [][]string, ok bool) {
+// when ctx carries no patch. Only the top-level members the write sets (scope) are read.
+func patchAbsences(ctx context.Context, s *structuralschema.Structural, scope writeScope, obj runtime.Object, u, old map[string]any) (fields, objects [][]string, ok bool) {
 	p, ok := ctx.Value(patchKey{}).(patchBody)
 	if !ok {
 		return nil, nil, false
@@ -416,7 +451,7 @@ func patchAbsences(ctx context.Context, s *structuralschema.Structural, obj runt
 		result = body
 	} else {
 		base := runtime.DeepCopyJSON(old)
-		dropIncomplete(base, s, true)
+		dropIncomplete(base, s, &scope)
 		baseJSON, err := json.Marshal(base)
 		if err != nil {
 			return nil, nil, true
@@ -443,20 +478,21 @@ func patchAbsences(ctx context.Context, s *structuralschema.Structural, obj runt
 	if p.mediaType == mediaApplyPatch && old != nil {
 		// Server-side apply removes what the applier set before and leaves out now: what the
 		// merge above kept but the typed result has only as a zero value was removed.
-		dropRemoved(r, u, true)
+		dropRemoved(r, u, &scope)
 	}
-	fields, objects = absences(r, s, nil, true)
+	fields, objects = absences(r, s, nil, &scope)
 	return fields, objects, true
 }
 
 // dropIncomplete removes from u, an object of schema s, the optional objects that lack
-// one of their required properties.
-func dropIncomplete(u map[string]any, s *structuralschema.Structural, top bool) {
+// one of their required properties. At the top (scope not nil), only the members the
+// write sets are looked at.
+func dropIncomplete(u map[string]any, s *structuralschema.Structural, scope *writeScope) {
 	if s == nil {
 		return
 	}
 	for name, v := range u {
-		if top && (name == "metadata" || name == "status") {
+		if scope != nil && !scope.sets(name) {
 			continue
 		}
 		p, ok := s.Properties[name]
@@ -471,17 +507,18 @@ func dropIncomplete(u map[string]any, s *structuralschema.Structural, top bool) 
 			delete(u, name)
 			continue
 		}
-		dropIncomplete(m, &p, false)
+		dropIncomplete(m, &p, nil)
 	}
 }
 
 // dropRemoved removes from r the members that are not zero in r but are zero or missing
 // in u (recursing into objects both have), and gives r u's lists: server-side apply
 // merges the elements of keyed lists, which the merge patch that made r does not, so
-// r's lists are not the result's.
-func dropRemoved(r, u map[string]any, top bool) {
+// r's lists are not the result's. At the top (scope not nil), only the members the write
+// sets are looked at.
+func dropRemoved(r, u map[string]any, scope *writeScope) {
 	for name, rv := range r {
-		if top && (name == "metadata" || name == "status" || name == "apiVersion" || name == "kind") {
+		if scope != nil && !scope.sets(name) {
 			continue
 		}
 		uv := u[name]
@@ -498,7 +535,7 @@ func dropRemoved(r, u map[string]any, top bool) {
 		rm, ok1 := rv.(map[string]any)
 		um, ok2 := uv.(map[string]any)
 		if ok1 && ok2 {
-			dropRemoved(rm, um, false)
+			dropRemoved(rm, um, nil)
 		}
 	}
 }

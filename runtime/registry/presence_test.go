@@ -8,6 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	openapicommon "k8s.io/kube-openapi/pkg/common"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 	"k8s.io/utils/ptr"
@@ -96,10 +97,7 @@ func TestRequiredFieldsOfTypedObjects(t *testing.T) {
 		{"list items are present", &presenceWidget{Spec: presenceSpec{Dock: "north", Code: "n", Items: []presenceSub{{Name: "a"}, {}}}},
 			[]string{"spec.items[1].name: Required value"}},
 	} {
-		var got []string
-		for _, e := range v.validate(context.Background(), c.obj, nil) {
-			got = append(got, e.Error())
-		}
+		got := errorStrings(v.validate(context.Background(), c.obj, nil))
 		if messages(got) != messages(c.want) {
 			t.Errorf("%s:\n%s\nwant:\n%s", c.name, messages(got), messages(c.want))
 		}
@@ -128,7 +126,7 @@ func TestAbsentFieldsOfTheBody(t *testing.T) {
 	if err := json.Unmarshal([]byte(`{"spec":{"dock":"north","code":"n","items":[{}]},"status":{}}`), &body); err != nil {
 		t.Fatal(err)
 	}
-	absent, _ := absences(body, v.structural, nil, true)
+	absent, _ := absences(body, v.structural, nil, &writeScope{statusSubresource: true})
 	got := make([]string, len(absent))
 	for i, p := range absent {
 		got[i] = strings.Join(p, ".")
@@ -139,11 +137,7 @@ func TestAbsentFieldsOfTheBody(t *testing.T) {
 	ctx := WithAbsentFields(context.Background(), absent)
 	check := func(name string, obj *presenceWidget, want ...string) {
 		t.Helper()
-		var errs []string
-		for _, e := range v.validate(ctx, obj, nil) {
-			errs = append(errs, e.Error())
-		}
-		if messages(errs) != messages(want) {
+		if errs := errorStrings(v.validate(ctx, obj, nil)); messages(errs) != messages(want) {
 			t.Errorf("%s:\n%s\nwant:\n%s", name, messages(errs), messages(want))
 		}
 	}
@@ -202,14 +196,11 @@ func TestAbsencesOfPatches(t *testing.T) {
 			want: []string{"spec.dock: Required value", "spec.code: Required value", "spec.size: Required value", "spec.enabled: Required value"}},
 	} {
 		ctx := WithPatch(context.Background(), c.mediaType, []byte(c.patch))
-		var got []string
 		var old runtime.Object
 		if c.old != nil {
 			old = c.old
 		}
-		for _, e := range v.validate(ctx, c.obj, old) {
-			got = append(got, e.Error())
-		}
+		got := errorStrings(v.validate(ctx, c.obj, old))
 		if messages(got) != messages(c.want) {
 			t.Errorf("%s:\n%s\nwant:\n%s", c.name, messages(got), messages(c.want))
 		}
@@ -221,7 +212,7 @@ func TestAbsencesOfPatches(t *testing.T) {
 	if err := json.Unmarshal([]byte(`{"metadata":{"name":"w"}}`), &body); err != nil {
 		t.Fatal(err)
 	}
-	fields, objects := absences(body, v.structural, nil, true)
+	fields, objects := absences(body, v.structural, nil, &writeScope{statusSubresource: true})
 	ctx := WithAbsentObjects(WithAbsentFields(context.Background(), fields), objects)
 	if errs := v.validate(ctx, &presenceWidget{}, nil); len(errs) != 0 {
 		t.Errorf("a create without spec: %v", errs)
@@ -229,7 +220,7 @@ func TestAbsencesOfPatches(t *testing.T) {
 	if err := json.Unmarshal([]byte(`{"metadata":{"name":"w"},"spec":{}}`), &body); err != nil {
 		t.Fatal(err)
 	}
-	fields, objects = absences(body, v.structural, nil, true)
+	fields, objects = absences(body, v.structural, nil, &writeScope{statusSubresource: true})
 	ctx = WithAbsentObjects(WithAbsentFields(context.Background(), fields), objects)
 	if errs := v.validate(ctx, &presenceWidget{}, nil); len(errs) != 4 {
 		t.Errorf("a create with an empty spec: %v; want 4 errors", errs)
@@ -259,12 +250,9 @@ func TestEmptyStringSentOrLeftOut(t *testing.T) {
 		if err := json.Unmarshal([]byte(c.body), &body); err != nil {
 			t.Fatal(err)
 		}
-		fields, objects := absences(body, v.structural, nil, true)
+		fields, objects := absences(body, v.structural, nil, &writeScope{statusSubresource: true})
 		ctx := WithBodyRead(WithAbsentObjects(WithAbsentFields(context.Background(), fields), objects))
-		var got []string
-		for _, e := range v.validate(ctx, c.obj, nil) {
-			got = append(got, e.Error())
-		}
+		got := errorStrings(v.validate(ctx, c.obj, nil))
 		if messages(got) != messages(c.want) {
 			t.Errorf("%s:\n%s\nwant:\n%s", c.name, messages(got), messages(c.want))
 		}
@@ -275,12 +263,181 @@ func TestEmptyStringSentOrLeftOut(t *testing.T) {
 		`{"spec":{"dock":""}}`:   nil,
 		`{"spec":{"dock":null}}`: {"spec.dock: Required value"},
 	} {
-		var got []string
-		for _, e := range v.validate(WithPatch(context.Background(), mediaMergePatch, []byte(patch)), &presenceWidget{Spec: presenceSpec{Code: "n"}}, old) {
-			got = append(got, e.Error())
-		}
+		got := errorStrings(v.validate(WithPatch(context.Background(), mediaMergePatch, []byte(patch)), &presenceWidget{Spec: presenceSpec{Code: "n"}}, old))
 		if messages(got) != messages(want) {
 			t.Errorf("merge patch %s:\n%s\nwant:\n%s", patch, messages(got), messages(want))
+		}
+	}
+}
+
+// errorStrings returns the errors' texts.
+func errorStrings(errs field.ErrorList) []string {
+	out := make([]string, 0, len(errs))
+	for _, e := range errs {
+		out = append(out, e.Error())
+	}
+	return out
+}
+
+// TestAbsencesThroughStatus checks that a write through /status is read for what it
+// leaves out of the status, as a CRD's status strategy validates it: a merge patch or an
+// apply that removes the status's required list, and a PUT whose status lacks it, are
+// refused; a PUT without a status is accepted (an absent optional object, as on a CRD).
+// A kind without a /status subresource has its status written, and so read, by the main
+// resource's writes.
+func TestAbsencesThroughStatus(t *testing.T) {
+	v, err := newSchemaValidator(&Schema{Definitions: presenceDefs, Name: "com.example.v1.Widget"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.statusSubresource = true
+	spec := presenceSpec{Dock: "north", Code: "n", Size: 3, Enabled: true}
+	old := &presenceWidget{Spec: spec, Status: presenceStatus{Phase: "Ready", Parents: []string{"a"}}}
+	withoutParents := &presenceWidget{Spec: spec, Status: presenceStatus{Phase: "Ready"}}
+	const required = "status.parents: Required value"
+	for _, c := range []struct {
+		name, mediaType, patch string
+		want                   []string
+	}{
+		{"merge patch removing the required list", mediaMergePatch, `{"status":{"parents":null}}`, []string{required}},
+		{"JSON patch removing it", mediaJSONPatch, `[{"op":"remove","path":"/status/parents"}]`, []string{required}},
+		{"apply leaving it out", mediaApplyPatch, `{"status":{"phase":"Ready"}}`, []string{required}},
+		{"merge patch of another field", mediaMergePatch, `{"status":{"phase":"Ready"}}`, nil},
+	} {
+		obj := withoutParents
+		if c.want == nil {
+			obj = old
+		}
+		if got := errorStrings(v.validateStatus(WithPatch(context.Background(), c.mediaType, []byte(c.patch)), obj, old)); messages(got) != messages(c.want) {
+			t.Errorf("/status %s:\n%s\nwant:\n%s", c.name, messages(got), messages(c.want))
+		}
+	}
+	// A PUT through /status: its status is read, the rest of the body is not written.
+	for _, c := range []struct {
+		name, body string
+		want       []string
+	}{
+		{"status without the required list", `{"metadata":{"name":"w"},"status":{"phase":"Ready"}}`, []string{required}},
+		{"no status", `{"metadata":{"name":"w"},"spec":{}}`, nil},
+	} {
+		var body map[string]any
+		if err := json.Unmarshal([]byte(c.body), &body); err != nil {
+			t.Fatal(err)
+		}
+		scope := v.scope(true)
+		fields, objects := absences(body, v.structural, nil, &scope)
+		ctx := WithBodyRead(WithAbsentObjects(WithAbsentFields(context.Background(), fields), objects))
+		obj := withoutParents
+		if c.want == nil {
+			obj = &presenceWidget{Spec: spec}
+		}
+		if got := errorStrings(v.validateStatus(ctx, obj, old)); messages(got) != messages(c.want) {
+			t.Errorf("/status PUT, %s:\n%s\nwant:\n%s", c.name, messages(got), messages(c.want))
+		}
+	}
+	// The main resource of a kind with /status does not write the status (its strategy
+	// keeps the old one), so a PUT's status is not read; without /status, it is.
+	var body map[string]any
+	if err := json.Unmarshal([]byte(`{"metadata":{"name":"w"},"spec":{"dock":"north","code":"n","size":3,"enabled":true},"status":{"phase":"Ready"}}`), &body); err != nil {
+		t.Fatal(err)
+	}
+	for _, sub := range []bool{true, false} {
+		v.statusSubresource = sub
+		scope := v.scope(false)
+		fields, _ := absences(body, v.structural, nil, &scope)
+		var got []string
+		for _, f := range fields {
+			got = append(got, strings.Join(f, "."))
+		}
+		if want := map[bool]string{true: "", false: "status.parents"}[sub]; messages(got) != want {
+			t.Errorf("main resource PUT, /status subresource %v: absent %q, want %q", sub, got, want)
+		}
+	}
+	if got := errorStrings(v.validate(WithPatch(context.Background(), mediaMergePatch, []byte(`{"status":{"parents":null}}`)), withoutParents, old)); messages(got) != required {
+		t.Errorf("main resource merge patch, kind without /status:\n%s\nwant %s", messages(got), required)
+	}
+}
+
+// defaultedWidget has a required struct whose members have defaults.
+type defaultedWidget struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              defaultedSpec `json:"spec"`
+}
+
+type defaultedSpec struct {
+	Mode  string      `json:"mode,omitempty"`
+	Count int32       `json:"count,omitempty"`
+	Ref   presenceSub `json:"ref"`
+}
+
+func (w *defaultedWidget) DeepCopyObject() runtime.Object { c := *w; return &c }
+
+func defaultedDefs(ref openapicommon.ReferenceCallback) map[string]openapicommon.OpenAPIDefinition {
+	str := spec.Schema{SchemaProps: spec.SchemaProps{Type: []string{"string"}}}
+	return map[string]openapicommon.OpenAPIDefinition{
+		"com.example.v1.Widget": {Schema: spec.Schema{SchemaProps: spec.SchemaProps{Type: []string{"object"}, Required: []string{"spec"}, Properties: map[string]spec.Schema{
+			"apiVersion": str, "kind": str,
+			"metadata": {SchemaProps: spec.SchemaProps{Ref: ref(defObjectMeta)}},
+			"spec":     {SchemaProps: spec.SchemaProps{Ref: ref("com.example.v1.Spec")}},
+		}}}},
+		"com.example.v1.Spec": {Schema: spec.Schema{SchemaProps: spec.SchemaProps{Type: []string{"object"}, Properties: map[string]spec.Schema{
+			"mode":  {SchemaProps: spec.SchemaProps{Type: []string{"string"}, Default: "Auto"}},
+			"count": {SchemaProps: spec.SchemaProps{Type: []string{"integer"}, Format: "int32"}},
+			"ref":   {SchemaProps: spec.SchemaProps{Ref: ref("com.example.v1.Ref")}},
+		}}}},
+		"com.example.v1.Ref": {Schema: spec.Schema{SchemaProps: spec.SchemaProps{Type: []string{"object"}, Properties: map[string]spec.Schema{
+			"name": {SchemaProps: spec.SchemaProps{Type: []string{"string"}, Default: "main"}},
+		}}}},
+	}
+}
+
+// TestHoldsOnlyDefaults checks that a required struct a create left out is missing
+// ("spec: Required value", as on a CRD) although decoding and defaulting filled its
+// members with their defaults, while one a hook set a value in stands.
+func TestHoldsOnlyDefaults(t *testing.T) {
+	v, err := newSchemaValidator(&Schema{Definitions: defaultedDefs, Name: "com.example.v1.Widget"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body map[string]any
+	if err := json.Unmarshal([]byte(`{"metadata":{"name":"w"}}`), &body); err != nil {
+		t.Fatal(err)
+	}
+	scope := v.scope(false)
+	fields, objects := absences(body, v.structural, nil, &scope)
+	if len(fields) != 1 || strings.Join(fields[0], ".") != "spec" {
+		t.Fatalf("absences of a create without spec: %v", fields)
+	}
+	ctx := WithBodyRead(WithAbsentObjects(WithAbsentFields(context.Background(), fields), objects))
+	for _, c := range []struct {
+		name string
+		spec defaultedSpec
+		want []string
+	}{
+		{"defaults alone", defaultedSpec{Mode: "Auto", Ref: presenceSub{Name: "main"}}, []string{"spec: Required value"}},
+		{"nothing", defaultedSpec{}, []string{"spec: Required value"}},
+		{"a hook's value", defaultedSpec{Mode: "Auto", Count: 2, Ref: presenceSub{Name: "main"}}, nil},
+		{"a hook's value inside", defaultedSpec{Mode: "Auto", Ref: presenceSub{Name: "other"}}, nil},
+	} {
+		if got := errorStrings(v.validate(ctx, &defaultedWidget{Spec: c.spec}, nil)); messages(got) != messages(c.want) {
+			t.Errorf("%s:\n%s\nwant:\n%s", c.name, messages(got), messages(c.want))
+		}
+	}
+	ref := v.structural.Properties["spec"]
+	for v, want := range map[string]bool{
+		`{"mode":"Auto","ref":{"name":"main"}}`: true,
+		`{"mode":"","count":0,"ref":{}}`:        true,
+		`{"mode":"Manual"}`:                     false,
+		`{"ref":{"name":"x"}}`:                  false,
+		`{"other":1}`:                           false,
+	} {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(v), &m); err != nil {
+			t.Fatal(err)
+		}
+		if got := holdsOnlyDefaults(m, &ref); got != want {
+			t.Errorf("holdsOnlyDefaults(%s) = %v, want %v", v, got, want)
 		}
 	}
 }

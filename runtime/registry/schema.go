@@ -71,6 +71,9 @@ type schemaValidator struct {
 	// required properties: decoding cannot tell it absent, where a CRD demands nothing of
 	// it, from sent without them (BodyInspector).
 	optionalRequired bool
+	// statusSubresource is set when the kind has a /status subresource: then a write of
+	// the main resource does not set the status (writeScope).
+	statusSubresource bool
 	// embedded is set when the schema has x-kubernetes-embedded-resource nodes: free-form
 	// values that are Kubernetes objects, whose apiVersion, kind and metadata are
 	// checked and whose metadata is pruned as a CRD's are.
@@ -106,6 +109,11 @@ func newSchemaValidator(s *Schema) (*schemaValidator, error) {
 		}
 	}
 	return sv, nil
+}
+
+// scope returns what a write of the kind sets: through /status, or of the main resource.
+func (v *schemaValidator) scope(throughStatus bool) writeScope {
+	return writeScope{throughStatus: throughStatus, statusSubresource: v.statusSubresource}
 }
 
 // presence reports whether decoding into Go can hide what a CRD would see absent: a
@@ -209,10 +217,12 @@ func (v *schemaValidator) validate(ctx context.Context, obj, old runtime.Object)
 // "status.conditions[0].type"); list types and CEL rules check the whole object, as on any
 // update.
 func (v *schemaValidator) validateStatus(ctx context.Context, obj, old runtime.Object) field.ErrorList {
-	return v.check(ctx, obj, old, v.statusValidator != nil)
+	return v.check(ctx, obj, old, true)
 }
 
-func (v *schemaValidator) check(ctx context.Context, obj, old runtime.Object, statusOnly bool) field.ErrorList {
+func (v *schemaValidator) check(ctx context.Context, obj, old runtime.Object, throughStatus bool) field.ErrorList {
+	scope := v.scope(throughStatus)
+	statusOnly := throughStatus && v.statusValidator != nil
 	u, err := schemaInput(obj)
 	if err != nil {
 		return field.ErrorList{field.InternalError(nil, err)}
@@ -234,7 +244,7 @@ func (v *schemaValidator) check(ctx context.Context, obj, old runtime.Object, st
 	if v.presence() {
 		// What the request left out (a create's or update's body) or what is absent from the
 		// result of a patch, computed on JSON as a CRD computes the patch.
-		fields, objects, ok := patchAbsences(ctx, v.structural, obj, u, ou)
+		fields, objects, ok := patchAbsences(ctx, v.structural, scope, obj, u, ou)
 		if !ok {
 			fields, objects = contextAbsences(ctx)
 		}

@@ -45,7 +45,7 @@ func (s *strategy[T]) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
 func (s *strategy[T]) PrepareForCreate(ctx context.Context, obj runtime.Object) {
 	o := obj.(T)
 	if meta := objectMeta(o); len(meta.ManagedFields) == 0 {
-		ownSentMembers(ctx, meta, s.schema.members(ctx, s.res.Status != nil))
+		ownSentMembers(ctx, meta, s.schema.members(ctx))
 	}
 	if s.res.Status != nil {
 		s.res.Status.CopyStatus(o, s.res.New())

@@ -39,6 +39,7 @@ func newVersionedSchemas[T Object](scheme *runtime.Scheme, r *Resource[T]) (*ver
 		if err != nil {
 			return nil, fmt.Errorf("version %s: %w", v.Name, err)
 		}
+		sv.statusSubresource = r.Status != nil
 		out.byVersion[v.Name] = sv
 	}
 	if len(out.byVersion) == 0 {
@@ -126,9 +127,8 @@ func (s *versionedSchemas) coerceEmbedded(obj runtime.Object) {
 }
 
 // members returns the top-level properties of the schema of the request's version that a
-// write of the main resource sets: every one but apiVersion, kind and metadata, and but the
-// status when withoutStatus (a kind with a /status subresource). Nil without a schema.
-func (s *versionedSchemas) members(ctx context.Context, withoutStatus bool) map[string]bool {
+// write of the main resource sets (writeScope). Nil without a schema.
+func (s *versionedSchemas) members(ctx context.Context) map[string]bool {
 	if s == nil {
 		return nil
 	}
@@ -140,11 +140,10 @@ func (s *versionedSchemas) members(ctx context.Context, withoutStatus bool) map[
 	if v == nil || v.structural == nil {
 		return nil
 	}
+	scope := v.scope(false)
 	out := map[string]bool{}
 	for name := range v.structural.Properties {
-		switch {
-		case name == "apiVersion", name == "kind", name == "metadata", withoutStatus && name == "status":
-		default:
+		if scope.sets(name) {
 			out[name] = true
 		}
 	}

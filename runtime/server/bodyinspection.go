@@ -44,12 +44,22 @@ type bodyInspectors map[schema.GroupResource]registry.BodyInspector
 //     for a create the field manager records nothing of: its manager then owns the
 //     top-level members the body sent, as a CRD's create does.
 //
+// An update or patch through /status is read for what it leaves out of the status alone
+// (registry.InspectOptions.Status), as a CRD's status strategy validates it; its size
+// limits are checked after decoding, against the status's schema, since the rest of
+// the body is not written.
+//
 // It runs after authentication and authorization.
 func withBodyInspection(h http.Handler, inspectors bodyInspectors, codecs runtime.NegotiatedSerializer, maxBody int64) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		info, ok := genericapirequest.RequestInfoFrom(req.Context())
-		if !ok || !info.IsResourceRequest || info.Subresource != "" || req.Body == nil ||
+		if !ok || !info.IsResourceRequest || req.Body == nil ||
 			(info.Verb != "create" && info.Verb != "update" && info.Verb != "patch") {
+			h.ServeHTTP(w, req)
+			return
+		}
+		throughStatus := info.Subresource == "status" && info.Verb != "create"
+		if info.Subresource != "" && !throughStatus {
 			h.ServeHTTP(w, req)
 			return
 		}
@@ -58,7 +68,7 @@ func withBodyInspection(h http.Handler, inspectors bodyInspectors, codecs runtim
 			h.ServeHTTP(w, req)
 			return
 		}
-		format, wholeObject, limits := registry.FormatJSON, info.Verb == "create" || info.Verb == "update", true
+		format, wholeObject, limits := registry.FormatJSON, info.Verb == "create" || info.Verb == "update", !throughStatus
 		mediaType, _, _ := mime.ParseMediaType(req.Header.Get("Content-Type"))
 		switch mediaType {
 		case "application/json":
@@ -100,7 +110,7 @@ func withBodyInspection(h http.Handler, inspectors bodyInspectors, codecs runtim
 			ctx = registry.WithPatch(ctx, mediaType, body)
 		}
 		opts := registry.InspectOptions{Limits: limits && len(body) >= limitCheckThreshold,
-			Absent: wholeObject && (format == registry.FormatJSON || format == registry.FormatYAML)}
+			Absent: wholeObject && (format == registry.FormatJSON || format == registry.FormatYAML), Status: throughStatus}
 		if !opts.Limits && !opts.Absent {
 			h.ServeHTTP(w, req.WithContext(ctx))
 			return
