@@ -385,9 +385,10 @@ func (b *builder) boundaries(e *model.TypeExpr, fv model.FieldValidation, kind s
 		}
 		one := b.synth(elem, iv, 1)
 		list := func(n int64) []any {
+			item := distinctItems(one, iv.Validation)
 			l := []any{}
 			for i := int64(0); i < n; i++ {
-				l = append(l, b.distinct(deepCopy(one), int(i)))
+				l = append(l, item(int(i)))
 			}
 			return l
 		}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"regexp"
 	"regexp/syntax"
+	"slices"
 	"strings"
 
 	"github.com/aagen-dev/aagen/generator/model"
@@ -247,8 +248,9 @@ func (b *builder) synth(e *model.TypeExpr, fv model.FieldValidation, depth int) 
 		if fv.Items != nil {
 			iv.Validation = *fv.Items
 		}
+		item := distinctItems(b.synth(elem, iv, depth+1), iv.Validation)
 		for i := int64(0); i < n; i++ {
-			items = append(items, b.distinct(b.synth(elem, iv, depth+1), int(i)))
+			items = append(items, item(int(i)))
 		}
 		return items
 	case "map":
@@ -291,21 +293,65 @@ func (b *builder) synth(e *model.TypeExpr, fv model.FieldValidation, depth int) 
 
 func keyName(i int) string { return "k" + string(rune('a'+i%26)) + strings.Repeat("x", i/26) }
 
-// distinct makes the i-th item of a synthesized list differ from the others (a set's items
-// must be unique).
-func (b *builder) distinct(v any, i int) any {
-	switch x := v.(type) {
-	case string:
-		if i == 0 {
-			return x
-		}
-		return x + strings.Repeat(lastChar(x), i)
-	case int64:
-		return x + int64(i)
-	case float64:
-		return x + float64(i)
+// distinctItems returns the maker of a synthesized list's items from one, its first: the
+// i-th item differs from the others (a set's items must be unique) and, for a string,
+// stays within the items' constraints v (MaxLength, Pattern): it is one with i written in
+// lower-case letters or digits after or before it, the first of those that v allows and
+// no earlier item is; else one with its last character repeated i times (distinct by
+// its length, whatever it breaks). Items of an enum take its values in turn (distinct
+// while there are values enough). Call the maker with i = 0, 1, 2, ... in turn.
+func distinctItems(one any, v model.Validation) func(i int) any {
+	if len(v.Enum) > 0 {
+		return func(i int) any { return normalizeNumbers(v.Enum[i%len(v.Enum)]) }
 	}
-	return v
+	s, isString := one.(string)
+	if !isString {
+		return func(i int) any {
+			switch x := deepCopy(one).(type) {
+			case int64:
+				return x + int64(i)
+			case float64:
+				return x + float64(i)
+			default:
+				return x
+			}
+		}
+	}
+	var re *regexp.Regexp
+	if v.Pattern != "" {
+		re, _ = regexp.Compile(v.Pattern)
+	}
+	allowed := func(c string) bool {
+		return (v.MaxLength == nil || int64(len(c)) <= *v.MaxLength) && (re == nil || re.MatchString(c))
+	}
+	seen := map[string]bool{}
+	return func(i int) any {
+		if i > 0 {
+			for _, digits := range []string{"abcdefghijklmnopqrstuvwxyz", "0123456789"} {
+				n := numbered(i, digits)
+				for _, c := range []string{s + n, n + s} {
+					if !seen[c] && allowed(c) {
+						seen[c] = true
+						return c
+					}
+				}
+			}
+		}
+		c := s + strings.Repeat(lastChar(s), i)
+		seen[c] = true
+		return c
+	}
+}
+
+// numbered writes i (at least 1) in the bijective base of digits: 1 is digits[0], and
+// every i has a string of its own.
+func numbered(i int, digits string) string {
+	var out []byte
+	for k := len(digits); i > 0; i = (i - 1) / k {
+		out = append(out, digits[(i-1)%k])
+	}
+	slices.Reverse(out)
+	return string(out)
 }
 
 // listElem is the element type of a slice or array (through named types and pointers).
