@@ -612,7 +612,22 @@ func (b *builder) opCase(t *target, label string, m mutation, o op, status bool)
 	objPath := coll + "/" + name + sub
 	switch o {
 	case opUpdate:
-		c.Steps = []Step{create, {Method: "GET", Path: coll + "/" + name}, {Method: "PUT", Path: objPath, ContentType: "application/json", FromPrevious: func(prev map[string]any) any { return changed(prev) }}}
+		put := func(prev map[string]any) any { return changed(prev) }
+		if status {
+			// Both servers get the same status to change: the valid object's (or an empty
+			// one), not each one's own GET's (a Go type's holds "status": {"parents": null}
+			// where the CRD's holds no status).
+			st, _ := obj["status"].(map[string]any)
+			if st == nil {
+				st = map[string]any{}
+			}
+			put = func(prev map[string]any) any {
+				c := deepCopy(prev).(map[string]any)
+				c["status"] = deepCopy(st)
+				return changed(c)
+			}
+		}
+		c.Steps = []Step{create, {Method: "GET", Path: coll + "/" + name}, {Method: "PUT", Path: objPath, ContentType: "application/json", FromPrevious: put}}
 	case opMerge:
 		c.Steps = []Step{create, {Method: "PATCH", Path: objPath, ContentType: "application/merge-patch+json", Body: jsonBody(mergePatch(m))}}
 	case opJSONPatch:
