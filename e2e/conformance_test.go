@@ -3,9 +3,11 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -127,6 +129,10 @@ type conformanceInput struct {
 	// exampleKnownDifferences for testdata/example): the gaps of aagen, or of the corpus,
 	// that these published APIs show and that are not fixed yet.
 	known string
+	// refused are regular expressions of case IDs the generated server must refuse with
+	// 422 Invalid (assertRefused): constraints checked by name, not only as "the same as
+	// the CRD".
+	refused []string
 }
 
 // TestConformanceInputs runs `aagen conformance` on testdata/kbexample and on Gateway
@@ -155,6 +161,11 @@ func TestConformanceInputs(t *testing.T) {
 		{name: "Gateway API " + gatewayAPI + " apis/v1", patterns: []string{"./apis/..."}, known: "gatewayapi.txt", project: func(t *testing.T) string {
 			dir, _ := gatewayAPIProject(t)
 			return dir
+		}, refused: []string{
+			// metav1.Condition's kubebuilder markers, as controller-gen applies them, on
+			// every route's and the Gateway's status conditions.
+			`conditions\[\]\.status Enum: NotInTheEnum \| status `,
+			`conditions\[\]\.type MaxLength=316: 317 characters \| status `,
 		}},
 	} {
 		t.Run(in.name, func(t *testing.T) {
@@ -189,8 +200,40 @@ func TestConformanceInputs(t *testing.T) {
 				}
 			}
 			assertKnownDifferences(t, res, known)
+			for _, p := range in.refused {
+				assertRefused(t, res, p, http.StatusUnprocessableEntity)
+			}
 		})
 	}
+}
+
+// assertRefused fails unless the generated server answered code to every case whose ID
+// matches pattern and was answered (a case whose earlier step failed has code 0: it is
+// logged, not counted), and at least one such case was answered.
+func assertRefused(t *testing.T, res *conformance.Result, pattern string, code int) {
+	t.Helper()
+	re := regexp.MustCompile(pattern)
+	answered, unanswered := 0, 0
+	for id, c := range res.Codes {
+		if !re.MatchString(id) {
+			continue
+		}
+		switch c {
+		case 0:
+			unanswered++
+			t.Logf("%s: not answered (an earlier step failed)", id)
+		case code:
+			answered++
+		default:
+			answered++
+			t.Errorf("%s: the generated server answered %d, want %d", id, c, code)
+		}
+	}
+	if answered == 0 {
+		t.Errorf("no answered case matches %q (%d unanswered): the corpus lost them", pattern, unanswered)
+		return
+	}
+	t.Logf("%d answered cases match %q, each refused with %d (%d unanswered)", answered, pattern, code, unanswered)
 }
 
 // assertKnownDifferences fails on a difference neither listed as intended nor in known,

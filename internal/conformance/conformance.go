@@ -66,6 +66,9 @@ type Result struct {
 	UnviolatedRules []string
 	// Skipped says what the corpus could not cover.
 	Skipped []string
+	// Codes holds, by case ID, the status code of the generated server's answer to the
+	// case's last step; 0 when a step before it failed (the case was not answered).
+	Codes map[string]int
 	// checks counts, by kind, the comparisons of the model's scope and /status with the
 	// CRD's, which are cases too (in Cases, and in the table's row of the kind).
 	checks map[string]int
@@ -162,7 +165,7 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 	}
 
 	const ns = "conformance"
-	res = &Result{ListedSeen: map[string]int{}, checks: map[string]int{}}
+	res = &Result{ListedSeen: map[string]int{}, checks: map[string]int{}, Codes: map[string]int{}}
 	b := &builder{types: g.Model.Types, moduleDir: g.ModuleDir, ns: ns}
 	ts := targets(g.Model, g.ModuleDir, b)
 	res.alignScopes(b, ts, crds, o.Intended)
@@ -247,6 +250,13 @@ func checkListed(listed []IntendedDifference) error {
 // initial-events-end bookmark), even if the CRD's answer breaks it too.
 func (res *Result) compare(id string, a, cr answer, listed []IntendedDifference) {
 	res.Cases++
+	if res.Codes == nil {
+		res.Codes = map[string]int{}
+	}
+	res.Codes[id] = 0
+	if a.r != nil {
+		res.Codes[id] = a.r.code
+	}
 	if a.String() == cr.String() && a.violation() == "" {
 		res.Equal++
 		return

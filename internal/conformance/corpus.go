@@ -253,11 +253,12 @@ func (b *builder) walk(t *target, e *model.TypeExpr, fv model.FieldValidation, p
 	if len(fv.Validation.Rules) > 0 {
 		b.addRules(t, p, fv.Validation.Rules, e, nil)
 	}
-	// Descend.
+	// Descend; into Kubernetes' own types only where their markers constrain them (as
+	// controller-gen applies them: metav1.Condition's status enum, type pattern, lengths).
 	d := e.Deref()
 	if d != nil && d.Kind == model.ExprNamed {
 		nt := b.types.Lookup(d.Name)
-		if nt == nil || nt.Origin == model.InKubernetes || nt.OwnSchema || nt.Underlying == nil || seen[d.Name] {
+		if nt == nil || nt.Origin == model.InKubernetes && !nt.HasValidation() || nt.OwnSchema || nt.Underlying == nil || seen[d.Name] {
 			return
 		}
 		seen = copySeen(seen)
