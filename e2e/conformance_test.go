@@ -200,6 +200,9 @@ func TestConformanceInputs(t *testing.T) {
 				}
 			}
 			assertKnownDifferences(t, res, known)
+			for _, s := range res.InvalidSamples {
+				t.Errorf("%s", s)
+			}
 			for _, p := range in.refused {
 				assertRefused(t, res, p, http.StatusUnprocessableEntity)
 			}

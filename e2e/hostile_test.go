@@ -132,19 +132,21 @@ func runHostileCases(ctx context.Context, t *testing.T, crd, aagen *rest.Config,
 // with the namespace hostileNS.
 func startHostileTargets(t *testing.T) (crd, aagen *rest.Config) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
 	dir := t.TempDir()
 	copyTree(t, filepath.Join(repoRoot(t), "testdata", "example"), dir, nil)
 
 	crdDir := t.TempDir()
 	run(t, dir, cluster.ControllerGenBinary(t), "crd", "paths=./pkg/apis/...", "output:crd:dir="+crdDir)
-	e, err := etcd.Start(ctx, etcd.Config{Dir: t.TempDir(), UnsafeNoFsync: true})
+	e, err := etcd.Start(context.Background(), etcd.Config{Dir: t.TempDir(), UnsafeNoFsync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = e.Close() })
 	cp := cluster.StartControlPlane(t, e.ClientURL())
+	// The deadline starts once the control plane is up: on a cold cache, building
+	// controller-gen, kube-apiserver and kube-controller-manager takes many minutes.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
 	if _, err := kubernetes.NewForConfigOrDie(cp.Admin).CoreV1().Namespaces().Create(ctx,
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: hostileNS}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

@@ -66,6 +66,10 @@ type Result struct {
 	UnviolatedRules []string
 	// Skipped says what the corpus could not cover.
 	Skipped []string
+	// InvalidSamples are the kinds whose valid object (a sample of config/samples, or one
+	// synthesized from the schema) the CRD refuses, with its answer: every case that
+	// starts by creating it then fails there on both servers alike, and tests nothing.
+	InvalidSamples []string
 	// Codes holds, by case ID, the status code of the generated server's answer to the
 	// case's last step; 0 when a step before it failed (the case was not answered).
 	Codes map[string]int
@@ -194,6 +198,18 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 	if r, err := crdSide.do(ctx, Step{Method: "POST", Path: "/api/v1/namespaces", ContentType: "application/json",
 		Body: jsonBody(map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}})}, nil); err != nil || r.code != 201 && (o.Oracle == nil || r.code != 409) {
 		return nil, fmt.Errorf("creating namespace %s: %v %v", ns, err, r)
+	}
+
+	// Every case starts from its kind's valid object: see that the CRD takes it, and
+	// repair a synthesized one that a rule refuses (repairSample).
+	for _, t := range ts {
+		r, err := b.repairSample(ctx, crdSide, t, t.collection(ns))
+		if err != nil {
+			return nil, err
+		}
+		if r != nil {
+			res.InvalidSamples = append(res.InvalidSamples, fmt.Sprintf("%s: its valid object (%s) is refused by the CRD: %s", t.kind.Name, t.sampleFrom, describe(r)))
+		}
 	}
 
 	// The corpus.
@@ -462,6 +478,9 @@ func (r *Result) print(w io.Writer, cases []*Case, listed []IntendedDifference) 
 				fmt.Fprintf(w, "  %s (%s, %d cases): %s\n", in.Name, what, n, in.Reason)
 			}
 		}
+	}
+	for _, s := range r.InvalidSamples {
+		fmt.Fprintf(w, "not covered, its cases fail at their first step: %s\n", s)
 	}
 	for _, s := range r.UnviolatedRules {
 		fmt.Fprintf(w, "no violating value found for CEL rule %s\n", s)

@@ -37,6 +37,9 @@ func (t *target) collection(ns string) string {
 	return fmt.Sprintf("/apis/%s/%s/%s", t.group, t.version, t.kind.Plural)
 }
 
+// sampleSynthesized is the sampleFrom of a sample synthesized from the schema.
+const sampleSynthesized = "synthesized from the schema"
+
 // object returns the sample named name (in namespace ns when the kind is namespaced).
 func (t *target) object(name, ns string) map[string]any {
 	o := deepCopy(t.sample).(map[string]any)
@@ -92,7 +95,7 @@ func targets(m *model.Model, moduleDir string, b *builder) []*target {
 				t.sample, t.sampleFrom = s.obj, s.file
 			} else {
 				t.sample = b.synth(t.root, model.FieldValidation{}, 0).(map[string]any)
-				t.sampleFrom = "synthesized from the schema"
+				t.sampleFrom = sampleSynthesized
 			}
 			delete(t.sample, "status")
 			out = append(out, t)
@@ -258,7 +261,7 @@ func (b *builder) walk(t *target, e *model.TypeExpr, fv model.FieldValidation, p
 	d := e.Deref()
 	if d != nil && d.Kind == model.ExprNamed {
 		nt := b.types.Lookup(d.Name)
-		if nt == nil || nt.Origin == model.InKubernetes && !nt.HasValidation() || nt.OwnSchema || nt.Underlying == nil || seen[d.Name] {
+		if nt == nil || nt.Origin == model.InKubernetes && !constrainsValues(nt) || nt.OwnSchema || nt.Underlying == nil || seen[d.Name] {
 			return
 		}
 		seen = copySeen(seen)
@@ -287,6 +290,23 @@ func (b *builder) walk(t *target, e *model.TypeExpr, fv model.FieldValidation, p
 	case "map":
 		b.walk(t, mapValue(b.types, e), model.FieldValidation{}, p.mapValue(), false, false, depth+1, seen)
 	}
+}
+
+// constrainsValues reports whether the markers of t, or of its fields, constrain values
+// (a constraint, a default, a required field), not only say a field is optional: the
+// corpus descends into Kubernetes' own types where they do (metav1.Condition), not into
+// every type of +optional fields (PodSpec).
+func constrainsValues(t *model.Type) bool {
+	if !t.Validation.IsZero() {
+		return true
+	}
+	for _, f := range t.Fields() {
+		fv := f.FieldValidation
+		if !fv.Validation.IsZero() || fv.Items != nil || fv.Default != "" || fv.Required != nil && *fv.Required {
+			return true
+		}
+	}
+	return false
 }
 
 func copySeen(s map[model.GoType]bool) map[model.GoType]bool {
@@ -615,16 +635,12 @@ func (b *builder) opCase(t *target, label string, m mutation, o op, status bool)
 	case opUpdate:
 		put := func(prev map[string]any) any { return changed(prev) }
 		if status {
-			// Both servers get the same status to change: the valid object's (or an empty
-			// one), not each one's own GET's (a Go type's holds "status": {"parents": null}
-			// where the CRD's holds no status).
-			st, _ := obj["status"].(map[string]any)
-			if st == nil {
-				st = map[string]any{}
-			}
+			// Both servers get the same status to change, an empty one (the valid object
+			// has none), not each one's own GET's (a Go type's holds "status":
+			// {"parents": null} where the CRD's holds no status).
 			put = func(prev map[string]any) any {
 				c := deepCopy(prev).(map[string]any)
-				c["status"] = deepCopy(st)
+				c["status"] = map[string]any{}
 				return changed(c)
 			}
 		}

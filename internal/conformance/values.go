@@ -7,6 +7,7 @@ import (
 	"regexp/syntax"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/aagen-dev/aagen/generator/model"
 )
@@ -248,9 +249,11 @@ func (b *builder) synth(e *model.TypeExpr, fv model.FieldValidation, depth int) 
 		if fv.Items != nil {
 			iv.Validation = *fv.Items
 		}
-		item := distinctItems(b.synth(elem, iv, depth+1), iv.Validation)
-		for i := int64(0); i < n; i++ {
-			items = append(items, item(int(i)))
+		if n > 0 {
+			item := distinctItems(b.synth(elem, iv, depth+1), iv.Validation)
+			for i := int64(0); i < n; i++ {
+				items = append(items, item(int(i)))
+			}
 		}
 		return items
 	case "map":
@@ -293,13 +296,15 @@ func (b *builder) synth(e *model.TypeExpr, fv model.FieldValidation, depth int) 
 
 func keyName(i int) string { return "k" + string(rune('a'+i%26)) + strings.Repeat("x", i/26) }
 
-// distinctItems returns the maker of a synthesized list's items from one, its first: the
-// i-th item differs from the others (a set's items must be unique) and, for a string,
+// distinctItems returns the maker of a synthesized list's items from one, its first. A
+// string or number item differs from the others (a set's items must be unique); a string
 // stays within the items' constraints v (MaxLength, Pattern): it is one with i written in
 // lower-case letters or digits after or before it, the first of those that v allows and
 // no earlier item is; else one with its last character repeated i times (distinct by
-// its length, whatever it breaks). Items of an enum take its values in turn (distinct
-// while there are values enough). Call the maker with i = 0, 1, 2, ... in turn.
+// its length, whatever it breaks). Numbers grow by i, whatever Maximum says. Items of an
+// enum take its values in turn (distinct while there are values enough). Objects, lists
+// and booleans repeat one (a listType=map list's keys then repeat: not covered yet). Call
+// the maker with i = 0, 1, 2, ... in turn.
 func distinctItems(one any, v model.Validation) func(i int) any {
 	if len(v.Enum) > 0 {
 		return func(i int) any { return normalizeNumbers(v.Enum[i%len(v.Enum)]) }
@@ -322,7 +327,7 @@ func distinctItems(one any, v model.Validation) func(i int) any {
 		re, _ = regexp.Compile(v.Pattern)
 	}
 	allowed := func(c string) bool {
-		return (v.MaxLength == nil || int64(len(c)) <= *v.MaxLength) && (re == nil || re.MatchString(c))
+		return (v.MaxLength == nil || int64(utf8.RuneCountInString(c)) <= *v.MaxLength) && (re == nil || re.MatchString(c))
 	}
 	seen := map[string]bool{}
 	return func(i int) any {

@@ -23,9 +23,8 @@ import (
 // holds only because a Go value cannot be absent, so that the schema sees the object as a
 // CRD sees the JSON a client sent:
 //
-//   - unless bodyKnown (the request's body was read: its absences say which fields it left
-//     out, and dropAbsent removes those), the empty string in a required string field
-//     that is not a pointer: it reads as unset, and a CRD-identical "Required value" is
+//   - as empty says (emptyStrings), the empty string in a required string field that is
+//     not a pointer: it reads as unset, and a CRD-identical "Required value" is
 //     reported (Go cannot tell "" sent from a field left out; as in k8s.io/api's own
 //     validation, a required string is never empty). A field whose own constraints refuse
 //     "" (minLength, enum, pattern) keeps it, so that the error names the constraint, as a
@@ -38,7 +37,7 @@ import (
 //
 // Types with their own JSON form (metav1.Time, resource.Quantity, IntOrString,
 // RawExtension) are left as they are. Unstructured objects have nothing to drop.
-func dropUnset(obj runtime.Object, u map[string]any, s *structuralschema.Structural, bodyKnown bool) {
+func dropUnset(obj runtime.Object, u map[string]any, s *structuralschema.Structural, empty emptyStrings) {
 	if _, ok := obj.(runtime.Unstructured); ok {
 		return
 	}
@@ -50,8 +49,37 @@ func dropUnset(obj runtime.Object, u map[string]any, s *structuralschema.Structu
 		v = v.Elem()
 	}
 	if v.Kind() == reflect.Struct {
-		dropUnsetFields(v, u, s, true, bodyKnown)
+		dropUnsetFields(v, u, s, true, true, empty)
 	}
+}
+
+// emptyStrings says what an empty string in a required string field of a typed object
+// stands for: Go cannot tell "" sent from a field left out.
+type emptyStrings int
+
+const (
+	// emptyUnset: a field left out (the request's body was not read).
+	emptyUnset emptyStrings = iota
+	// emptySent: a value sent (the request's body was read: its absences say which fields
+	// it left out, and dropAbsent removes those).
+	emptySent
+	// emptyStored: the stored object of a kind whose bodies are read: a "" in a struct
+	// that is there (the object, a list element, a struct holding anything else) was
+	// sent, since a write that left it out was refused ("Required value"); in a struct
+	// field of zero values, it is part of an optional struct nobody wrote.
+	emptyStored
+)
+
+// unset reports whether a "" in a required string field of a struct is unset; present
+// says whether the struct is known to be there.
+func (e emptyStrings) unset(present bool) bool {
+	switch e {
+	case emptySent:
+		return false
+	case emptyStored:
+		return !present
+	}
+	return true
 }
 
 var (
@@ -65,7 +93,9 @@ func ownJSON(t reflect.Type) bool {
 		t.Implements(textMarshaler) || reflect.PointerTo(t).Implements(textMarshaler)
 }
 
-func dropUnsetFields(v reflect.Value, u map[string]any, s *structuralschema.Structural, top, bodyKnown bool) {
+// present says whether the struct v is known to be there (the object, a list or map
+// element, a pointer set) rather than possibly an optional struct nobody wrote.
+func dropUnsetFields(v reflect.Value, u map[string]any, s *structuralschema.Structural, top, present bool, empty emptyStrings) {
 	t := v.Type()
 	for i := range t.NumField() {
 		f := t.Field(i)
@@ -86,7 +116,7 @@ func dropUnsetFields(v reflect.Value, u map[string]any, s *structuralschema.Stru
 				fv = fv.Elem()
 			}
 			if fv.Kind() == reflect.Struct && !ownJSON(fv.Type()) {
-				dropUnsetFields(fv, u, s, top, bodyKnown)
+				dropUnsetFields(fv, u, s, top, present, empty)
 			}
 			continue
 		}
@@ -96,8 +126,8 @@ func dropUnsetFields(v reflect.Value, u map[string]any, s *structuralschema.Stru
 		if top && name == "metadata" {
 			continue // validated as every object's metadata is, not by the schema
 		}
-		val, present := u[name]
-		if !present {
+		val, inU := u[name]
+		if !inU {
 			continue
 		}
 		var prop *structuralschema.Structural
@@ -109,7 +139,7 @@ func dropUnsetFields(v reflect.Value, u map[string]any, s *structuralschema.Stru
 		omitempty := slices.Contains(strings.Split(opts, ","), "omitempty")
 		switch fv.Kind() {
 		case reflect.String:
-			if !bodyKnown && fv.Len() == 0 && required(s, name) && !ownJSON(fv.Type()) && !rejectsEmpty(prop) {
+			if empty.unset(present) && fv.Len() == 0 && required(s, name) && !ownJSON(fv.Type()) && !rejectsEmpty(prop) {
 				delete(u, name)
 			}
 		case reflect.Struct:
@@ -121,14 +151,14 @@ func dropUnsetFields(v reflect.Value, u map[string]any, s *structuralschema.Stru
 				continue
 			}
 			if m, ok := val.(map[string]any); ok {
-				dropUnsetFields(fv, m, prop, false, bodyKnown)
+				dropUnsetFields(fv, m, prop, false, !fv.IsZero(), empty)
 			}
 		case reflect.Pointer:
 			if fv.IsNil() || fv.Elem().Kind() != reflect.Struct || ownJSON(fv.Elem().Type()) {
 				continue
 			}
 			if m, ok := val.(map[string]any); ok {
-				dropUnsetFields(fv.Elem(), m, prop, false, bodyKnown)
+				dropUnsetFields(fv.Elem(), m, prop, false, true, empty)
 			}
 		case reflect.Slice:
 			items, ok := val.([]any)
@@ -140,7 +170,7 @@ func dropUnsetFields(v reflect.Value, u map[string]any, s *structuralschema.Stru
 				itemSchema = prop.Items
 			}
 			for j := range items {
-				dropUnsetElem(fv.Index(j), items[j], itemSchema, bodyKnown)
+				dropUnsetElem(fv.Index(j), items[j], itemSchema, empty)
 			}
 		case reflect.Map:
 			m, ok := val.(map[string]any)
@@ -154,7 +184,7 @@ func dropUnsetFields(v reflect.Value, u map[string]any, s *structuralschema.Stru
 			iter := fv.MapRange()
 			for iter.Next() {
 				if ev, ok := m[iter.Key().String()]; ok {
-					dropUnsetElem(iter.Value(), ev, valueSchema, bodyKnown)
+					dropUnsetElem(iter.Value(), ev, valueSchema, empty)
 				}
 			}
 		}
@@ -162,7 +192,7 @@ func dropUnsetFields(v reflect.Value, u map[string]any, s *structuralschema.Stru
 }
 
 // dropUnsetElem applies dropUnset to one element of a list or map that is a struct.
-func dropUnsetElem(ev reflect.Value, val any, s *structuralschema.Structural, bodyKnown bool) {
+func dropUnsetElem(ev reflect.Value, val any, s *structuralschema.Structural, empty emptyStrings) {
 	if ev.Kind() == reflect.Pointer {
 		if ev.IsNil() {
 			return
@@ -173,7 +203,7 @@ func dropUnsetElem(ev reflect.Value, val any, s *structuralschema.Structural, bo
 		return
 	}
 	if m, ok := val.(map[string]any); ok {
-		dropUnsetFields(ev, m, s, false, bodyKnown)
+		dropUnsetFields(ev, m, s, false, true, empty)
 	}
 }
 
@@ -272,7 +302,7 @@ func dropAbsent(u map[string]any, fields, objects [][]string, s *structuralschem
 			parent = next
 		}
 		last := p[len(p)-1]
-		if m, ok := parent.(map[string]any); ok && (zeroJSON(m[last]) || holdsOnlyDefaults(m[last], schemaAt(s, p))) {
+		if m, ok := parent.(map[string]any); ok && (zeroJSON(m[last]) || holdsOnlyDefaults(m[last], schemaAt(s, p), nil)) {
 			delete(m, last)
 		}
 	}
@@ -298,13 +328,15 @@ func dropAbsent(u map[string]any, fields, objects [][]string, s *structuralschem
 }
 
 // holdsOnlyDefaults reports whether v, an object of schema s, holds nothing but zero
-// values and the defaults of s's properties (recursively): what decoding and defaulting
-// put in an object the request left out.
-func holdsOnlyDefaults(v any, s *structuralschema.Structural) bool {
+// values and defaults (recursively): what decoding and defaulting put in an object the
+// request left out. A member's default is its property's, or the member of the default
+// its parent object has (def, nil for none).
+func holdsOnlyDefaults(v any, s *structuralschema.Structural, def any) bool {
 	m, ok := v.(map[string]any)
 	if !ok || s == nil {
 		return false
 	}
+	parentDefault, _ := def.(map[string]any)
 	for name, e := range m {
 		if zeroJSON(e) {
 			continue
@@ -313,7 +345,9 @@ func holdsOnlyDefaults(v any, s *structuralschema.Structural) bool {
 		if !ok {
 			return false
 		}
-		if p.Default.Object != nil && jsonEqual(e, p.Default.Object) || holdsOnlyDefaults(e, &p) {
+		own, inherited := p.Default.Object, parentDefault[name]
+		if own != nil && jsonEqual(e, own) || inherited != nil && jsonEqual(e, inherited) ||
+			holdsOnlyDefaults(e, &p, own) || inherited != nil && holdsOnlyDefaults(e, &p, inherited) {
 			continue
 		}
 		return false

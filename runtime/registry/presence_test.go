@@ -39,6 +39,7 @@ type presenceSub struct {
 type presenceStatus struct {
 	Phase   string   `json:"phase,omitempty"`
 	Parents []string `json:"parents"`
+	Ready   bool     `json:"ready"`
 }
 
 func (w *presenceWidget) DeepCopyObject() runtime.Object { c := *w; return &c }
@@ -66,9 +67,10 @@ func presenceDefs(ref openapicommon.ReferenceCallback) map[string]openapicommon.
 			"created": {SchemaProps: spec.SchemaProps{Type: []string{"string"}, Format: "date-time"}},
 		}),
 		"com.example.v1.Sub": obj([]string{"name"}, map[string]spec.Schema{"name": str}),
-		"com.example.v1.WidgetStatus": obj([]string{"parents"}, map[string]spec.Schema{
+		"com.example.v1.WidgetStatus": obj([]string{"parents", "ready"}, map[string]spec.Schema{
 			"phase":   str,
 			"parents": {SchemaProps: spec.SchemaProps{Type: []string{"array"}, Items: &spec.SchemaOrArray{Schema: &str}}},
+			"ready":   {SchemaProps: spec.SchemaProps{Type: []string{"boolean"}}},
 		}),
 	}
 }
@@ -280,11 +282,11 @@ func errorStrings(errs field.ErrorList) []string {
 }
 
 // TestAbsencesThroughStatus checks that a write through /status is read for what it
-// leaves out of the status, as a CRD's status strategy validates it: a merge patch or an
-// apply that removes the status's required list, and a PUT whose status lacks it, are
-// refused; a PUT without a status is accepted (an absent optional object, as on a CRD).
-// A kind without a /status subresource has its status written, and so read, by the main
-// resource's writes.
+// leaves out of the status, as a CRD's status strategy validates it: a merge patch, JSON
+// patch or apply that removes the status's required boolean (false once decoded, so only
+// the body tells it absent), and a PUT whose status lacks it, are refused; a PUT without a
+// status is accepted (an absent optional object, as on a CRD). A kind without a /status
+// subresource has its status written, and so read, by the main resource's writes.
 func TestAbsencesThroughStatus(t *testing.T) {
 	v, err := newSchemaValidator(&Schema{Definitions: presenceDefs, Name: "com.example.v1.Widget"})
 	if err != nil {
@@ -292,33 +294,31 @@ func TestAbsencesThroughStatus(t *testing.T) {
 	}
 	v.statusSubresource = true
 	spec := presenceSpec{Dock: "north", Code: "n", Size: 3, Enabled: true}
-	old := &presenceWidget{Spec: spec, Status: presenceStatus{Phase: "Ready", Parents: []string{"a"}}}
-	withoutParents := &presenceWidget{Spec: spec, Status: presenceStatus{Phase: "Ready"}}
-	const required = "status.parents: Required value"
+	old := &presenceWidget{Spec: spec, Status: presenceStatus{Phase: "Ready", Parents: []string{"a"}, Ready: true}}
+	notReady := &presenceWidget{Spec: spec, Status: presenceStatus{Phase: "Ready", Parents: []string{"a"}}}
+	const required = "status.ready: Required value"
 	for _, c := range []struct {
 		name, mediaType, patch string
 		want                   []string
 	}{
-		{"merge patch removing the required list", mediaMergePatch, `{"status":{"parents":null}}`, []string{required}},
-		{"JSON patch removing it", mediaJSONPatch, `[{"op":"remove","path":"/status/parents"}]`, []string{required}},
-		{"apply leaving it out", mediaApplyPatch, `{"status":{"phase":"Ready"}}`, []string{required}},
-		{"merge patch of another field", mediaMergePatch, `{"status":{"phase":"Ready"}}`, nil},
+		{"merge patch removing the required boolean", mediaMergePatch, `{"status":{"ready":null}}`, []string{required}},
+		{"JSON patch removing it", mediaJSONPatch, `[{"op":"remove","path":"/status/ready"}]`, []string{required}},
+		{"apply leaving it out", mediaApplyPatch, `{"status":{"phase":"Ready","parents":["a"]}}`, []string{required}},
+		{"merge patch setting it false", mediaMergePatch, `{"status":{"ready":false}}`, nil},
 	} {
-		obj := withoutParents
-		if c.want == nil {
-			obj = old
-		}
-		if got := errorStrings(v.validateStatus(WithPatch(context.Background(), c.mediaType, []byte(c.patch)), obj, old)); messages(got) != messages(c.want) {
+		if got := errorStrings(v.validateStatus(WithPatch(context.Background(), c.mediaType, []byte(c.patch)), notReady, old)); messages(got) != messages(c.want) {
 			t.Errorf("/status %s:\n%s\nwant:\n%s", c.name, messages(got), messages(c.want))
 		}
 	}
 	// A PUT through /status: its status is read, the rest of the body is not written.
 	for _, c := range []struct {
 		name, body string
+		obj        *presenceWidget
 		want       []string
 	}{
-		{"status without the required list", `{"metadata":{"name":"w"},"status":{"phase":"Ready"}}`, []string{required}},
-		{"no status", `{"metadata":{"name":"w"},"spec":{}}`, nil},
+		{"status without the required boolean", `{"metadata":{"name":"w"},"status":{"phase":"Ready","parents":["a"]}}`, notReady, []string{required}},
+		{"status with it false", `{"metadata":{"name":"w"},"status":{"phase":"Ready","parents":["a"],"ready":false}}`, notReady, nil},
+		{"no status", `{"metadata":{"name":"w"},"spec":{}}`, &presenceWidget{Spec: spec}, nil},
 	} {
 		var body map[string]any
 		if err := json.Unmarshal([]byte(c.body), &body); err != nil {
@@ -327,18 +327,14 @@ func TestAbsencesThroughStatus(t *testing.T) {
 		scope := v.scope(true)
 		fields, objects := absences(body, v.structural, nil, &scope)
 		ctx := WithBodyRead(WithAbsentObjects(WithAbsentFields(context.Background(), fields), objects))
-		obj := withoutParents
-		if c.want == nil {
-			obj = &presenceWidget{Spec: spec}
-		}
-		if got := errorStrings(v.validateStatus(ctx, obj, old)); messages(got) != messages(c.want) {
+		if got := errorStrings(v.validateStatus(ctx, c.obj, old)); messages(got) != messages(c.want) {
 			t.Errorf("/status PUT, %s:\n%s\nwant:\n%s", c.name, messages(got), messages(c.want))
 		}
 	}
 	// The main resource of a kind with /status does not write the status (its strategy
 	// keeps the old one), so a PUT's status is not read; without /status, it is.
 	var body map[string]any
-	if err := json.Unmarshal([]byte(`{"metadata":{"name":"w"},"spec":{"dock":"north","code":"n","size":3,"enabled":true},"status":{"phase":"Ready"}}`), &body); err != nil {
+	if err := json.Unmarshal([]byte(`{"metadata":{"name":"w"},"spec":{"dock":"north","code":"n","size":3,"enabled":true},"status":{"phase":"Ready","parents":["a"]}}`), &body); err != nil {
 		t.Fatal(err)
 	}
 	for _, sub := range []bool{true, false} {
@@ -349,11 +345,11 @@ func TestAbsencesThroughStatus(t *testing.T) {
 		for _, f := range fields {
 			got = append(got, strings.Join(f, "."))
 		}
-		if want := map[bool]string{true: "", false: "status.parents"}[sub]; messages(got) != want {
+		if want := map[bool]string{true: "", false: "status.ready"}[sub]; messages(got) != want {
 			t.Errorf("main resource PUT, /status subresource %v: absent %q, want %q", sub, got, want)
 		}
 	}
-	if got := errorStrings(v.validate(WithPatch(context.Background(), mediaMergePatch, []byte(`{"status":{"parents":null}}`)), withoutParents, old)); messages(got) != required {
+	if got := errorStrings(v.validate(WithPatch(context.Background(), mediaMergePatch, []byte(`{"status":{"ready":null}}`)), notReady, old)); messages(got) != required {
 		t.Errorf("main resource merge patch, kind without /status:\n%s\nwant %s", messages(got), required)
 	}
 }
@@ -436,8 +432,53 @@ func TestHoldsOnlyDefaults(t *testing.T) {
 		if err := json.Unmarshal([]byte(v), &m); err != nil {
 			t.Fatal(err)
 		}
-		if got := holdsOnlyDefaults(m, &ref); got != want {
+		if got := holdsOnlyDefaults(m, &ref, nil); got != want {
 			t.Errorf("holdsOnlyDefaults(%s) = %v, want %v", v, got, want)
 		}
+	}
+	// A member of a parent's default object counts as a default: count has no default of
+	// its own, but the default of the spec (the parent's) holds count 3.
+	if !holdsOnlyDefaults(map[string]any{"count": int64(3), "mode": "Auto"}, &ref, map[string]any{"count": float64(3)}) {
+		t.Error("a member equal to the parent default's is a default")
+	}
+	if holdsOnlyDefaults(map[string]any{"count": int64(2)}, &ref, map[string]any{"count": int64(3)}) {
+		t.Error("a member other than the parent default's is a value")
+	}
+}
+
+// TestStoredEmptyStringStays checks that a "" sent in a required string and stored (a
+// list item's name, which the schema allows empty) is in the old object as it is in a
+// CRD's stored JSON: a merge patch of another field keeps it in the patched result, and a
+// CEL rule that reads it finds it ("no such key: name" before).
+func TestStoredEmptyStringStays(t *testing.T) {
+	defs := func(ref openapicommon.ReferenceCallback) map[string]openapicommon.OpenAPIDefinition {
+		d := presenceDefs(ref)
+		ws := d["com.example.v1.WidgetSpec"]
+		items := ws.Schema.Properties["items"]
+		items.VendorExtensible = spec.VendorExtensible{Extensions: spec.Extensions{"x-kubernetes-validations": []any{
+			map[string]any{"rule": "self.all(i, i.name.size() < 10)", "message": "short names"}}}}
+		ws.Schema.Properties["items"] = items
+		d["com.example.v1.WidgetSpec"] = ws
+		return d
+	}
+	v, err := newSchemaValidator(&Schema{Definitions: defs, Name: "com.example.v1.Widget"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := &presenceWidget{Spec: presenceSpec{Dock: "north", Code: "n", Size: 1, Enabled: true, Items: []presenceSub{{Name: ""}}}}
+	obj := &presenceWidget{Spec: old.Spec}
+	obj.Spec.Color = "red"
+	if got := errorStrings(v.validate(WithPatch(context.Background(), mediaMergePatch, []byte(`{"spec":{"color":"red"}}`)), obj, old)); len(got) != 0 {
+		t.Errorf("merge patch of another field: %v", got)
+	}
+	// An optional struct nobody wrote still reads as absent: its "" is no value.
+	required := 0
+	for _, e := range v.validate(WithPatch(context.Background(), mediaMergePatch, []byte(`{"spec":{"color":"red"}}`)), &presenceWidget{Spec: presenceSpec{Color: "red"}}, &presenceWidget{}) {
+		if e.Type == field.ErrorTypeRequired {
+			required++
+		}
+	}
+	if required != 4 {
+		t.Errorf("merge patch giving an absent spec one field: %d Required errors, want its 4 required fields", required)
 	}
 }

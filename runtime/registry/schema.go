@@ -232,14 +232,23 @@ func (v *schemaValidator) check(ctx context.Context, obj, old runtime.Object, th
 	// what a CRD would (see dropUnset). When the request's body was read (a create's or
 	// update's, or a patch), the absences below say which fields it left out, and an
 	// empty string elsewhere was sent.
-	bodyKnown := v.presence() && (bodyRead(ctx) || hasPatch(ctx))
-	dropUnset(obj, u, v.structural, bodyKnown)
+	empty := emptyUnset
+	if v.presence() && (bodyRead(ctx) || hasPatch(ctx)) {
+		empty = emptySent
+	}
+	dropUnset(obj, u, v.structural, empty)
 	var ou map[string]any
 	if old != nil {
 		if ou, err = schemaInput(old); err != nil {
 			return field.ErrorList{field.InternalError(nil, err)}
 		}
-		dropUnset(old, ou, v.structural, false)
+		// The stored object's "" in a required string of a struct written was sent, and
+		// stays, as in a CRD's stored JSON (a patch's base, CEL rules' oldSelf).
+		stored := emptyUnset
+		if v.presence() {
+			stored = emptyStored
+		}
+		dropUnset(old, ou, v.structural, stored)
 	}
 	if v.presence() {
 		// What the request left out (a create's or update's body) or what is absent from the
