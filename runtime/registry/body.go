@@ -199,11 +199,12 @@ func absences(value any, s *structuralschema.Structural, path []string, scope *w
 	if s == nil {
 		return nil, nil
 	}
+	unwritten := func(name string) bool { return scope != nil && !scope.sets(name) }
 	switch v := value.(type) {
 	case map[string]any:
 		if s.ValueValidation != nil {
 			for _, name := range s.ValueValidation.Required {
-				if v[name] != nil || scope != nil && !scope.sets(name) {
+				if v[name] != nil || unwritten(name) {
 					continue
 				}
 				if p, ok := s.Properties[name]; ok && p.Default.Object != nil && !zeroJSON(p.Default.Object) {
@@ -213,7 +214,7 @@ func absences(value any, s *structuralschema.Structural, path []string, scope *w
 			}
 		}
 		for name, p := range s.Properties {
-			if scope != nil && !scope.sets(name) || v[name] != nil {
+			if unwritten(name) || v[name] != nil {
 				continue
 			}
 			if optionalObject(s, name, &p) {
@@ -221,7 +222,7 @@ func absences(value any, s *structuralschema.Structural, path []string, scope *w
 			}
 		}
 		for name, child := range v {
-			if scope != nil && !scope.sets(name) {
+			if unwritten(name) {
 				continue
 			}
 			var f, o [][]string

@@ -587,7 +587,8 @@ func preserveUnknown() *spec.Schema {
 // a kind's objects are validated with (apiextensions-apiserver's validators, CEL rules
 // included; old, when not nil, is the previous value, for ratcheting and oldSelf). Field
 // paths are relative to the body. Like a kind's, the body's metadata is not validated by
-// the schema.
+// the schema; every other member, a status included, is the body's own (the validator's
+// writeScope is that of a kind without /status).
 func NewBodyValidator(s *Schema) (func(ctx context.Context, obj, old runtime.Object) field.ErrorList, error) {
 	v, err := newSchemaValidator(s)
 	if err != nil {

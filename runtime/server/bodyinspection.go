@@ -45,9 +45,9 @@ type bodyInspectors map[schema.GroupResource]registry.BodyInspector
 //     top-level members the body sent, as a CRD's create does.
 //
 // An update or patch through /status is read for what it leaves out of the status alone
-// (registry.InspectOptions.Status), as a CRD's status strategy validates it; its size
-// limits are checked after decoding, against the status's schema, since the rest of
-// the body is not written.
+// (registry.InspectOptions.Status), as a CRD's status strategy validates it. Its size
+// limits are not read here (the rest of the body is not written): validation checks the
+// status's own limits after decoding.
 //
 // It runs after authentication and authorization.
 func withBodyInspection(h http.Handler, inspectors bodyInspectors, codecs runtime.NegotiatedSerializer, maxBody int64) http.Handler {
