@@ -135,9 +135,10 @@ type conformanceInput struct {
 	refused []string
 }
 
-// TestConformanceInputs runs `aagen conformance` on testdata/kbexample and on Gateway
-// API's apis/v1 taken unchanged from its module (as TestPublishedAPI serves it), on one
-// etcd and kube-apiserver that both runs share (their groups differ): each must send at
+// TestConformanceInputs runs `aagen conformance` on testdata/kbexample, on Gateway API's
+// apis/v1 and on cert-manager's certmanager/v1, both taken unchanged from their modules
+// (as TestPublishedAPI and TestPublishedCorpus serve them), on one etcd and kube-apiserver
+// that the runs share (their groups differ): each must send at
 // least 200 cases, and find no difference that is neither listed as intended nor one of
 // its known differences. The log prints each table's counts and how long each input took.
 func TestConformanceInputs(t *testing.T) {
@@ -166,6 +167,17 @@ func TestConformanceInputs(t *testing.T) {
 			// every route's and the Gateway's status conditions.
 			`conditions\[\]\.status Enum: NotInTheEnum \| status `,
 			`conditions\[\]\.type MaxLength=316: 317 characters \| status `,
+		}},
+		// An API nobody tuned the corpus for: cert-manager's certmanager/v1 taken unchanged
+		// from its module (a +optional spec with required fields, []byte fields, no
+		// config/samples: every valid object synthesized).
+		{name: "cert-manager certmanager/v1", patterns: []string{"./apis/..."}, known: "certmanager.txt", project: func(t *testing.T) string {
+			modDir := downloadModule(t, corpusCertManager)
+			dir := t.TempDir()
+			run(t, dir, aagen(t), "init", "--domain", "example.com", "--module", "example.com/certmanager")
+			copyGoSources(t, filepath.Join(modDir, "pkg", "apis", "certmanager", "v1"), filepath.Join(dir, "apis", "v1"), nil)
+			run(t, dir, "go", "mod", "tidy")
+			return dir
 		}},
 	} {
 		t.Run(in.name, func(t *testing.T) {

@@ -37,6 +37,27 @@ func (t *target) collection(ns string) string {
 	return fmt.Sprintf("/apis/%s/%s/%s", t.group, t.version, t.kind.Plural)
 }
 
+// synthSample synthesizes the valid object of a kind of type root: its required fields,
+// and its optional top-level objects but the status (a spec marked +optional, as
+// cert-manager's kinds mark theirs), each with their own required fields: a valid object
+// without a spec would leave every case under spec starting from no spec at all.
+func (b *builder) synthSample(root *model.TypeExpr) map[string]any {
+	sample, _ := b.synth(root, model.FieldValidation{}, 0).(map[string]any)
+	if sample == nil {
+		sample = map[string]any{}
+	}
+	for _, f := range b.structFields(root) {
+		name := f.field.JSONName
+		if name == "status" || sample[name] != nil || jsonKind(b.types, f.field.Type) != "object" {
+			continue
+		}
+		if v := b.synth(f.field.Type, f.field.FieldValidation, 1); v != nil {
+			sample[name] = v
+		}
+	}
+	return sample
+}
+
 // sampleSynthesized is the sampleFrom of a sample synthesized from the schema.
 const sampleSynthesized = "synthesized from the schema"
 
@@ -94,7 +115,7 @@ func targets(m *model.Model, moduleDir string, b *builder) []*target {
 			if s, ok := samples[t.apiVersion()+"/"+k.Name]; ok {
 				t.sample, t.sampleFrom = s.obj, s.file
 			} else {
-				t.sample = b.synth(t.root, model.FieldValidation{}, 0).(map[string]any)
+				t.sample = b.synthSample(t.root)
 				t.sampleFrom = sampleSynthesized
 			}
 			delete(t.sample, "status")
