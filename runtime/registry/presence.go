@@ -64,9 +64,10 @@ const (
 	// it left out, and dropAbsent removes those).
 	emptySent
 	// emptyStored: the stored object of a kind whose bodies are read: a "" in a struct
-	// that is there (the object, a list element, a struct holding anything else) was
-	// sent, since a write that left it out was refused ("Required value"); in a struct
-	// field of zero values, it is part of an optional struct nobody wrote.
+	// that is there (the object, a list element, a struct holding anything but zero
+	// values and defaults) was sent, since a write that left it out was refused
+	// ("Required value"); in a struct field of zero values and defaults, it is part of
+	// an optional struct nobody wrote (which defaulting filled).
 	emptyStored
 )
 
@@ -151,7 +152,10 @@ func dropUnsetFields(v reflect.Value, u map[string]any, s *structuralschema.Stru
 				continue
 			}
 			if m, ok := val.(map[string]any); ok {
-				dropUnsetFields(fv, m, prop, false, !fv.IsZero(), empty)
+				// A struct of zero values and defaults may be an optional one nobody wrote,
+				// which decoding and defaulting filled.
+				present := empty != emptyStored || !fv.IsZero() && !holdsOnlyDefaults(m, prop, nil)
+				dropUnsetFields(fv, m, prop, false, present, empty)
 			}
 		case reflect.Pointer:
 			if fv.IsNil() || fv.Elem().Kind() != reflect.Struct || ownJSON(fv.Elem().Type()) {

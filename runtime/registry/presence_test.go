@@ -471,6 +471,29 @@ func TestStoredEmptyStringStays(t *testing.T) {
 	if got := errorStrings(v.validate(WithPatch(context.Background(), mediaMergePatch, []byte(`{"spec":{"color":"red"}}`)), obj, old)); len(got) != 0 {
 		t.Errorf("merge patch of another field: %v", got)
 	}
+	// An optional struct nobody wrote, which defaulting filled, reads as absent too.
+	dv, err := newSchemaValidator(&Schema{Definitions: func(ref openapicommon.ReferenceCallback) map[string]openapicommon.OpenAPIDefinition {
+		d := defs(ref)
+		ws := d["com.example.v1.WidgetSpec"]
+		color := ws.Schema.Properties["color"]
+		color.Default = "red"
+		ws.Schema.Properties["color"] = color
+		d["com.example.v1.WidgetSpec"] = ws
+		return d
+	}, Name: "com.example.v1.Widget"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range dv.validate(WithPatch(context.Background(), mediaMergePatch, []byte(`{"spec":{"dock":"north"}}`)),
+		&presenceWidget{Spec: presenceSpec{Dock: "north", Color: "red"}}, &presenceWidget{Spec: presenceSpec{Color: "red"}}) {
+		if e.Type == field.ErrorTypeRequired {
+			got = append(got, e.Field)
+		}
+	}
+	if messages(got) != messages([]string{"spec.code", "spec.size", "spec.enabled"}) {
+		t.Errorf("merge patch giving a defaulted absent spec a dock: required %v, want spec.code, spec.size, spec.enabled", got)
+	}
 	// An optional struct nobody wrote still reads as absent: its "" is no value.
 	required := 0
 	for _, e := range v.validate(WithPatch(context.Background(), mediaMergePatch, []byte(`{"spec":{"color":"red"}}`)), &presenceWidget{Spec: presenceSpec{Color: "red"}}, &presenceWidget{}) {
