@@ -61,6 +61,13 @@ func (fv FieldValidation) HasValidation() bool {
 	return !fv.Validation.IsZero() || fv.Required != nil || fv.Default != "" || fv.FreeForm || fv.Items != nil
 }
 
+// Constrains reports whether the field's schema limits the values a client may send or
+// changes what it sends: a constraint of the field or of its items, a default, or a
+// required marker (an optional marker or a free-form schema limits nothing).
+func (fv FieldValidation) Constrains() bool {
+	return !fv.Validation.IsZero() || fv.Items != nil || fv.Default != "" || fv.Required != nil && *fv.Required
+}
+
 // HasDefaults reports whether a field of a type the version's package declares or reaches
 // has a default value, or the package declares defaulting functions of its own
 // (SetDefaults_<Type>): defaulter-gen then writes RegisterDefaults.

@@ -169,7 +169,7 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 	}
 
 	const ns = "conformance"
-	res = &Result{ListedSeen: map[string]int{}, checks: map[string]int{}, Codes: map[string]int{}}
+	res = &Result{ListedSeen: map[string]int{}, checks: map[string]int{}}
 	b := &builder{types: g.Model.Types, moduleDir: g.ModuleDir, ns: ns}
 	ts := targets(g.Model, g.ModuleDir, b)
 	res.alignScopes(b, ts, crds, o.Intended)

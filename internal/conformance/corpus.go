@@ -63,7 +63,13 @@ const sampleSynthesized = "synthesized from the schema"
 
 // object returns the sample named name (in namespace ns when the kind is namespaced).
 func (t *target) object(name, ns string) map[string]any {
-	o := deepCopy(t.sample).(map[string]any)
+	return t.objectOf(t.sample, name, ns)
+}
+
+// objectOf returns a copy of sample as an object of t's kind named name (in namespace ns
+// when the kind is namespaced).
+func (t *target) objectOf(sample map[string]any, name, ns string) map[string]any {
+	o := deepCopy(sample).(map[string]any)
 	o["apiVersion"], o["kind"] = t.apiVersion(), t.kind.Name
 	md, _ := o["metadata"].(map[string]any)
 	if md == nil {
@@ -295,7 +301,7 @@ func (b *builder) walk(t *target, e *model.TypeExpr, fv model.FieldValidation, p
 	case "object":
 		parent := b.synth(e, model.FieldValidation{}, depth)
 		if p.build == nil {
-			if cur, ok := getAt(t.sample, p.prefix); ok {
+			if cur, ok := nodeAt(t.sample, p.prefix); ok {
 				parent = cur
 			}
 		}
@@ -322,8 +328,7 @@ func constrainsValues(t *model.Type) bool {
 		return true
 	}
 	for _, f := range t.Fields() {
-		fv := f.FieldValidation
-		if !fv.Validation.IsZero() || fv.Items != nil || fv.Default != "" || fv.Required != nil && *fv.Required {
+		if f.FieldValidation.Constrains() {
 			return true
 		}
 	}
@@ -553,7 +558,7 @@ func (b *builder) addRules(t *target, p place, rules []markers.Rule, e *model.Ty
 			}
 			par := b.synth(e, model.FieldValidation{}, 1)
 			if p.build == nil {
-				if cur, ok := getAt(t.sample, p.prefix); ok {
+				if cur, ok := nodeAt(t.sample, p.prefix); ok {
 					par = cur
 				}
 			}
@@ -564,7 +569,7 @@ func (b *builder) addRules(t *target, p place, rules []markers.Rule, e *model.Ty
 		}
 		var cur any
 		if p.build == nil {
-			cur, _ = getAt(t.sample, p.prefix)
+			cur, _ = nodeAt(t.sample, p.prefix)
 		}
 		leaves = append(leaves, leaf{p, cur, kind})
 		for _, bd := range b.boundaries(e, fv, kind) {
@@ -720,13 +725,13 @@ func jsonPatch(base map[string]any, m mutation) ([]map[string]any, bool) {
 		return b.String()
 	}
 	if m.remove {
-		if _, ok := getAt(base, m.path); !ok {
+		if _, ok := nodeAt(base, m.path); !ok {
 			return nil, false
 		}
 		return []map[string]any{{"op": "remove", "path": ptr(m.path)}}, true
 	}
 	for i := 1; i <= len(m.path); i++ {
-		if _, ok := getAt(base, m.path[:i]); !ok {
+		if _, ok := nodeAt(base, m.path[:i]); !ok {
 			v := m.value
 			for j := len(m.path) - 1; j >= i; j-- {
 				v = map[string]any{m.path[j]: v}

@@ -23,17 +23,7 @@ const maxRepairRounds = 4
 // once the CRD takes it. crd answers the dry runs; coll is the kind's collection path.
 func (b *builder) repairSample(ctx context.Context, crd *server, t *target, coll string) (*response, error) {
 	try := func(sample map[string]any) (*response, error) {
-		o := deepCopy(sample).(map[string]any)
-		o["apiVersion"], o["kind"] = t.apiVersion(), t.kind.Name
-		md, _ := o["metadata"].(map[string]any)
-		if md == nil {
-			md = map[string]any{}
-		}
-		md["name"] = "cf-valid-object"
-		if t.namespaced {
-			md["namespace"] = b.ns
-		}
-		o["metadata"] = md
+		o := t.objectOf(sample, "cf-valid-object", b.ns)
 		r, err := crd.do(ctx, Step{Method: "POST", Path: coll, Query: "dryRun=All", ContentType: "application/json", Body: jsonBody(o)}, nil)
 		if err != nil {
 			return nil, fmt.Errorf("creating the valid object of %s (dry run): %w", t.kind.Name, err)
@@ -94,15 +84,7 @@ func (b *builder) withOptionalField(t *target, path []string) []map[string]any {
 		if _, set := obj[f.field.JSONName]; set || f.required() {
 			continue
 		}
-		fv := f.field.FieldValidation
-		one := int64(1)
-		if fv.Validation.MinItems == nil || *fv.Validation.MinItems < 1 {
-			fv.Validation.MinItems = &one
-		}
-		if fv.Validation.MinProperties == nil || *fv.Validation.MinProperties < 1 {
-			fv.Validation.MinProperties = &one
-		}
-		v := b.synth(f.field.Type, fv, len(path)+1)
+		v := b.synth(f.field.Type, atLeastOneItem(f.field.FieldValidation), len(path)+1)
 		if v == nil {
 			continue
 		}

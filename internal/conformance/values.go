@@ -277,13 +277,7 @@ func (b *builder) synth(e *model.TypeExpr, fv model.FieldValidation, depth int) 
 				// An empty list or map in a field with omitempty is dropped by Go, so the
 				// generated server would see a required field left out where the CRD sees
 				// it sent: a valid object has at least one item there.
-				one := int64(1)
-				if fv.Validation.MinItems == nil || *fv.Validation.MinItems < 1 {
-					fv.Validation.MinItems = &one
-				}
-				if fv.Validation.MinProperties == nil || *fv.Validation.MinProperties < 1 {
-					fv.Validation.MinProperties = &one
-				}
+				fv = atLeastOneItem(fv)
 			}
 			if x := b.synth(f.field.Type, fv, depth+1); x != nil {
 				m[f.field.JSONName] = x
@@ -478,18 +472,15 @@ func setAt(obj map[string]any, path fieldPath, v any, remove bool) {
 	}
 }
 
-// getAt returns the member at path of obj.
-func getAt(obj map[string]any, path fieldPath) (any, bool) {
-	var cur any = obj
-	for _, name := range path {
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return nil, false
-		}
-		cur, ok = m[name]
-		if !ok {
-			return nil, false
-		}
+// atLeastOneItem returns fv with MinItems and MinProperties raised to at least 1, so a list
+// or map synthesized for it holds an item.
+func atLeastOneItem(fv model.FieldValidation) model.FieldValidation {
+	one := int64(1)
+	if fv.Validation.MinItems == nil || *fv.Validation.MinItems < 1 {
+		fv.Validation.MinItems = &one
 	}
-	return cur, true
+	if fv.Validation.MinProperties == nil || *fv.Validation.MinProperties < 1 {
+		fv.Validation.MinProperties = &one
+	}
+	return fv
 }
