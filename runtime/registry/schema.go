@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"reflect"
 	"strings"
+	"sync"
 
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -21,6 +23,7 @@ import (
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"k8s.io/apiserver/pkg/cel/common"
 	"k8s.io/apiserver/pkg/cel/environment"
+	"k8s.io/apiserver/pkg/registry/rest"
 	openapicommon "k8s.io/kube-openapi/pkg/common"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 )
@@ -78,6 +81,44 @@ type schemaValidator struct {
 	// values that are Kubernetes objects, whose apiVersion, kind and metadata are
 	// checked and whose metadata is pruned as a CRD's are.
 	embedded bool
+	// typed holds the typedCheck of each Go type validated (a typedKey to a typedCheck),
+	// compiled on its first object: the schema's value validation read on
+	// the typed object, so that a valid object skips the CRD's validator.
+	typed sync.Map
+	// crdOnly sends every object the CRD's way (SchemaValidationCRD), for comparison.
+	crdOnly bool
+}
+
+// certain reports whether obj's typedCheck finds it certainly valid against the schema's
+// value validation and list types (see typedCheck): then the CRD's validator, which would
+// find nothing, is not run.
+func (v *schemaValidator) certain(ctx context.Context, obj runtime.Object) bool {
+	if v.crdOnly || v.embedded {
+		return false
+	}
+	if _, ok := obj.(runtime.Unstructured); ok {
+		return false // unstructured objects go the CRD's way
+	}
+	rv := reflect.ValueOf(obj)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() || rv.Elem().Kind() != reflect.Struct {
+		return false
+	}
+	// Zero optional structs are dropped unless the absences check will read name fields
+	// under them: a patch's (computed from its result) or a body's required fields left out.
+	fields, _ := contextAbsences(ctx)
+	key := typedKey{rv.Elem().Type(), !v.presence() || !hasPatch(ctx) && len(fields) == 0}
+	c, ok := v.typed.Load(key)
+	if !ok {
+		c, _ = v.typed.LoadOrStore(key, typedCheckFor(v.structural, key.t, key.zeroStructsDropped))
+	}
+	check := c.(typedCheck)
+	return check == nil || check(rv.Elem())
+}
+
+// typedKey names a compiled typedCheck of a schemaValidator.
+type typedKey struct {
+	t                  reflect.Type
+	zeroStructsDropped bool
 }
 
 // newSchemaValidator builds the validator of the kind. CEL rules that do not compile
@@ -221,6 +262,13 @@ func (v *schemaValidator) validateStatus(ctx context.Context, obj, old runtime.O
 }
 
 func (v *schemaValidator) check(ctx context.Context, obj, old runtime.Object, throughStatus bool) field.ErrorList {
+	// A typed object the typedCheck finds valid needs nothing of the CRD's validator; without
+	// CEL rules, nothing is left to check (with them, the rules still read the object as a
+	// CRD's do, below). Through /status, the whole object being valid covers its status.
+	certain := v.certain(ctx, obj)
+	if certain && v.cel == nil {
+		return nil
+	}
 	scope := v.scope(throughStatus)
 	statusOnly := throughStatus && v.statusValidator != nil
 	u, err := schemaInput(obj)
@@ -266,7 +314,12 @@ func (v *schemaValidator) check(ctx context.Context, obj, old runtime.Object, th
 		// apiVersion, kind and metadata of embedded resources, as a CRD's strategy checks them.
 		errs = append(errs, structuralobjectmeta.Validate(ctx, nil, u, v.structural, false)...)
 	}
-	if old == nil {
+	if certain {
+		if old != nil {
+			structuraldefaulting.PruneNonNullableNullsWithoutDefaults(ou, v.structural)
+			celOpts = append(celOpts, cel.WithRatcheting(common.NewCorrelatedObject(u, ou, &model.Structural{Structural: v.structural})))
+		}
+	} else if old == nil {
 		errs = append(errs, apiextensionsvalidation.ValidateCustomResource(nil, u, v.validator)...)
 		errs = append(errs, structurallisttype.ValidateListSetsAndMaps(nil, v.structural, u)...)
 	} else {
@@ -597,4 +650,52 @@ func NewBodyValidator(s *Schema) (func(ctx context.Context, obj, old runtime.Obj
 	return func(ctx context.Context, obj, old runtime.Object) field.ErrorList {
 		return v.validate(ctx, obj, old)
 	}, nil
+}
+
+// SchemaValidation is how a storage checks objects against their kinds' schemas
+// (a generated server's --schema-validation).
+type SchemaValidation string
+
+const (
+	// SchemaValidationTyped reads the typed object first (typedCheck) and hands only the
+	// objects it cannot vouch for to the CRD's validator, which finds and words every error.
+	SchemaValidationTyped SchemaValidation = "typed"
+	// SchemaValidationCRD hands every object to the CRD's validator, as the registry did
+	// before typed checks: to compare.
+	SchemaValidationCRD SchemaValidation = "crd"
+)
+
+// Validate reports a value other than typed and crd.
+func (m SchemaValidation) Validate() error {
+	switch m {
+	case SchemaValidationTyped, SchemaValidationCRD:
+		return nil
+	}
+	return fmt.Errorf("%q is not %q or %q", string(m), SchemaValidationTyped, SchemaValidationCRD)
+}
+
+func (m *SchemaValidation) String() string { return string(*m) }
+
+// Set sets m from a flag's value.
+func (m *SchemaValidation) Set(s string) error {
+	if err := SchemaValidation(s).Validate(); err != nil {
+		return err
+	}
+	*m = SchemaValidation(s)
+	return nil
+}
+
+// Type names the flag's value in help.
+func (m *SchemaValidation) Type() string { return "typed|crd" }
+
+// UseSchemaValidation sets how the storage NewStorage built checks objects against their
+// schemas: typed (NewStorage's default) or crd. Storage of other kinds is left alone.
+func UseSchemaValidation(storage map[string]rest.Storage, m SchemaValidation) {
+	for _, s := range storage {
+		if r, ok := s.(*REST); ok && r.schemas != nil {
+			for _, v := range r.schemas.byVersion {
+				v.crdOnly = m == SchemaValidationCRD
+			}
+		}
+	}
 }

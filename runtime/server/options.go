@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
+
+	"github.com/aagen-dev/aagen/runtime/registry"
 )
 
 // Defaults of the flags this package adds to k8s.io/apiserver's.
@@ -50,6 +52,9 @@ type Options struct {
 	// unlike upstream's: with 0 a watch of a server shutting down stays open without events
 	// until the process exits.
 	ShutdownWatchTermination time.Duration
+	// SchemaValidation is how objects are checked against their kinds' schemas
+	// (registry.SchemaValidationTyped by default; registry.SchemaValidationCRD to compare).
+	SchemaValidation registry.SchemaValidation
 
 	// admission is the spec's own admission plugins, registered by NewOptions.
 	admission *ownAdmission
@@ -74,6 +79,7 @@ func NewOptions(spec *Spec) *Options {
 
 		StorageMigrationQPS:      DefaultStorageMigrationQPS,
 		ShutdownWatchTermination: DefaultShutdownWatchTermination,
+		SchemaValidation:         registry.SchemaValidationTyped,
 		storage:                  storage,
 	}
 	opts.admission = registerAdmission(spec, opts)
@@ -103,6 +109,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.ShutdownWatchTermination, "shutdown-watch-termination-grace-period", o.ShutdownWatchTermination,
 		"Upper bound of the time the shutdown spends ending open watches, so that their clients watch again at another replica "+
 			"(as kube-apiserver's flag, whose default is 0: watches left open without events until the process exits).")
+	fs.Var(&o.SchemaValidation, "schema-validation",
+		"How objects are checked against their schemas: \"typed\" reads the typed object and hands only objects it cannot vouch for "+
+			"to the CRD's validator (k8s.io/apiextensions-apiserver), so every error is the CRD's; \"crd\" hands every object to that validator, "+
+			"to compare.")
 }
 
 // DefaultShutdownWatchTermination is the default of --shutdown-watch-termination-grace-period.
@@ -126,6 +136,9 @@ func (o *Options) Validate() error {
 	}
 	if o.Local && o.LocalDir == "" {
 		errs = append(errs, fmt.Errorf("--local-dir must not be empty with --local"))
+	}
+	if err := o.SchemaValidation.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("--schema-validation: %w", err))
 	}
 	return utilerrors.NewAggregate(errs)
 }

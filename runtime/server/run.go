@@ -153,7 +153,7 @@ func New(spec Spec, o *Options) (*genericapiserver.GenericAPIServer, genericapis
 	}
 	var migrated []migratedResource
 	for _, g := range spec.Groups {
-		m, err := installGroup(srv, spec, g, codecs, cfg.RESTOptionsGetter, inspectors, patchTypes, open)
+		m, err := installGroup(srv, spec, g, codecs, cfg.RESTOptionsGetter, inspectors, patchTypes, open, o.SchemaValidation)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -178,7 +178,9 @@ func New(spec Spec, o *Options) (*genericapiserver.GenericAPIServer, genericapis
 // installGroup builds the storage of each resource of g once and installs it under every
 // version the resource is served in.
 // It returns the resources whose stored objects the storage-version migration looks at.
-func installGroup(srv *genericapiserver.GenericAPIServer, spec Spec, g Group, codecs serializer.CodecFactory, getter generic.RESTOptionsGetter, inspectors bodyInspectors, patchTypes subresourcePatchTypes, open *openSubresources) ([]migratedResource, error) {
+// validation is how the storage checks objects against their schemas (--schema-validation).
+func installGroup(srv *genericapiserver.GenericAPIServer, spec Spec, g Group, codecs serializer.CodecFactory, getter generic.RESTOptionsGetter,
+	inspectors bodyInspectors, patchTypes subresourcePatchTypes, open *openSubresources, validation registry.SchemaValidation) ([]migratedResource, error) {
 	info := newGroupInfo(spec, g, codecs)
 	var migrated []migratedResource
 	for _, r := range g.Resources {
@@ -186,6 +188,7 @@ func installGroup(srv *genericapiserver.GenericAPIServer, spec Spec, g Group, co
 		if err != nil {
 			return nil, fmt.Errorf("building storage for %s.%s: %w", r.Plural, g.Name, err)
 		}
+		registry.UseSchemaValidation(storage, validation)
 		migrated = append(migrated, migratedResources(spec.Scheme, spec.StorageVersions, g.Name, storage)...)
 		if err := addStorageHooks(srv, storage); err != nil {
 			return nil, fmt.Errorf("%s.%s: %w", r.Plural, g.Name, err)
