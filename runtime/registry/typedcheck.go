@@ -46,7 +46,7 @@ func typedCheckFor(s *structuralschema.Structural, t reflect.Type, zeroStructsDr
 	if s == nil {
 		return nil
 	}
-	c := &checkCompiler{seen: map[checkKey]*typedCheck{}, zeroStructsDropped: zeroStructsDropped}
+	c := &checkCompiler{zeroStructsDropped: zeroStructsDropped}
 	if t.Kind() == reflect.Struct && s.Type == "object" {
 		if vv := valueValidation(s); vv == nil || structConstraintsOnly(vv) {
 			return c.structCheck(s, t, true)
@@ -55,39 +55,22 @@ func typedCheckFor(s *structuralschema.Structural, t reflect.Type, zeroStructsDr
 	return c.compile(s, t)
 }
 
-// checkKey names a compiled check: a schema node for a Go type. Recursive types (a
-// schema that refers to itself through a list, as JSONSchemaProps does) compile once.
-type checkKey struct {
-	s *structuralschema.Structural
-	t reflect.Type
-}
-
+// checkCompiler compiles the typedCheck of one Go type. The structural schema is a finite
+// tree (a recursive type's stops at its repetition), so compiling follows it to its leaves.
 type checkCompiler struct {
-	seen               map[checkKey]*typedCheck
 	zeroStructsDropped bool
 }
 
 // uncertain is the check of a value whose constraints a typedCheck does not evaluate.
 func uncertain(reflect.Value) bool { return false }
 
-func (c *checkCompiler) compile(s *structuralschema.Structural, t reflect.Type) typedCheck {
-	key := checkKey{s, t}
-	if p, ok := c.seen[key]; ok {
-		// A recursive reference: call through the slot filled once compiled.
-		return func(v reflect.Value) bool { return *p == nil || (*p)(v) }
-	}
-	slot := new(typedCheck)
-	c.seen[key] = slot
-	*slot = c.compileNode(s, t)
-	return *slot
-}
-
 var (
 	timeType      = reflect.TypeFor[metav1.Time]()
 	microTimeType = reflect.TypeFor[metav1.MicroTime]()
 )
 
-func (c *checkCompiler) compileNode(s *structuralschema.Structural, t reflect.Type) typedCheck {
+// compile compiles the check of values of type t against s; nil when nothing can fail.
+func (c *checkCompiler) compile(s *structuralschema.Structural, t reflect.Type) typedCheck {
 	vv := valueValidation(s)
 	if t.Kind() == reflect.Pointer {
 		elem := c.compile(s, t.Elem())
