@@ -47,6 +47,9 @@ type Schema struct {
 	DocumentedEnums map[string][]string
 	// Name is the kind's definition name (its OpenAPIModelName).
 	Name string
+	// Validation is how objects are checked against the schema: typed (the zero value) or
+	// crd. A server sets it for its kinds' storage with UseSchemaValidation.
+	Validation SchemaValidation
 }
 
 // Definition names of types whose schema the structural schema replaces.
@@ -143,7 +146,8 @@ func newSchemaValidator(s *Schema) (*schemaValidator, error) {
 		return nil, fmt.Errorf("schema of %s: %w", s.Name, err)
 	}
 	sv := &schemaValidator{structural: structural, validator: validator, cel: cel.NewValidator(structural, true, celconfig.PerCallLimit),
-		hiddenRequired: hasHiddenRequired(structural), optionalRequired: hasOptionalRequired(structural), embedded: hasEmbeddedResource(structural)}
+		hiddenRequired: hasHiddenRequired(structural), optionalRequired: hasOptionalRequired(structural), embedded: hasEmbeddedResource(structural),
+		crdOnly: s.Validation == SchemaValidationCRD}
 	if status, ok := props.Properties["status"]; ok {
 		if sv.statusValidator, _, err = apiextensionsvalidation.NewSchemaValidator(&status); err != nil {
 			return nil, fmt.Errorf("schema of %s, status: %w", s.Name, err)
@@ -659,6 +663,7 @@ type SchemaValidation string
 const (
 	// SchemaValidationTyped reads the typed object first (typedCheck) and hands only the
 	// objects it cannot vouch for to the CRD's validator, which finds and words every error.
+	// A Schema's zero Validation means it.
 	SchemaValidationTyped SchemaValidation = "typed"
 	// SchemaValidationCRD hands every object to the CRD's validator, as the registry did
 	// before typed checks: to compare.

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"bytes"
 	"math"
 	"reflect"
 	"regexp"
@@ -8,27 +9,35 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // A typedCheck answers, for a typed object, whether it certainly satisfies every
 // constraint of its structural schema that a CRD's schema validator checks: OpenAPI value
 // validation (required, minimum and maximum, lengths, pattern, enum, item and property
 // counts) and the uniqueness of +listType=set items and +listType=map keys. It reads the
-// Go value directly, with no conversion to unstructured and no allocation.
+// Go value directly, with no conversion to unstructured.
 //
 // true means the CRD's validator, given the object as the registry hands it over
 // (dropUnset, dropAbsent), would report nothing, so the registry does not run it. false
 // means "not certain", never "invalid": the object then goes the CRD's way, which finds
 // the errors and gives each its CRD message and field path. So a typedCheck needs no
 // messages of its own and cannot change what a client is told; it must only never say
-// true where the CRD's validator would refuse. It says false wherever the registry's
-// reading of the object might drop a value (a required field holding its zero value, a
-// required struct holding nothing but zero values and defaults) and wherever a
-// constraint is one it does not evaluate itself (string formats, multipleOf, allOf,
-// anyOf, oneOf, not, enums of non-strings, constrained int-or-string and free-form
-// values, sets of non-scalars): there the CRD's validator decides.
+// true where the CRD's validator would refuse. It reads the object as the registry hands
+// it over: a value omitempty leaves out is not there, a nil one is a null that is pruned
+// (not nullable, no default), kept valid (nullable) or kept to be refused (a default,
+// which nothing applies on this path). It says false wherever that reading might drop a
+// value (a required field holding its zero value, a required struct holding nothing but
+// zero values and defaults), wherever it is not sure which value the unstructured form
+// holds (a name two fields share), and wherever a constraint is one it does not evaluate
+// itself (string formats, multipleOf, allOf, anyOf, oneOf, not, enums of non-strings,
+// constrained int-or-string and free-form values, sets of non-scalars, Go arrays): there
+// the CRD's validator decides.
 //
 // TestTypedCheckNeverAcceptsWhatTheCRDRefuses fuzzes that promise against
 // k8s.io/apiextensions-apiserver's validator; the conformance corpus (e2e) sends every
@@ -49,10 +58,10 @@ func typedCheckFor(s *structuralschema.Structural, t reflect.Type, zeroStructsDr
 	c := &checkCompiler{zeroStructsDropped: zeroStructsDropped}
 	if t.Kind() == reflect.Struct && s.Type == "object" {
 		if vv := valueValidation(s); vv == nil || structConstraintsOnly(vv) {
-			return c.structCheck(s, t, true)
+			return c.structCheck(s, t, true, true)
 		}
 	}
-	return c.compile(s, t)
+	return c.compile(s, t, true)
 }
 
 // checkCompiler compiles the typedCheck of one Go type. The structural schema is a finite
@@ -65,39 +74,37 @@ type checkCompiler struct {
 func uncertain(reflect.Value) bool { return false }
 
 var (
-	timeType      = reflect.TypeFor[metav1.Time]()
-	microTimeType = reflect.TypeFor[metav1.MicroTime]()
+	timeType         = reflect.TypeFor[metav1.Time]()
+	microTimeType    = reflect.TypeFor[metav1.MicroTime]()
+	durationType     = reflect.TypeFor[metav1.Duration]()
+	intOrStringType  = reflect.TypeFor[intstr.IntOrString]()
+	quantityType     = reflect.TypeFor[resource.Quantity]()
+	rawExtensionType = reflect.TypeFor[runtime.RawExtension]()
+	jsonType         = reflect.TypeFor[apiextensionsv1.JSON]()
 )
 
 // compile compiles the check of values of type t against s; nil when nothing can fail.
-func (c *checkCompiler) compile(s *structuralschema.Structural, t reflect.Type) typedCheck {
+// reach says whether dropUnset reaches the value (it follows struct fields, pointers to
+// structs, and the struct items of lists and maps, nothing else), so that a zero optional
+// struct in it is dropped. A nil value is its parent's to judge (structCheck, listCheck,
+// mapCheck): a null the registry prunes, keeps or reads as absent.
+func (c *checkCompiler) compile(s *structuralschema.Structural, t reflect.Type, reach bool) typedCheck {
 	vv := valueValidation(s)
 	if t.Kind() == reflect.Pointer {
-		elem := c.compile(s, t.Elem())
+		elem := c.compile(s, t.Elem(), reach && t.Elem().Kind() == reflect.Struct)
 		if elem == nil {
 			return nil
 		}
-		// A nil pointer is null or left out: pruned, or absent (its parent's required
-		// check sees it).
 		return func(v reflect.Value) bool { return v.IsNil() || elem(v.Elem()) }
 	}
 	if s.XEmbeddedResource || (vv != nil && (len(vv.AllOf) > 0 || len(vv.AnyOf) > 0 || len(vv.OneOf) > 0 || vv.Not != nil || vv.MultipleOf != nil || vv.UniqueItems)) {
 		return uncertain
 	}
 	if ownJSON(t) || t.Kind() == reflect.Interface {
-		// Values with a JSON form of their own (times, quantities, int-or-string, raw and
-		// free-form JSON): the schema's own constraints are read on that form, which only
-		// the CRD's way computes. A timestamp's date-time format always holds.
-		if vv == nil || (t == timeType || t == microTimeType) && onlyFormat(vv, "date-time") {
-			return nil
-		}
-		return uncertain
+		return ownJSONCheck(s, vv, t)
 	}
 	if s.XIntOrString || s.XPreserveUnknownFields && s.Type == "" {
-		if vv == nil {
-			return nil
-		}
-		return uncertain
+		return uncertain // a Go type of its own with a schema of any type
 	}
 	switch t.Kind() {
 	case reflect.String:
@@ -119,11 +126,11 @@ func (c *checkCompiler) compile(s *structuralschema.Structural, t reflect.Type) 
 		}
 		return intCheck(vv)
 	case reflect.Float32, reflect.Float64:
-		if s.Type != "number" {
-			return uncertain
+		if s.Type != "number" || vv != nil && vv.Format == "float" && t.Kind() == reflect.Float64 {
+			return uncertain // kube-openapi checks the value fits a float32
 		}
 		return floatCheck(vv)
-	case reflect.Slice, reflect.Array:
+	case reflect.Slice:
 		if t.Elem().Kind() == reflect.Uint8 {
 			if s.Type != "string" || vv != nil && !onlyFormat(vv, "byte") {
 				return uncertain
@@ -133,17 +140,43 @@ func (c *checkCompiler) compile(s *structuralschema.Structural, t reflect.Type) 
 		if s.Type != "array" {
 			return uncertain
 		}
-		return c.listCheck(s, t)
+		return c.listCheck(s, t, reach)
 	case reflect.Map:
 		if s.Type != "object" || t.Key().Kind() != reflect.String {
 			return uncertain
 		}
-		return c.mapCheck(s, t)
+		return c.mapCheck(s, t, reach)
 	case reflect.Struct:
 		if s.Type != "object" {
 			return uncertain
 		}
-		return c.structCheck(s, t, false)
+		return c.structCheck(s, t, false, reach)
+	}
+	return uncertain // arrays (which the unstructured converter refuses), unsigned, complex, ...
+}
+
+// ownJSONCheck checks a value with a JSON form of its own (times, durations, quantities,
+// int-or-string, raw and free-form JSON) against s. Its form is certain only for the types
+// whose marshaling always gives the schema's type: a timestamp's RFC 3339 string (whose
+// date-time format holds), a duration's string, an int-or-string or quantity under an
+// int-or-string schema, any value under a free-form schema, and raw JSON that is an object
+// under an object schema that keeps unknown fields. Other constraints on such a value are
+// read on its JSON form, which only the CRD's way computes.
+func ownJSONCheck(s *structuralschema.Structural, vv *structuralschema.ValueValidation, t reflect.Type) typedCheck {
+	if s.Default.Object != nil {
+		return uncertain // its zero value's null would be defaulted, not pruned
+	}
+	switch {
+	case (t == timeType || t == microTimeType) && s.Type == "string" && (vv == nil || onlyFormat(vv, "date-time")),
+		t == durationType && s.Type == "string" && vv == nil,
+		(t == intOrStringType || t == quantityType) && s.Type == "" && s.XIntOrString && vv == nil,
+		s.Type == "" && s.XPreserveUnknownFields && vv == nil:
+		return nil
+	case (t == rawExtensionType || t == jsonType) && s.Type == "object" && s.XPreserveUnknownFields && vv == nil && len(s.Properties) == 0:
+		return func(v reflect.Value) bool {
+			raw := bytes.TrimLeft(v.FieldByName("Raw").Bytes(), " \t\r\n")
+			return len(raw) == 0 || raw[0] == '{'
+		}
 	}
 	return uncertain
 }
@@ -202,7 +235,8 @@ func stringCheck(vv *structuralschema.ValueValidation) typedCheck {
 }
 
 // intCheck checks the bounds of an integer, compared as int64 as kube-openapi compares
-// them. Bounds that are not exact integers of a safe size are left to the CRD's validator.
+// them, and that a value of format int32 fits one (kube-openapi checks that too). Bounds
+// that are not exact integers of a safe size are left to the CRD's validator.
 func intCheck(vv *structuralschema.ValueValidation) typedCheck {
 	if vv == nil {
 		return nil
@@ -211,14 +245,15 @@ func intCheck(vv *structuralschema.ValueValidation) typedCheck {
 		return uncertain
 	}
 	limit := float64(1 << 53)
-	if vv.Format == "int32" {
+	int32Format := vv.Format == "int32"
+	if int32Format {
 		limit = math.MaxInt32
 	}
 	exact := func(b *float64) bool { return b == nil || *b == math.Trunc(*b) && math.Abs(*b) <= limit }
 	if !exact(vv.Maximum) || !exact(vv.Minimum) {
 		return uncertain
 	}
-	if vv.Maximum == nil && vv.Minimum == nil {
+	if vv.Maximum == nil && vv.Minimum == nil && !int32Format {
 		return nil
 	}
 	hasMax, hasMin := vv.Maximum != nil, vv.Minimum != nil
@@ -232,6 +267,9 @@ func intCheck(vv *structuralschema.ValueValidation) typedCheck {
 	exMax, exMin := vv.ExclusiveMaximum, vv.ExclusiveMinimum
 	return func(v reflect.Value) bool {
 		n := v.Int()
+		if int32Format && (n > math.MaxInt32 || n < math.MinInt32) {
+			return false
+		}
 		if hasMax && (n > maxV || exMax && n == maxV) {
 			return false
 		}
@@ -263,16 +301,20 @@ func floatCheck(vv *structuralschema.ValueValidation) typedCheck {
 }
 
 // listCheck checks the item count, each item, and the uniqueness of a set's items (of
-// scalars) or of a map-list's keys (scalar fields of struct items, none of them empty).
-func (c *checkCompiler) listCheck(s *structuralschema.Structural, t reflect.Type) typedCheck {
+// scalars) or of a map-list's keys (scalar fields of struct items, none of them empty). A
+// nil item is a null, which the registry keeps in a list: valid only where the items are
+// nullable.
+func (c *checkCompiler) listCheck(s *structuralschema.Structural, t reflect.Type, reach bool) typedCheck {
 	vv := valueValidation(s)
 	if vv != nil && (len(vv.Enum) > 0 || vv.Pattern != "" || vv.Format != "" || vv.MaxLength != nil || vv.MinLength != nil || vv.Maximum != nil || vv.Minimum != nil || vv.MaxProperties != nil || vv.MinProperties != nil) {
 		return uncertain
 	}
-	var item typedCheck
-	if s.Items != nil {
-		item = c.compile(s.Items, t.Elem())
+	if s.Items == nil {
+		return uncertain
 	}
+	et := t.Elem()
+	item := c.compile(s.Items, et, reach && structOrPointerToStruct(et))
+	nullItems := nullable(et) && !s.Items.Nullable
 	var maxItems, minItems *int64
 	if vv != nil {
 		maxItems, minItems = vv.MaxItems, vv.MinItems
@@ -284,20 +326,20 @@ func (c *checkCompiler) listCheck(s *structuralschema.Structural, t reflect.Type
 	}
 	switch listType {
 	case "set":
-		if !scalarKind(t.Elem().Kind()) || ownJSON(t.Elem()) {
+		if !scalarKind(et.Kind()) || ownJSON(et) {
 			unique = func(v reflect.Value) bool { return v.Len() < 2 }
 		} else {
 			unique = uniqueScalars
 		}
 	case "map":
-		keys, ok := listMapKeysOf(t.Elem(), s.XListMapKeys)
+		keys, ok := listMapKeysOf(et, s.XListMapKeys)
 		if !ok {
 			unique = func(v reflect.Value) bool { return v.Len() < 2 }
 		} else {
 			unique = keys.unique
 		}
 	}
-	if item == nil && maxItems == nil && minItems == nil && unique == nil {
+	if item == nil && !nullItems && maxItems == nil && minItems == nil && unique == nil {
 		return nil
 	}
 	return func(v reflect.Value) bool {
@@ -308,15 +350,31 @@ func (c *checkCompiler) listCheck(s *structuralschema.Structural, t reflect.Type
 		if unique != nil && !unique(v) {
 			return false
 		}
-		if item != nil {
-			for i := range v.Len() {
-				if !item(v.Index(i)) {
-					return false
-				}
+		for i := range v.Len() {
+			e := v.Index(i)
+			if nullItems && e.IsNil() || item != nil && !item(e) {
+				return false
 			}
 		}
 		return true
 	}
+}
+
+// structOrPointerToStruct reports whether t is a struct or a pointer to one.
+func structOrPointerToStruct(t reflect.Type) bool {
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t.Kind() == reflect.Struct
+}
+
+// nullable reports whether a value of Go type t can be nil (and so a JSON null).
+func nullable(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Pointer, reflect.Slice, reflect.Map, reflect.Interface:
+		return true
+	}
+	return false
 }
 
 func scalarKind(k reflect.Kind) bool {
@@ -419,40 +477,53 @@ func (k mapListKeys) unique(v reflect.Value) bool {
 	return true
 }
 
-// mapCheck checks the property count and each value of a map.
-func (c *checkCompiler) mapCheck(s *structuralschema.Structural, t reflect.Type) typedCheck {
+// mapCheck checks the property count and each value of a map. A nil value is a null,
+// which the registry prunes unless the values are nullable or have a default: pruned, it
+// does not count toward minProperties; kept, it must be nullable.
+func (c *checkCompiler) mapCheck(s *structuralschema.Structural, t reflect.Type, reach bool) typedCheck {
 	vv := valueValidation(s)
 	if vv != nil && (len(vv.Enum) > 0 || vv.Pattern != "" || vv.Format != "" || vv.MaxLength != nil || vv.MinLength != nil || vv.Maximum != nil || vv.Minimum != nil || vv.MaxItems != nil || vv.MinItems != nil || len(vv.Required) > 0) {
 		return uncertain
 	}
-	if len(s.Properties) > 0 {
+	if len(s.Properties) > 0 || s.AdditionalProperties == nil || s.AdditionalProperties.Structural == nil {
 		return uncertain
 	}
-	var value typedCheck
-	if s.AdditionalProperties != nil && s.AdditionalProperties.Structural != nil {
-		value = c.compile(s.AdditionalProperties.Structural, t.Elem())
-	}
+	vs := s.AdditionalProperties.Structural
+	et := t.Elem()
+	value := c.compile(vs, et, reach && structOrPointerToStruct(et))
 	var maxP, minP *int64
 	if vv != nil {
 		maxP, minP = vv.MaxProperties, vv.MinProperties
 	}
-	if value == nil && maxP == nil && minP == nil {
+	// What a nil value becomes: kept as a valid null, kept as an invalid one, or pruned.
+	nilKept, nilValid := vs.Nullable || vs.Default.Object != nil, vs.Nullable
+	nils := nullable(et) && (!nilValid || minP != nil)
+	if value == nil && !nils && maxP == nil && minP == nil {
 		return nil
 	}
 	return func(v reflect.Value) bool {
 		n := int64(v.Len())
-		if maxP != nil && n > *maxP || minP != nil && n < *minP {
+		if maxP != nil && n > *maxP {
 			return false
 		}
-		if value != nil {
-			iter := v.MapRange()
-			for iter.Next() {
-				if !value(iter.Value()) {
+		present := n
+		iter := v.MapRange()
+		for iter.Next() {
+			e := iter.Value()
+			if nils && e.IsNil() {
+				if nilKept && !nilValid {
 					return false
 				}
+				if !nilKept {
+					present--
+				}
+				continue
+			}
+			if value != nil && !value(e) {
+				return false
 			}
 		}
-		return true
+		return minP == nil || present >= *minP
 	}
 }
 
@@ -462,6 +533,9 @@ type jsonField struct {
 	index     []int
 	typ       reflect.Type
 	omitempty bool
+	// ambiguous is set when two fields have the name (an embedded struct's and the
+	// parent's): which one the unstructured form holds is the converter's to say.
+	ambiguous bool
 }
 
 // jsonFieldsOf returns the fields of struct type t by JSON name, those of embedded
@@ -497,9 +571,13 @@ func jsonFieldsOf(t reflect.Type) map[string]jsonField {
 			if name == "" {
 				name = f.Name
 			}
-			if _, dup := out[name]; !dup {
-				out[name] = jsonField{index: index, typ: f.Type, omitempty: slices.Contains(strings.Split(opts, ","), "omitempty")}
+			if _, dup := out[name]; dup {
+				out[name] = jsonField{ambiguous: true}
+				continue
 			}
+			// omitzero is not read: a zero value it leaves out is checked as if there,
+			// which can only find more to fault.
+			out[name] = jsonField{index: index, typ: f.Type, omitempty: slices.Contains(strings.Split(opts, ","), "omitempty")}
 		}
 	}
 	walk(t, nil)
@@ -536,6 +614,10 @@ type propertyCheck struct {
 	// zeroDropped is set when the field holding its zero value is dropped (see
 	// typedCheckFor's zeroStructsDropped).
 	zeroDropped bool
+	// nilKept and nilValid say what a nil value (a null) of the field becomes: pruned
+	// (neither), kept as a valid null (nullable), or kept as a null the schema refuses
+	// (a default, which nothing applies on this path).
+	nilKept, nilValid bool
 }
 
 // structConstraintsOnly reports whether vv constrains nothing but an object's properties.
@@ -557,8 +639,8 @@ func emptyValue(v reflect.Value) bool {
 }
 
 // structCheck checks a struct's required properties, property counts and each property.
-// top is set for the kind's own struct.
-func (c *checkCompiler) structCheck(s *structuralschema.Structural, t reflect.Type, top bool) typedCheck {
+// top is set for the kind's own struct; reach says whether dropUnset reaches it (compile).
+func (c *checkCompiler) structCheck(s *structuralschema.Structural, t reflect.Type, top, reach bool) typedCheck {
 	vv := valueValidation(s)
 	if vv != nil && !structConstraintsOnly(vv) {
 		return uncertain
@@ -573,7 +655,7 @@ func (c *checkCompiler) structCheck(s *structuralschema.Structural, t reflect.Ty
 		required, maxP, minP = vv.Required, vv.MaxProperties, vv.MinProperties
 	}
 	for _, name := range required {
-		if _, ok := fields[name]; !ok {
+		if f, ok := fields[name]; !ok || f.ambiguous {
 			return uncertain // a required property the Go type cannot hold
 		}
 	}
@@ -588,16 +670,19 @@ func (c *checkCompiler) structCheck(s *structuralschema.Structural, t reflect.Ty
 		if !ok {
 			continue
 		}
+		if f.ambiguous {
+			return uncertain
+		}
 		p := s.Properties[name]
-		pc := propertyCheck{name: name, index: f.index, required: slices.Contains(required, name), check: c.compile(&p, f.typ),
-			omitempty: f.omitempty}
-		if c.zeroStructsDropped && f.typ.Kind() == reflect.Struct && !ownJSON(f.typ) && (!top && f.omitempty || top && name == "status") {
+		pc := propertyCheck{name: name, index: f.index, required: slices.Contains(required, name), check: c.compile(&p, f.typ, reach),
+			omitempty: f.omitempty, nilKept: p.Nullable || p.Default.Object != nil, nilValid: p.Nullable}
+		if c.zeroStructsDropped && reach && f.typ.Kind() == reflect.Struct && !ownJSON(f.typ) && (!top && f.omitempty || top && name == "status") {
 			pc.zeroDropped = true
 		}
 		if pc.required || minP != nil {
 			pc.filled = filledCheck(&p, f.typ, nonZeroDefault(s))
 		}
-		if pc.check != nil || pc.required || maxP != nil || minP != nil {
+		if pc.check != nil || pc.required || maxP != nil || minP != nil || nullable(f.typ) && pc.nilKept && !pc.nilValid {
 			props = append(props, pc)
 		}
 	}
@@ -625,9 +710,16 @@ func (c *checkCompiler) structCheck(s *structuralschema.Structural, t reflect.Ty
 			if p.omitempty && emptyValue(fv) || p.zeroDropped && fv.IsZero() {
 				continue // not in the object the schema sees
 			}
-			if maxP != nil && !nilValue(fv) {
-				present++
+			if nilValue(fv) {
+				if p.nilKept && !p.nilValid {
+					return false
+				}
+				if p.nilKept {
+					present++
+				}
+				continue // pruned, or a valid null
 			}
+			present++
 			if p.check != nil && !p.check(fv) {
 				return false
 			}
@@ -650,9 +742,9 @@ func nilValue(v reflect.Value) bool {
 
 // filledCheck compiles whether a value of type t at a property of schema s certainly
 // stands for one a client sent, so a CRD sees it there: not nil, not empty, not a zero
-// value, and for a struct, holding a value that no default (its properties', or the
-// parent's, when parentDefault) can have put there. The registry reads the other values
-// as possibly left out (dropUnset, dropAbsent).
+// value (as zeroJSON reads its JSON form), and for a struct, holding a value that no
+// default (its properties', or the parent's, when parentDefault) can have put there. The
+// registry reads the other values as possibly left out (dropUnset, dropAbsent).
 func filledCheck(s *structuralschema.Structural, t reflect.Type, parentDefault bool) func(reflect.Value) bool {
 	if parentDefault || nonZeroDefault(s) {
 		return func(reflect.Value) bool { return false }
@@ -670,7 +762,7 @@ func filledCheck(s *structuralschema.Structural, t reflect.Type, parentDefault b
 		var members []member
 		for name, p := range s.Properties {
 			f, ok := fields[name]
-			if !ok {
+			if !ok || f.ambiguous {
 				continue
 			}
 			members = append(members, member{f.index, filledCheck(&p, f.typ, false)})
@@ -683,11 +775,53 @@ func filledCheck(s *structuralschema.Structural, t reflect.Type, parentDefault b
 			}
 			return false
 		}
-	case t.Kind() == reflect.Slice || t.Kind() == reflect.Map:
+	case t.Kind() == reflect.Slice:
 		return func(v reflect.Value) bool { return v.Len() > 0 }
 	default:
-		return func(v reflect.Value) bool { return !v.IsZero() }
+		return jsonNonZero
 	}
+}
+
+// jsonNonZero reports whether the JSON form of v is certainly not what zeroJSON calls
+// zero: a non-empty list, a map or object with a member that is not zero, a scalar other
+// than its zero value. A value with a JSON form of its own other than a timestamp is not
+// read (false).
+func jsonNonZero(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		return !v.IsNil() && jsonNonZero(v.Elem())
+	case reflect.Slice:
+		return v.Len() > 0
+	case reflect.Map:
+		iter := v.MapRange()
+		for iter.Next() {
+			if jsonNonZero(iter.Value()) {
+				return true
+			}
+		}
+		return false
+	case reflect.Struct:
+		t := v.Type()
+		if t == timeType || t == microTimeType {
+			return !v.IsZero()
+		}
+		if ownJSON(t) {
+			return false
+		}
+		for _, f := range jsonFieldsOf(t) {
+			if f.ambiguous {
+				continue
+			}
+			if fv, ok := fieldOf(v, f.index); ok && jsonNonZero(fv) {
+				return true
+			}
+		}
+		return false
+	case reflect.String, reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		return !v.IsZero()
+	}
+	return false
 }
 
 // nonZeroDefault reports whether s has a default other than a zero value (openapi-gen's

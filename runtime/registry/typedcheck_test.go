@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -49,6 +50,46 @@ type fzSpec struct {
 	When   *metav1.Time       `json:"when,omitempty"`
 	Choice fzChoice           `json:"choice,omitempty"`
 	Raw    []byte             `json:"raw,omitempty"`
+	// The shapes of the review of 2026-11-28: a Go int (format int32), raw JSON under an
+	// object schema, nil list items, nil map values under minProperties, zero optional
+	// structs in lists of maps (which dropUnset does not reach), a name an embedded struct
+	// shadows (TestTypedCheckShadowedName), a required map, nulls a struct's maxProperties counts.
+	N     int                   `json:"n,omitempty"`
+	Cfg   runtime.RawExtension  `json:"cfg,omitempty"`
+	Items []*fzInner            `json:"items,omitempty"`
+	Opts  map[string]*string    `json:"opts,omitempty"`
+	G     map[string][]fzHolder `json:"g,omitempty"`
+	Label string                `json:"label,omitempty"`
+	Req   map[string]string     `json:"req"`
+	Nul   fzNullables           `json:"nul,omitempty"`
+	Nd    *fzDefaulted          `json:"nd,omitempty"`
+}
+
+type fzHolder struct {
+	Opt fzChoice `json:"opt,omitempty"`
+}
+
+// fzShadowed has a JSON name twice: its own field's and an embedded struct's.
+type fzShadowed struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Label             string `json:"label,omitempty"`
+	fzBase            `json:",inline"`
+}
+
+type fzBase struct {
+	Label string `json:"label,omitempty"`
+}
+
+func (o *fzShadowed) DeepCopyObject() runtime.Object { c := *o; return &c }
+
+type fzNullables struct {
+	A *string `json:"a"`
+	B *string `json:"b,omitempty"`
+}
+
+type fzDefaulted struct {
+	C *string `json:"c"`
 }
 
 type fzPort struct {
@@ -107,7 +148,22 @@ func fzDefs(ref openapicommon.ReferenceCallback) map[string]openapicommon.OpenAP
 		return s
 	}
 	withDefault := func(s spec.Schema, d any) spec.Schema { s.Default = d; return s }
-	specDef := obj([]string{"name", "size", "ready", "inner"}, map[string]spec.Schema{
+	nullableStr := str(spec.SchemaProps{Nullable: true})
+	specDef := obj([]string{"name", "size", "ready", "inner", "req"}, map[string]spec.Schema{
+		"n":     i32(spec.SchemaProps{}),
+		"cfg":   {SchemaProps: spec.SchemaProps{Ref: ref(defRawExtension)}},
+		"items": {SchemaProps: spec.SchemaProps{Type: []string{"array"}, Items: &spec.SchemaOrArray{Schema: ptr.To(refTo("com.example.v1.Inner", spec.SchemaProps{}))}}},
+		"opts": {SchemaProps: spec.SchemaProps{Type: []string{"object"}, MinProperties: ptr.To[int64](1),
+			AdditionalProperties: &spec.SchemaOrBool{Allows: true, Schema: ptr.To(str(spec.SchemaProps{}))}}},
+		"g": {SchemaProps: spec.SchemaProps{Type: []string{"object"}, AdditionalProperties: &spec.SchemaOrBool{Allows: true, Schema: &spec.Schema{
+			SchemaProps: spec.SchemaProps{Type: []string{"array"}, Items: &spec.SchemaOrArray{Schema: ptr.To(refTo("com.example.v1.Holder", spec.SchemaProps{}))}}}}}},
+		"req": {SchemaProps: spec.SchemaProps{Type: []string{"object"},
+			AdditionalProperties: &spec.SchemaOrBool{Allows: true, Schema: ptr.To(str(spec.SchemaProps{}))}}},
+		"nul": {SchemaProps: spec.SchemaProps{Type: []string{"object"}, MaxProperties: ptr.To[int64](1), Properties: map[string]spec.Schema{
+			"a": nullableStr, "b": withDefault(str(spec.SchemaProps{}), "d")}}},
+		"nd": {SchemaProps: spec.SchemaProps{Type: []string{"object"}, Properties: map[string]spec.Schema{
+			"c": withDefault(str(spec.SchemaProps{}), "d")}}},
+
 		"name":  str(spec.SchemaProps{}),
 		"code":  str(spec.SchemaProps{Pattern: `^[a-z]{1,3}$`, MaxLength: ptr.To[int64](3)}),
 		"mode":  str(spec.SchemaProps{Enum: []any{"a", "b"}}),
@@ -151,6 +207,9 @@ func fzDefs(ref openapicommon.ReferenceCallback) map[string]openapicommon.OpenAP
 			"a": str(spec.SchemaProps{}),
 			"b": withDefault(i32(spec.SchemaProps{Maximum: ptr.To[float64](9)}), 3),
 		})},
+		"com.example.v1.Holder": {Schema: obj(nil, map[string]spec.Schema{
+			"opt": withDefault(refTo("com.example.v1.Choice", spec.SchemaProps{MinProperties: ptr.To[int64](1)}), map[string]any{}),
+		})},
 		"com.example.v1.Choice": {Schema: obj(nil, map[string]spec.Schema{
 			"x": str(spec.SchemaProps{}),
 			"y": i32(spec.SchemaProps{}),
@@ -168,7 +227,7 @@ func fzDefs(ref openapicommon.ReferenceCallback) map[string]openapicommon.OpenAP
 // invalidOdds, so that a good share of the objects is wholly valid.
 type fuzzer struct{ r *rand.Rand }
 
-const invalidOdds = 25
+const invalidOdds = 40
 
 func (f fuzzer) pick(n int) int { return f.r.IntN(n) }
 
@@ -242,6 +301,29 @@ func (f fuzzer) object() *fzObj {
 	if f.pick(3) == 0 {
 		s.Raw = []byte("raw")
 	}
+	s.N = choose(f, []int{0, 5, math.MaxInt32}, []int{math.MaxInt32 + 1, math.MinInt32 - 1})
+	s.Cfg.Raw = choose(f, [][]byte{nil, []byte(`{}`), []byte(` {"a":1}`)}, [][]byte{[]byte(`5`), []byte(`"s"`), []byte(`null`)})
+	for range f.pick(3) {
+		s.Items = append(s.Items, choose(f, []*fzInner{{A: "a"}}, []*fzInner{nil}))
+	}
+	if f.pick(3) == 0 {
+		s.Opts = map[string]*string{"a": choose(f, []*string{ptr.To("x"), ptr.To("")}, []*string{nil})}
+	}
+	if f.pick(3) == 0 {
+		s.G = map[string][]fzHolder{"x": {choose(f, []fzHolder{{Opt: fzChoice{X: ptr.To("x")}}}, []fzHolder{{}})}}
+	}
+	s.Req = choose(f, []map[string]string{{"a": "v"}}, []map[string]string{nil, {}, {"a": ""}})
+	switch choose(f, []int{0, 1, 2}, []int{3}) {
+	case 1:
+		s.Nul.A = ptr.To("a")
+	case 2:
+		s.Nul.A, s.Nul.B = ptr.To("a"), ptr.To("b")
+	case 3:
+		s.Nul.B = ptr.To("b") // a's null counts: two properties
+	}
+	if f.pick(3) == 0 {
+		s.Nd = choose(f, []*fzDefaulted{{C: ptr.To("c")}}, []*fzDefaulted{{}})
+	}
 	if f.pick(2) == 0 {
 		o.Status = fzStatus{Phase: choose(f, []string{"X", "Y"}, []string{"", "Z"}), Seen: choose(f, []int32{0, 1}, []int32{-1})}
 	}
@@ -268,6 +350,7 @@ func (f fuzzer) context(o *fzObj) context.Context {
 	maybe(!s.Ready, "spec", "ready")
 	maybe(s.Inner.A == "", "spec", "inner", "a")
 	maybe(s.Inner == fzInner{} || s.Inner == fzInner{B: 3}, "spec", "inner")
+	maybe(len(s.Req) == 0 || s.Req["a"] == "", "spec", "req")
 	maybe(o.Status.Phase == "", "status", "phase")
 	for i, p := range s.Ports {
 		maybe(p.Name == "", "spec", "ports", fmt.Sprint(i), "name")
@@ -346,7 +429,8 @@ func TestTypedCheckDecides(t *testing.T) {
 		return &fzObj{Spec: fzSpec{Name: "n", Code: "ab", Mode: "a", Note: "éé", Size: 5, Ratio: 0.5, Count: ptr.To[int64](2), Ready: true,
 			Tags: []string{"a", "b"}, Ports: []fzPort{{Name: "http", Port: 80}, {Name: "grpc", Port: 1}}, Labels: map[string]string{"a": "v"},
 			Inner: fzInner{A: "a"}, Opt: &fzInner{A: "x", B: 9}, Any: intstr.FromInt32(1), Qty: ptr.To(resource.MustParse("1Gi")),
-			When: &metav1.Time{Time: time.Now()}, Choice: fzChoice{X: ptr.To("x")}, Raw: []byte{1}},
+			When: &metav1.Time{Time: time.Now()}, Choice: fzChoice{X: ptr.To("x")}, Raw: []byte{1},
+			Req: map[string]string{"a": "v"}, Nul: fzNullables{A: ptr.To("a")}, Cfg: runtime.RawExtension{Raw: []byte(`{}`)}},
 			Status: fzStatus{Phase: "X"}}
 	}
 	if !v.certain(context.Background(), valid()) {
@@ -366,19 +450,27 @@ func TestTypedCheckDecides(t *testing.T) {
 		"required struct of defaults": func(o *fzObj) {
 			o.Spec.Inner = fzInner{B: 3}
 		},
-		"set duplicate":            func(o *fzObj) { o.Spec.Tags = []string{"a", "a"} },
-		"set item maxLength":       func(o *fzObj) { o.Spec.Tags = []string{"abc"} },
-		"map key duplicate":        func(o *fzObj) { o.Spec.Ports[1].Name = "http" },
-		"map key empty":            func(o *fzObj) { o.Spec.Ports[1].Name = "" },
-		"item minimum":             func(o *fzObj) { o.Spec.Ports[0].Port = 0 },
-		"maxProperties of a map":   func(o *fzObj) { o.Spec.Labels = map[string]string{"a": "v", "b": "v", "c": "v"} },
-		"map value pattern":        func(o *fzObj) { o.Spec.Labels["a"] = "x" },
-		"maxProperties of a union": func(o *fzObj) { o.Spec.Choice.Y = ptr.To[int32](1) },
-		"minProperties of a union": func(o *fzObj) { o.Spec.Choice = fzChoice{} }, // read with absences: see below
-		"pointer struct's maximum": func(o *fzObj) { o.Spec.Opt.B = 10 },
-		"string format":            func(o *fzObj) { o.Spec.Host = "example.com" },
-		"status enum":              func(o *fzObj) { o.Status.Phase = "Z" },
-		"int-or-string's string":   func(o *fzObj) {}, // stays valid: checked below
+		"set duplicate":                        func(o *fzObj) { o.Spec.Tags = []string{"a", "a"} },
+		"set item maxLength":                   func(o *fzObj) { o.Spec.Tags = []string{"abc"} },
+		"map key duplicate":                    func(o *fzObj) { o.Spec.Ports[1].Name = "http" },
+		"map key empty":                        func(o *fzObj) { o.Spec.Ports[1].Name = "" },
+		"item minimum":                         func(o *fzObj) { o.Spec.Ports[0].Port = 0 },
+		"maxProperties of a map":               func(o *fzObj) { o.Spec.Labels = map[string]string{"a": "v", "b": "v", "c": "v"} },
+		"map value pattern":                    func(o *fzObj) { o.Spec.Labels["a"] = "x" },
+		"maxProperties of a union":             func(o *fzObj) { o.Spec.Choice.Y = ptr.To[int32](1) },
+		"minProperties of a union":             func(o *fzObj) { o.Spec.Choice = fzChoice{} }, // read with absences: see below
+		"pointer struct's maximum":             func(o *fzObj) { o.Spec.Opt.B = 10 },
+		"string format":                        func(o *fzObj) { o.Spec.Host = "example.com" },
+		"status enum":                          func(o *fzObj) { o.Status.Phase = "Z" },
+		"int beyond int32":                     func(o *fzObj) { o.Spec.N = math.MaxInt32 + 1 },
+		"raw JSON not an object":               func(o *fzObj) { o.Spec.Cfg.Raw = []byte(`5`) },
+		"null list item":                       func(o *fzObj) { o.Spec.Items = []*fzInner{nil} },
+		"pruned nulls under minProperties":     func(o *fzObj) { o.Spec.Opts = map[string]*string{"a": nil} },
+		"required map of zeros":                func(o *fzObj) { o.Spec.Req = map[string]string{"a": ""} },
+		"null with a default":                  func(o *fzObj) { o.Spec.Nd = &fzDefaulted{} },
+		"nullable null counted":                func(o *fzObj) { o.Spec.Nul = fzNullables{B: ptr.To("b")} },
+		"zero struct dropUnset does not reach": func(o *fzObj) { o.Spec.G = map[string][]fzHolder{"x": {{}}} },
+		"int-or-string's string":               func(o *fzObj) {}, // stays valid: checked below
 	} {
 		o := valid()
 		change(o)
@@ -395,5 +487,33 @@ func TestTypedCheckDecides(t *testing.T) {
 	}
 	if typedCheckFor(v.structural, reflect.TypeFor[fzObj](), true) == nil {
 		t.Error("the fuzzed kind compiled to no check")
+	}
+}
+
+// TestTypedCheckShadowedName checks that a property two Go fields name (a field and an
+// embedded struct's field) is not vouched for: which one the unstructured form holds is
+// the converter's to say, and with "toolong" in either the CRD's validator may refuse it.
+func TestTypedCheckShadowedName(t *testing.T) {
+	defs := func(ref openapicommon.ReferenceCallback) map[string]openapicommon.OpenAPIDefinition {
+		return map[string]openapicommon.OpenAPIDefinition{"com.example.v1.Shadowed": {Schema: spec.Schema{SchemaProps: spec.SchemaProps{
+			Type: []string{"object"},
+			Properties: map[string]spec.Schema{
+				"apiVersion": {SchemaProps: spec.SchemaProps{Type: []string{"string"}}},
+				"kind":       {SchemaProps: spec.SchemaProps{Type: []string{"string"}}},
+				"metadata":   {SchemaProps: spec.SchemaProps{Ref: ref(defObjectMeta)}},
+				"label":      {SchemaProps: spec.SchemaProps{Type: []string{"string"}, MaxLength: ptr.To[int64](2)}},
+			}}}}}
+	}
+	v, err := newSchemaValidator(&Schema{Definitions: defs, Name: "com.example.v1.Shadowed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []*fzShadowed{{Label: "ok"}, {Label: "ok", fzBase: fzBase{Label: "toolong"}}, {Label: "toolong", fzBase: fzBase{Label: "ok"}}} {
+		if v.certain(context.Background(), o) {
+			t.Errorf("%+v: vouched for, with a name two fields share", o)
+		}
+	}
+	if errs := v.check(context.Background(), &fzShadowed{Label: "ok", fzBase: fzBase{Label: "toolong"}}, nil, false); len(errs) == 0 {
+		t.Error("the CRD's validator took the embedded struct's \"toolong\": the case does not show what the typed check guards against")
 	}
 }

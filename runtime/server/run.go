@@ -194,7 +194,7 @@ func installGroup(srv *genericapiserver.GenericAPIServer, spec Spec, g Group, co
 			return nil, fmt.Errorf("%s.%s: %w", r.Plural, g.Name, err)
 		}
 		for path, s := range storage {
-			if err := validateSubresource(&spec, s); err != nil {
+			if err := validateSubresource(&spec, s, validation); err != nil {
 				return nil, fmt.Errorf("%s.%s: %w", path, g.Name, err)
 			}
 			patchTypes.add(g.Name, path, s)

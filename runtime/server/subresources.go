@@ -71,14 +71,15 @@ func (o *openSubresources) installDrain(srv *genericapiserver.GenericAPIServer) 
 
 // validateSubresource gives s, when its bodies are validated (actions, writable views), the
 // validator of its body type's OpenAPI definition: the schema /openapi/v3 publishes for it,
-// its documented enums (spec.DocumentedEnums) not checked.
-func validateSubresource(spec *Spec, s rest.Storage) error {
+// its documented enums (spec.DocumentedEnums) not checked; validation is --schema-validation.
+func validateSubresource(spec *Spec, s rest.Storage, validation registry.SchemaValidation) error {
 	vs, ok := s.(subresource.Validated)
 	if !ok {
 		return nil
 	}
 	name := openapiutil.GetCanonicalTypeName(vs.New())
-	v, err := registry.NewBodyValidator(&registry.Schema{Definitions: spec.OpenAPIDefinitions, DocumentedEnums: spec.DocumentedEnums, Name: name})
+	v, err := registry.NewBodyValidator(&registry.Schema{Definitions: spec.OpenAPIDefinitions, DocumentedEnums: spec.DocumentedEnums, Name: name,
+		Validation: validation})
 	if err != nil {
 		return fmt.Errorf("the schema of the body: %w", err)
 	}
