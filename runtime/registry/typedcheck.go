@@ -2,11 +2,13 @@ package registry
 
 import (
 	"bytes"
+	"encoding/json"
 	"math"
 	"reflect"
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -100,7 +102,11 @@ func (c *checkCompiler) compile(s *structuralschema.Structural, t reflect.Type, 
 	if s.XEmbeddedResource || (vv != nil && (len(vv.AllOf) > 0 || len(vv.AnyOf) > 0 || len(vv.OneOf) > 0 || vv.Not != nil || vv.MultipleOf != nil || vv.UniqueItems)) {
 		return uncertain
 	}
-	if ownJSON(t) || t.Kind() == reflect.Interface {
+	if t.Kind() == reflect.Interface {
+		// Any Go value: certain only as a null (the parent judges it).
+		return func(v reflect.Value) bool { return v.IsNil() }
+	}
+	if ownJSON(t) {
 		return ownJSONCheck(s, vv, t)
 	}
 	if s.XIntOrString || s.XPreserveUnknownFields && s.Type == "" {
@@ -158,27 +164,104 @@ func (c *checkCompiler) compile(s *structuralschema.Structural, t reflect.Type, 
 // ownJSONCheck checks a value with a JSON form of its own (times, durations, quantities,
 // int-or-string, raw and free-form JSON) against s. Its form is certain only for the types
 // whose marshaling always gives the schema's type: a timestamp's RFC 3339 string (whose
-// date-time format holds), a duration's string, an int-or-string or quantity under an
-// int-or-string schema, any value under a free-form schema, and raw JSON that is an object
-// under an object schema that keeps unknown fields. Other constraints on such a value are
-// read on its JSON form, which only the CRD's way computes.
+// date-time format holds for years 0 to 9999), a duration's string, an int-or-string or
+// quantity under an int-or-string schema, raw JSON that the converter reads (under an
+// object schema that keeps unknown fields, an object). Other constraints on such a value
+// are read on its JSON form, which only the CRD's way computes. A null form (a zero
+// timestamp, empty raw JSON) is its parent's to judge, as a nil value is.
 func ownJSONCheck(s *structuralschema.Structural, vv *structuralschema.ValueValidation, t reflect.Type) typedCheck {
 	if s.Default.Object != nil {
 		return uncertain // its zero value's null would be defaulted, not pruned
 	}
+	raw := t == rawExtensionType || t == jsonType
 	switch {
-	case (t == timeType || t == microTimeType) && s.Type == "string" && (vv == nil || onlyFormat(vv, "date-time")),
-		t == durationType && s.Type == "string" && vv == nil,
-		(t == intOrStringType || t == quantityType) && s.Type == "" && s.XIntOrString && vv == nil,
-		s.Type == "" && s.XPreserveUnknownFields && vv == nil:
-		return nil
-	case (t == rawExtensionType || t == jsonType) && s.Type == "object" && s.XPreserveUnknownFields && vv == nil && len(s.Properties) == 0:
+	case (t == timeType || t == microTimeType) && s.Type == "string" && (vv == nil || onlyFormat(vv, "date-time")):
 		return func(v reflect.Value) bool {
-			raw := bytes.TrimLeft(v.FieldByName("Raw").Bytes(), " \t\r\n")
-			return len(raw) == 0 || raw[0] == '{'
+			tm, ok := timeOf(v)
+			if !ok {
+				return false
+			}
+			y := tm.UTC().Year()
+			return tm.IsZero() || y >= 0 && y <= 9999
 		}
+	case t == durationType && s.Type == "string" && vv == nil,
+		(t == intOrStringType || t == quantityType) && s.Type == "" && s.XIntOrString && vv == nil:
+		return nil
+	case raw && s.Type == "" && s.XPreserveUnknownFields && vv == nil:
+		return func(v reflect.Value) bool { return rawJSON(v, false) }
+	case raw && s.Type == "object" && s.XPreserveUnknownFields && vv == nil && len(s.Properties) == 0:
+		return func(v reflect.Value) bool { return rawJSON(v, true) }
 	}
 	return uncertain
+}
+
+// rawJSON reports whether the converter reads the raw JSON v (a RawExtension or JSON) as
+// null or valid JSON, and with object, as null or an object.
+func rawJSON(v reflect.Value, object bool) bool {
+	b := v.FieldByName("Raw").Bytes()
+	if b == nil {
+		if o := v.FieldByName("Object"); o.IsValid() && !o.IsNil() {
+			return false // a RawExtension's Object: marshaled by its own code
+		}
+		return true
+	}
+	if !json.Valid(b) {
+		return false
+	}
+	b = bytes.TrimLeft(b, " \t\r\n")
+	return !object || b[0] == '{' || bytes.Equal(b, []byte("null"))
+}
+
+// timeOf returns the time of v, a metav1.Time or MicroTime; false where reflect may not
+// read it (a value reached through an unexported embedded field).
+func timeOf(v reflect.Value) (time.Time, bool) {
+	if !v.CanInterface() {
+		return time.Time{}, false
+	}
+	switch x := v.Interface().(type) {
+	case metav1.Time:
+		return x.Time, true
+	case metav1.MicroTime:
+		return x.Time, true
+	}
+	return time.Time{}, false
+}
+
+// jsonNull reports whether the JSON form of v is null: a nil pointer, slice, map or
+// interface, a zero timestamp, empty raw JSON. sure is false where v cannot be read.
+func jsonNull(v reflect.Value) (null, sure bool) {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if v.IsNil() {
+			return true, true
+		}
+		if ownJSON(v.Type().Elem()) {
+			return jsonNull(v.Elem())
+		}
+		return false, true
+	case reflect.Slice, reflect.Map, reflect.Interface:
+		return v.IsNil(), true
+	case reflect.Struct:
+		switch v.Type() {
+		case timeType, microTimeType:
+			tm, ok := timeOf(v)
+			return ok && tm.IsZero(), ok
+		case rawExtensionType:
+			return v.FieldByName("Raw").IsNil() && v.FieldByName("Object").IsNil(), true
+		case jsonType:
+			return v.FieldByName("Raw").Len() == 0, true
+		}
+	}
+	return false, true
+}
+
+// mayBeNull reports whether a value of Go type t can have a null JSON form.
+func mayBeNull(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Pointer, reflect.Slice, reflect.Map, reflect.Interface:
+		return true
+	}
+	return t == timeType || t == microTimeType || t == rawExtensionType || t == jsonType
 }
 
 // onlyFormat reports whether vv holds nothing but the format f.
@@ -285,6 +368,9 @@ func floatCheck(vv *structuralschema.ValueValidation) typedCheck {
 	if len(vv.Enum) > 0 || vv.Pattern != "" || vv.MaxLength != nil || vv.MinLength != nil || vv.MaxItems != nil || vv.MinItems != nil || vv.MaxProperties != nil || vv.MinProperties != nil {
 		return uncertain
 	}
+	if vv.Format == "float" && (vv.Maximum != nil && math.Abs(*vv.Maximum) > math.MaxFloat32 || vv.Minimum != nil && math.Abs(*vv.Minimum) > math.MaxFloat32) {
+		return uncertain // kube-openapi refuses such a bound under format float
+	}
 	if vv.Maximum == nil && vv.Minimum == nil {
 		return nil
 	}
@@ -314,7 +400,7 @@ func (c *checkCompiler) listCheck(s *structuralschema.Structural, t reflect.Type
 	}
 	et := t.Elem()
 	item := c.compile(s.Items, et, reach && structOrPointerToStruct(et))
-	nullItems := nullable(et) && !s.Items.Nullable
+	nullItems := mayBeNull(et) && !s.Items.Nullable
 	var maxItems, minItems *int64
 	if vv != nil {
 		maxItems, minItems = vv.MaxItems, vv.MinItems
@@ -333,7 +419,9 @@ func (c *checkCompiler) listCheck(s *structuralschema.Structural, t reflect.Type
 		}
 	case "map":
 		keys, ok := listMapKeysOf(et, s.XListMapKeys)
-		if !ok {
+		if !ok && !structOrPointerToStruct(et) {
+			unique = func(v reflect.Value) bool { return v.Len() == 0 } // items must be objects
+		} else if !ok {
 			unique = func(v reflect.Value) bool { return v.Len() < 2 }
 		} else {
 			unique = keys.unique
@@ -352,7 +440,12 @@ func (c *checkCompiler) listCheck(s *structuralschema.Structural, t reflect.Type
 		}
 		for i := range v.Len() {
 			e := v.Index(i)
-			if nullItems && e.IsNil() || item != nil && !item(e) {
+			if nullItems {
+				if null, sure := jsonNull(e); null || !sure {
+					return false // a null the list keeps, where items are not nullable
+				}
+			}
+			if item != nil && !item(e) {
 				return false
 			}
 		}
@@ -497,7 +590,7 @@ func (c *checkCompiler) mapCheck(s *structuralschema.Structural, t reflect.Type,
 	}
 	// What a nil value becomes: kept as a valid null, kept as an invalid one, or pruned.
 	nilKept, nilValid := vs.Nullable || vs.Default.Object != nil, vs.Nullable
-	nils := nullable(et) && (!nilValid || minP != nil)
+	nils := mayBeNull(et) && (!nilValid || minP != nil)
 	if value == nil && !nils && maxP == nil && minP == nil {
 		return nil
 	}
@@ -510,7 +603,14 @@ func (c *checkCompiler) mapCheck(s *structuralschema.Structural, t reflect.Type,
 		iter := v.MapRange()
 		for iter.Next() {
 			e := iter.Value()
-			if nils && e.IsNil() {
+			null, sure := false, true
+			if nils {
+				null, sure = jsonNull(e)
+			}
+			if !sure {
+				return false
+			}
+			if null {
 				if nilKept && !nilValid {
 					return false
 				}
@@ -533,6 +633,8 @@ type jsonField struct {
 	index     []int
 	typ       reflect.Type
 	omitempty bool
+	// unexported is set for a field the converter writes though nothing may read it.
+	unexported bool
 	// ambiguous is set when two fields have the name (an embedded struct's and the
 	// parent's): which one the unstructured form holds is the converter's to say.
 	ambiguous bool
@@ -565,11 +667,14 @@ func jsonFieldsOf(t reflect.Type) map[string]jsonField {
 				}
 				continue
 			}
-			if !f.IsExported() {
-				continue
-			}
 			if name == "" {
 				name = f.Name
+			}
+			if !f.IsExported() {
+				if _, dup := out[name]; !dup {
+					out[name] = jsonField{unexported: true}
+				}
+				continue
 			}
 			if _, dup := out[name]; dup {
 				out[name] = jsonField{ambiguous: true}
@@ -655,8 +760,16 @@ func (c *checkCompiler) structCheck(s *structuralschema.Structural, t reflect.Ty
 		required, maxP, minP = vv.Required, vv.MaxProperties, vv.MinProperties
 	}
 	for _, name := range required {
-		if f, ok := fields[name]; !ok || f.ambiguous {
+		if f, ok := fields[name]; !ok || f.ambiguous || f.unexported {
 			return uncertain // a required property the Go type cannot hold
+		}
+	}
+	for name, f := range fields {
+		_, inSchema := s.Properties[name]
+		if inSchema && f.unexported || maxP != nil && !inSchema {
+			// The converter writes unexported fields too, and every field counts toward
+			// maxProperties.
+			return uncertain
 		}
 	}
 	names := make([]string, 0, len(s.Properties))
@@ -682,7 +795,7 @@ func (c *checkCompiler) structCheck(s *structuralschema.Structural, t reflect.Ty
 		if pc.required || minP != nil {
 			pc.filled = filledCheck(&p, f.typ, nonZeroDefault(s))
 		}
-		if pc.check != nil || pc.required || maxP != nil || minP != nil || nullable(f.typ) && pc.nilKept && !pc.nilValid {
+		if pc.check != nil || pc.required || maxP != nil || minP != nil || mayBeNull(f.typ) && pc.nilKept && !pc.nilValid {
 			props = append(props, pc)
 		}
 	}
@@ -710,7 +823,11 @@ func (c *checkCompiler) structCheck(s *structuralschema.Structural, t reflect.Ty
 			if p.omitempty && emptyValue(fv) || p.zeroDropped && fv.IsZero() {
 				continue // not in the object the schema sees
 			}
-			if nilValue(fv) {
+			null, sure := jsonNull(fv)
+			if !sure {
+				return false
+			}
+			if null {
 				if p.nilKept && !p.nilValid {
 					return false
 				}
@@ -729,15 +846,6 @@ func (c *checkCompiler) structCheck(s *structuralschema.Structural, t reflect.Ty
 		}
 		return true
 	}
-}
-
-// nilValue reports whether v is a nil pointer, slice, map or interface.
-func nilValue(v reflect.Value) bool {
-	switch v.Kind() {
-	case reflect.Pointer, reflect.Slice, reflect.Map, reflect.Interface:
-		return v.IsNil()
-	}
-	return false
 }
 
 // filledCheck compiles whether a value of type t at a property of schema s certainly
@@ -762,7 +870,7 @@ func filledCheck(s *structuralschema.Structural, t reflect.Type, parentDefault b
 		var members []member
 		for name, p := range s.Properties {
 			f, ok := fields[name]
-			if !ok || f.ambiguous {
+			if !ok || f.ambiguous || f.unexported {
 				continue
 			}
 			members = append(members, member{f.index, filledCheck(&p, f.typ, false)})
@@ -803,13 +911,14 @@ func jsonNonZero(v reflect.Value) bool {
 	case reflect.Struct:
 		t := v.Type()
 		if t == timeType || t == microTimeType {
-			return !v.IsZero()
+			tm, ok := timeOf(v)
+			return ok && !tm.IsZero()
 		}
 		if ownJSON(t) {
 			return false
 		}
 		for _, f := range jsonFieldsOf(t) {
-			if f.ambiguous {
+			if f.ambiguous || f.unexported {
 				continue
 			}
 			if fv, ok := fieldOf(v, f.index); ok && jsonNonZero(fv) {

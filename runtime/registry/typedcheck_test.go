@@ -63,6 +63,11 @@ type fzSpec struct {
 	Req   map[string]string     `json:"req"`
 	Nul   fzNullables           `json:"nul,omitempty"`
 	Nd    *fzDefaulted          `json:"nd,omitempty"`
+	// The second review's: zero timestamps in a list and a map, a required timestamp at the
+	// zero instant in another location.
+	Times  []metav1.Time          `json:"times,omitempty"`
+	Stamps map[string]metav1.Time `json:"stamps,omitempty"`
+	Since  metav1.Time            `json:"since"`
 }
 
 type fzHolder struct {
@@ -149,10 +154,14 @@ func fzDefs(ref openapicommon.ReferenceCallback) map[string]openapicommon.OpenAP
 	}
 	withDefault := func(s spec.Schema, d any) spec.Schema { s.Default = d; return s }
 	nullableStr := str(spec.SchemaProps{Nullable: true})
-	specDef := obj([]string{"name", "size", "ready", "inner", "req"}, map[string]spec.Schema{
-		"n":     i32(spec.SchemaProps{}),
-		"cfg":   {SchemaProps: spec.SchemaProps{Ref: ref(defRawExtension)}},
-		"items": {SchemaProps: spec.SchemaProps{Type: []string{"array"}, Items: &spec.SchemaOrArray{Schema: ptr.To(refTo("com.example.v1.Inner", spec.SchemaProps{}))}}},
+	timeRef := spec.Schema{SchemaProps: spec.SchemaProps{Ref: ref("io.k8s.apimachinery.pkg.apis.meta.v1.Time")}}
+	specDef := obj([]string{"name", "size", "ready", "inner", "req", "since"}, map[string]spec.Schema{
+		"times":  {SchemaProps: spec.SchemaProps{Type: []string{"array"}, Items: &spec.SchemaOrArray{Schema: &timeRef}}},
+		"stamps": {SchemaProps: spec.SchemaProps{Type: []string{"object"}, MinProperties: ptr.To[int64](1), AdditionalProperties: &spec.SchemaOrBool{Allows: true, Schema: &timeRef}}},
+		"since":  timeRef,
+		"n":      i32(spec.SchemaProps{}),
+		"cfg":    {SchemaProps: spec.SchemaProps{Ref: ref(defRawExtension)}},
+		"items":  {SchemaProps: spec.SchemaProps{Type: []string{"array"}, Items: &spec.SchemaOrArray{Schema: ptr.To(refTo("com.example.v1.Inner", spec.SchemaProps{}))}}},
 		"opts": {SchemaProps: spec.SchemaProps{Type: []string{"object"}, MinProperties: ptr.To[int64](1),
 			AdditionalProperties: &spec.SchemaOrBool{Allows: true, Schema: ptr.To(str(spec.SchemaProps{}))}}},
 		"g": {SchemaProps: spec.SchemaProps{Type: []string{"object"}, AdditionalProperties: &spec.SchemaOrBool{Allows: true, Schema: &spec.Schema{
@@ -302,7 +311,15 @@ func (f fuzzer) object() *fzObj {
 		s.Raw = []byte("raw")
 	}
 	s.N = choose(f, []int{0, 5, math.MaxInt32}, []int{math.MaxInt32 + 1, math.MinInt32 - 1})
-	s.Cfg.Raw = choose(f, [][]byte{nil, []byte(`{}`), []byte(` {"a":1}`)}, [][]byte{[]byte(`5`), []byte(`"s"`), []byte(`null`)})
+	s.Cfg.Raw = choose(f, [][]byte{nil, []byte(`{}`), []byte(` {"a":1}`)}, [][]byte{[]byte(`5`), []byte(`"s"`), []byte(`null`), {}, []byte(` `), []byte(`{} 5`)})
+	now := metav1.NewTime(time.Unix(1_700_000_000, 0))
+	if f.pick(3) == 0 {
+		s.Times = []metav1.Time{choose(f, []metav1.Time{now}, []metav1.Time{{}})}
+	}
+	if f.pick(3) == 0 {
+		s.Stamps = map[string]metav1.Time{"a": choose(f, []metav1.Time{now}, []metav1.Time{{}})}
+	}
+	s.Since = choose(f, []metav1.Time{now}, []metav1.Time{{}, metav1.NewTime(time.Time{}.Local())})
 	for range f.pick(3) {
 		s.Items = append(s.Items, choose(f, []*fzInner{{A: "a"}}, []*fzInner{nil}))
 	}
@@ -351,6 +368,7 @@ func (f fuzzer) context(o *fzObj) context.Context {
 	maybe(s.Inner.A == "", "spec", "inner", "a")
 	maybe(s.Inner == fzInner{} || s.Inner == fzInner{B: 3}, "spec", "inner")
 	maybe(len(s.Req) == 0 || s.Req["a"] == "", "spec", "req")
+	maybe(s.Since.IsZero(), "spec", "since")
 	maybe(o.Status.Phase == "", "status", "phase")
 	for i, p := range s.Ports {
 		maybe(p.Name == "", "spec", "ports", fmt.Sprint(i), "name")
@@ -430,7 +448,8 @@ func TestTypedCheckDecides(t *testing.T) {
 			Tags: []string{"a", "b"}, Ports: []fzPort{{Name: "http", Port: 80}, {Name: "grpc", Port: 1}}, Labels: map[string]string{"a": "v"},
 			Inner: fzInner{A: "a"}, Opt: &fzInner{A: "x", B: 9}, Any: intstr.FromInt32(1), Qty: ptr.To(resource.MustParse("1Gi")),
 			When: &metav1.Time{Time: time.Now()}, Choice: fzChoice{X: ptr.To("x")}, Raw: []byte{1},
-			Req: map[string]string{"a": "v"}, Nul: fzNullables{A: ptr.To("a")}, Cfg: runtime.RawExtension{Raw: []byte(`{}`)}},
+			Req: map[string]string{"a": "v"}, Nul: fzNullables{A: ptr.To("a")}, Cfg: runtime.RawExtension{Raw: []byte(`{}`)},
+			Since: metav1.NewTime(time.Unix(1_700_000_000, 0))},
 			Status: fzStatus{Phase: "X"}}
 	}
 	if !v.certain(context.Background(), valid()) {
@@ -450,27 +469,31 @@ func TestTypedCheckDecides(t *testing.T) {
 		"required struct of defaults": func(o *fzObj) {
 			o.Spec.Inner = fzInner{B: 3}
 		},
-		"set duplicate":                        func(o *fzObj) { o.Spec.Tags = []string{"a", "a"} },
-		"set item maxLength":                   func(o *fzObj) { o.Spec.Tags = []string{"abc"} },
-		"map key duplicate":                    func(o *fzObj) { o.Spec.Ports[1].Name = "http" },
-		"map key empty":                        func(o *fzObj) { o.Spec.Ports[1].Name = "" },
-		"item minimum":                         func(o *fzObj) { o.Spec.Ports[0].Port = 0 },
-		"maxProperties of a map":               func(o *fzObj) { o.Spec.Labels = map[string]string{"a": "v", "b": "v", "c": "v"} },
-		"map value pattern":                    func(o *fzObj) { o.Spec.Labels["a"] = "x" },
-		"maxProperties of a union":             func(o *fzObj) { o.Spec.Choice.Y = ptr.To[int32](1) },
-		"minProperties of a union":             func(o *fzObj) { o.Spec.Choice = fzChoice{} }, // read with absences: see below
-		"pointer struct's maximum":             func(o *fzObj) { o.Spec.Opt.B = 10 },
-		"string format":                        func(o *fzObj) { o.Spec.Host = "example.com" },
-		"status enum":                          func(o *fzObj) { o.Status.Phase = "Z" },
-		"int beyond int32":                     func(o *fzObj) { o.Spec.N = math.MaxInt32 + 1 },
-		"raw JSON not an object":               func(o *fzObj) { o.Spec.Cfg.Raw = []byte(`5`) },
-		"null list item":                       func(o *fzObj) { o.Spec.Items = []*fzInner{nil} },
-		"pruned nulls under minProperties":     func(o *fzObj) { o.Spec.Opts = map[string]*string{"a": nil} },
-		"required map of zeros":                func(o *fzObj) { o.Spec.Req = map[string]string{"a": ""} },
-		"null with a default":                  func(o *fzObj) { o.Spec.Nd = &fzDefaulted{} },
-		"nullable null counted":                func(o *fzObj) { o.Spec.Nul = fzNullables{B: ptr.To("b")} },
-		"zero struct dropUnset does not reach": func(o *fzObj) { o.Spec.G = map[string][]fzHolder{"x": {{}}} },
-		"int-or-string's string":               func(o *fzObj) {}, // stays valid: checked below
+		"set duplicate":                               func(o *fzObj) { o.Spec.Tags = []string{"a", "a"} },
+		"set item maxLength":                          func(o *fzObj) { o.Spec.Tags = []string{"abc"} },
+		"map key duplicate":                           func(o *fzObj) { o.Spec.Ports[1].Name = "http" },
+		"map key empty":                               func(o *fzObj) { o.Spec.Ports[1].Name = "" },
+		"item minimum":                                func(o *fzObj) { o.Spec.Ports[0].Port = 0 },
+		"maxProperties of a map":                      func(o *fzObj) { o.Spec.Labels = map[string]string{"a": "v", "b": "v", "c": "v"} },
+		"map value pattern":                           func(o *fzObj) { o.Spec.Labels["a"] = "x" },
+		"maxProperties of a union":                    func(o *fzObj) { o.Spec.Choice.Y = ptr.To[int32](1) },
+		"minProperties of a union":                    func(o *fzObj) { o.Spec.Choice = fzChoice{} }, // read with absences: see below
+		"pointer struct's maximum":                    func(o *fzObj) { o.Spec.Opt.B = 10 },
+		"string format":                               func(o *fzObj) { o.Spec.Host = "example.com" },
+		"status enum":                                 func(o *fzObj) { o.Status.Phase = "Z" },
+		"int beyond int32":                            func(o *fzObj) { o.Spec.N = math.MaxInt32 + 1 },
+		"raw JSON not an object":                      func(o *fzObj) { o.Spec.Cfg.Raw = []byte(`5`) },
+		"null list item":                              func(o *fzObj) { o.Spec.Items = []*fzInner{nil} },
+		"pruned nulls under minProperties":            func(o *fzObj) { o.Spec.Opts = map[string]*string{"a": nil} },
+		"required map of zeros":                       func(o *fzObj) { o.Spec.Req = map[string]string{"a": ""} },
+		"null with a default":                         func(o *fzObj) { o.Spec.Nd = &fzDefaulted{} },
+		"nullable null counted":                       func(o *fzObj) { o.Spec.Nul = fzNullables{B: ptr.To("b")} },
+		"zero struct dropUnset does not reach":        func(o *fzObj) { o.Spec.G = map[string][]fzHolder{"x": {{}}} },
+		"zero time in a list":                         func(o *fzObj) { o.Spec.Times = []metav1.Time{{}} },
+		"pruned zero time under minProperties":        func(o *fzObj) { o.Spec.Stamps = map[string]metav1.Time{"a": {}} },
+		"required time at the zero instant elsewhere": func(o *fzObj) { o.Spec.Since = metav1.NewTime(time.Time{}.Local()) },
+		"raw JSON the converter cannot read":          func(o *fzObj) { o.Spec.Cfg.Raw = []byte(`{} 5`) },
+		"int-or-string's string":                      func(o *fzObj) {}, // stays valid: checked below
 	} {
 		o := valid()
 		change(o)
@@ -515,5 +538,88 @@ func TestTypedCheckShadowedName(t *testing.T) {
 	}
 	if errs := v.check(context.Background(), &fzShadowed{Label: "ok", fzBase: fzBase{Label: "toolong"}}, nil, false); len(errs) == 0 {
 		t.Error("the CRD's validator took the embedded struct's \"toolong\": the case does not show what the typed check guards against")
+	}
+}
+
+// Kinds of shapes no generated type has but a hand-written one may (TestTypedCheckOddShapes).
+type (
+	oddOutside struct {
+		metav1.TypeMeta `json:",inline"`
+		A               string `json:"a,omitempty"`
+		B               string `json:"b,omitempty"` // not in the schema, yet counted
+	}
+	oddUnexported struct {
+		metav1.TypeMeta `json:",inline"`
+		A               string `json:"a,omitempty"`
+		b               string
+	}
+	oddFarTime struct {
+		metav1.TypeMeta `json:",inline"`
+		T               metav1.Time `json:"t,omitempty"`
+	}
+	oddFloatBound struct {
+		metav1.TypeMeta `json:",inline"`
+		F               float32 `json:"f,omitempty"`
+	}
+	oddMapOfStrings struct {
+		metav1.TypeMeta `json:",inline"`
+		L               []string `json:"l,omitempty"`
+	}
+)
+
+func (o *oddOutside) DeepCopyObject() runtime.Object      { c := *o; return &c }
+func (o *oddUnexported) DeepCopyObject() runtime.Object   { c := *o; return &c }
+func (o *oddFarTime) DeepCopyObject() runtime.Object      { c := *o; return &c }
+func (o *oddFloatBound) DeepCopyObject() runtime.Object   { c := *o; return &c }
+func (o *oddMapOfStrings) DeepCopyObject() runtime.Object { c := *o; return &c }
+
+// TestTypedCheckOddShapes checks shapes no generated type has but a hand-written one may:
+// each is refused by the CRD's validator, and the typed check must not vouch for it.
+func TestTypedCheckOddShapes(t *testing.T) {
+	str := spec.Schema{SchemaProps: spec.SchemaProps{Type: []string{"string"}}}
+	for _, c := range []struct {
+		name  string
+		props spec.SchemaProps
+		ext   spec.Extensions
+		obj   runtime.Object
+	}{
+		{"maxProperties counts a field outside the schema", spec.SchemaProps{MaxProperties: ptr.To[int64](1), Properties: map[string]spec.Schema{"a": str}}, nil,
+			&oddOutside{A: "x", B: "y"}},
+		{"maxProperties counts an unexported field", spec.SchemaProps{MaxProperties: ptr.To[int64](1), Properties: map[string]spec.Schema{"a": str}}, nil,
+			&oddUnexported{A: "x", b: "y"}},
+		{"a year past 9999 is no date-time", spec.SchemaProps{Properties: map[string]spec.Schema{"t": {SchemaProps: spec.SchemaProps{Type: []string{"string"}, Format: "date-time"}}}}, nil,
+			&oddFarTime{T: metav1.NewTime(time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC))}},
+		{"a bound beyond float32 under format float", spec.SchemaProps{Properties: map[string]spec.Schema{"f": {SchemaProps: spec.SchemaProps{Type: []string{"number"}, Format: "float", Maximum: ptr.To(1e39)}}}}, nil,
+			&oddFloatBound{F: 1}},
+		{"a map-list of strings", spec.SchemaProps{Properties: map[string]spec.Schema{"l": {SchemaProps: spec.SchemaProps{Type: []string{"array"}, Items: &spec.SchemaOrArray{Schema: &str}},
+			VendorExtensible: spec.VendorExtensible{Extensions: spec.Extensions{"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": []any{"name"}}}}}}, nil,
+			&oddMapOfStrings{L: []string{"a"}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			props := c.props
+			props.Type = []string{"object"}
+			defs := func(ref openapicommon.ReferenceCallback) map[string]openapicommon.OpenAPIDefinition {
+				return map[string]openapicommon.OpenAPIDefinition{"com.example.v1.Odd": {Schema: spec.Schema{SchemaProps: props}}}
+			}
+			typed, err := newSchemaValidator(&Schema{Definitions: defs, Name: "com.example.v1.Odd"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			crd, err := newSchemaValidator(&Schema{Definitions: defs, Name: "com.example.v1.Odd", Validation: SchemaValidationCRD})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			want := crd.check(ctx, c.obj, nil, false)
+			if len(want) == 0 {
+				t.Fatal("the CRD's validator takes it: the case shows nothing")
+			}
+			if typed.certain(ctx, c.obj) {
+				t.Error("vouched for")
+			}
+			if got := typed.check(ctx, c.obj, nil, false); !slices.Equal(errorStrings(got), errorStrings(want)) {
+				t.Errorf("with the typed check: %v; the CRD's validator alone: %v", got, want)
+			}
+		})
 	}
 }
