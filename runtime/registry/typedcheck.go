@@ -1,8 +1,6 @@
 package registry
 
 import (
-	"bytes"
-	"encoding/json"
 	"math"
 	"reflect"
 	"regexp"
@@ -17,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/structured-merge-diff/v6/value"
 )
 
 // A typedCheck answers, for a typed object, whether it certainly satisfies every
@@ -185,8 +184,14 @@ func ownJSONCheck(s *structuralschema.Structural, vv *structuralschema.ValueVali
 			return tm.IsZero() || y >= 0 && y <= 9999
 		}
 	case t == durationType && s.Type == "string" && vv == nil,
-		(t == intOrStringType || t == quantityType) && s.Type == "" && s.XIntOrString && vv == nil:
+		t == quantityType && s.Type == "" && s.XIntOrString && vv == nil:
 		return nil
+	case t == intOrStringType && s.Type == "" && s.XIntOrString && vv == nil:
+		// A protobuf body can give any Type, which the converter refuses.
+		return func(v reflect.Value) bool {
+			typ := intstr.Type(v.FieldByName("Type").Int())
+			return typ == intstr.Int || typ == intstr.String
+		}
 	case raw && s.Type == "" && s.XPreserveUnknownFields && vv == nil:
 		return func(v reflect.Value) bool { return rawJSON(v, false) }
 	case raw && s.Type == "object" && s.XPreserveUnknownFields && vv == nil && len(s.Properties) == 0:
@@ -195,21 +200,29 @@ func ownJSONCheck(s *structuralschema.Structural, vv *structuralschema.ValueVali
 	return uncertain
 }
 
-// rawJSON reports whether the converter reads the raw JSON v (a RawExtension or JSON) as
-// null or valid JSON, and with object, as null or an object.
+// rawJSON reports whether the converter reads the raw JSON v (a RawExtension or JSON),
+// and with object, reads it as null or an object. It asks the converter itself
+// (structured-merge-diff's, which the unstructured converter calls for such values): it
+// is stricter than encoding/json (numbers beyond int64 and float64, leading blanks).
 func rawJSON(v reflect.Value, object bool) bool {
-	b := v.FieldByName("Raw").Bytes()
-	if b == nil {
-		if o := v.FieldByName("Object"); o.IsValid() && !o.IsNil() {
-			return false // a RawExtension's Object: marshaled by its own code
-		}
-		return true
-	}
-	if !json.Valid(b) {
+	u, ok := convertedAlone(v)
+	if !ok {
 		return false
 	}
-	b = bytes.TrimLeft(b, " \t\r\n")
-	return !object || b[0] == '{' || bytes.Equal(b, []byte("null"))
+	if _, isMap := u.(map[string]any); object && u != nil && !isMap {
+		return false
+	}
+	return true
+}
+
+// convertedAlone returns the unstructured form of v, a value with a JSON form of its own,
+// as the unstructured converter makes it; false where that fails or reflect may not read v.
+func convertedAlone(v reflect.Value) (any, bool) {
+	if !v.CanInterface() {
+		return nil, false
+	}
+	u, err := value.TypeReflectEntryOf(v.Type()).ToUnstructured(v)
+	return u, err == nil
 }
 
 // timeOf returns the time of v, a metav1.Time or MicroTime; false where reflect may not
@@ -246,10 +259,9 @@ func jsonNull(v reflect.Value) (null, sure bool) {
 		case timeType, microTimeType:
 			tm, ok := timeOf(v)
 			return ok && tm.IsZero(), ok
-		case rawExtensionType:
-			return v.FieldByName("Raw").IsNil() && v.FieldByName("Object").IsNil(), true
-		case jsonType:
-			return v.FieldByName("Raw").Len() == 0, true
+		case rawExtensionType, jsonType:
+			u, ok := convertedAlone(v) // "null" in Raw is a null too
+			return ok && u == nil, ok
 		}
 	}
 	return false, true
@@ -633,6 +645,8 @@ type jsonField struct {
 	index     []int
 	typ       reflect.Type
 	omitempty bool
+	// omitzero is set when the converter leaves the field out by its zero test.
+	omitzero bool
 	// unexported is set for a field the converter writes though nothing may read it.
 	unexported bool
 	// ambiguous is set when two fields have the name (an embedded struct's and the
@@ -680,9 +694,10 @@ func jsonFieldsOf(t reflect.Type) map[string]jsonField {
 				out[name] = jsonField{ambiguous: true}
 				continue
 			}
-			// omitzero is not read: a zero value it leaves out is checked as if there,
-			// which can only find more to fault.
-			out[name] = jsonField{index: index, typ: f.Type, omitempty: slices.Contains(strings.Split(opts, ","), "omitempty")}
+			// A zero value omitzero leaves out is checked as if there, which can only find
+			// more to fault; but it is never filled (a type's own IsZero decides it).
+			out[name] = jsonField{index: index, typ: f.Type, omitempty: slices.Contains(strings.Split(opts, ","), "omitempty"),
+				omitzero: slices.Contains(strings.Split(opts, ","), "omitzero")}
 		}
 	}
 	walk(t, nil)
@@ -793,13 +808,13 @@ func (c *checkCompiler) structCheck(s *structuralschema.Structural, t reflect.Ty
 			pc.zeroDropped = true
 		}
 		if pc.required || minP != nil {
-			pc.filled = filledCheck(&p, f.typ, nonZeroDefault(s))
+			pc.filled = filledCheck(&p, f.typ, nonZeroDefault(s) || f.omitzero)
 		}
 		if pc.check != nil || pc.required || maxP != nil || minP != nil || mayBeNull(f.typ) && pc.nilKept && !pc.nilValid {
 			props = append(props, pc)
 		}
 	}
-	if len(props) == 0 {
+	if len(props) == 0 && (minP == nil || *minP <= 0) {
 		return nil
 	}
 	return func(v reflect.Value) bool {
@@ -851,10 +866,12 @@ func (c *checkCompiler) structCheck(s *structuralschema.Structural, t reflect.Ty
 // filledCheck compiles whether a value of type t at a property of schema s certainly
 // stands for one a client sent, so a CRD sees it there: not nil, not empty, not a zero
 // value (as zeroJSON reads its JSON form), and for a struct, holding a value that no
-// default (its properties', or the parent's, when parentDefault) can have put there. The
-// registry reads the other values as possibly left out (dropUnset, dropAbsent).
-func filledCheck(s *structuralschema.Structural, t reflect.Type, parentDefault bool) func(reflect.Value) bool {
-	if parentDefault || nonZeroDefault(s) {
+// default (its properties') can have put there. never is set where no value is certain:
+// under a parent's default, or in an omitzero field (the converter's zero test, a type's
+// own IsZero, is not read here). The registry reads the other values as possibly left out
+// (dropUnset, dropAbsent).
+func filledCheck(s *structuralschema.Structural, t reflect.Type, never bool) func(reflect.Value) bool {
+	if never || nonZeroDefault(s) {
 		return func(reflect.Value) bool { return false }
 	}
 	switch {
@@ -873,7 +890,7 @@ func filledCheck(s *structuralschema.Structural, t reflect.Type, parentDefault b
 			if !ok || f.ambiguous || f.unexported {
 				continue
 			}
-			members = append(members, member{f.index, filledCheck(&p, f.typ, false)})
+			members = append(members, member{f.index, filledCheck(&p, f.typ, f.omitzero)})
 		}
 		return func(v reflect.Value) bool {
 			for _, m := range members {

@@ -292,7 +292,7 @@ func (f fuzzer) object() *fzObj {
 	if f.pick(2) == 0 {
 		s.OptV = f.inner()
 	}
-	s.Any = choose(f, []intstr.IntOrString{{}, intstr.FromInt32(3), intstr.FromString("x"), intstr.FromString("")}, nil)
+	s.Any = choose(f, []intstr.IntOrString{{}, intstr.FromInt32(3), intstr.FromString("x"), intstr.FromString("")}, []intstr.IntOrString{{Type: 2}})
 	if f.pick(3) == 0 {
 		s.Qty = ptr.To(resource.MustParse(choose(f, []string{"1", "100m", "2Gi"}, nil)))
 	}
@@ -311,7 +311,8 @@ func (f fuzzer) object() *fzObj {
 		s.Raw = []byte("raw")
 	}
 	s.N = choose(f, []int{0, 5, math.MaxInt32}, []int{math.MaxInt32 + 1, math.MinInt32 - 1})
-	s.Cfg.Raw = choose(f, [][]byte{nil, []byte(`{}`), []byte(` {"a":1}`)}, [][]byte{[]byte(`5`), []byte(`"s"`), []byte(`null`), {}, []byte(` `), []byte(`{} 5`)})
+	s.Cfg.Raw = choose(f, [][]byte{nil, []byte(`{}`), []byte(`{"a":1}`)},
+		[][]byte{[]byte(`5`), []byte(`"s"`), []byte(`null`), {}, []byte(` `), []byte(`{} 5`), []byte(`{"a":1e400}`), []byte(` {}`)})
 	now := metav1.NewTime(time.Unix(1_700_000_000, 0))
 	if f.pick(3) == 0 {
 		s.Times = []metav1.Time{choose(f, []metav1.Time{now}, []metav1.Time{{}})}
@@ -493,6 +494,9 @@ func TestTypedCheckDecides(t *testing.T) {
 		"pruned zero time under minProperties":        func(o *fzObj) { o.Spec.Stamps = map[string]metav1.Time{"a": {}} },
 		"required time at the zero instant elsewhere": func(o *fzObj) { o.Spec.Since = metav1.NewTime(time.Time{}.Local()) },
 		"raw JSON the converter cannot read":          func(o *fzObj) { o.Spec.Cfg.Raw = []byte(`{} 5`) },
+		"raw JSON number beyond float64":              func(o *fzObj) { o.Spec.Cfg.Raw = []byte(`{"a":1e400}`) },
+		"raw JSON with a leading blank":               func(o *fzObj) { o.Spec.Cfg.Raw = []byte(` {}`) },
+		"int-or-string of no known type":              func(o *fzObj) { o.Spec.Any = intstr.IntOrString{Type: 2} },
 		"int-or-string's string":                      func(o *fzObj) {}, // stays valid: checked below
 	} {
 		o := valid()
@@ -565,7 +569,30 @@ type (
 		metav1.TypeMeta `json:",inline"`
 		L               []string `json:"l,omitempty"`
 	}
+	oddRawList struct {
+		metav1.TypeMeta `json:",inline"`
+		L               []runtime.RawExtension `json:"l,omitempty"`
+	}
+	oddNoProperties struct {
+		metav1.TypeMeta `json:",inline"`
+		E               struct{} `json:"e"`
+	}
+	oddOmitZero struct {
+		metav1.TypeMeta `json:",inline"`
+		Z               alwaysZero `json:"z,omitzero"`
+	}
 )
+
+// alwaysZero calls itself zero whatever it holds: omitzero leaves it out.
+type alwaysZero struct {
+	V string `json:"v,omitempty"`
+}
+
+func (alwaysZero) IsZero() bool { return true }
+
+func (o *oddRawList) DeepCopyObject() runtime.Object      { c := *o; return &c }
+func (o *oddNoProperties) DeepCopyObject() runtime.Object { c := *o; return &c }
+func (o *oddOmitZero) DeepCopyObject() runtime.Object     { c := *o; return &c }
 
 func (o *oddOutside) DeepCopyObject() runtime.Object      { c := *o; return &c }
 func (o *oddUnexported) DeepCopyObject() runtime.Object   { c := *o; return &c }
@@ -594,6 +621,14 @@ func TestTypedCheckOddShapes(t *testing.T) {
 		{"a map-list of strings", spec.SchemaProps{Properties: map[string]spec.Schema{"l": {SchemaProps: spec.SchemaProps{Type: []string{"array"}, Items: &spec.SchemaOrArray{Schema: &str}},
 			VendorExtensible: spec.VendorExtensible{Extensions: spec.Extensions{"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": []any{"name"}}}}}}, nil,
 			&oddMapOfStrings{L: []string{"a"}}},
+		{"a raw null in a list", spec.SchemaProps{Properties: map[string]spec.Schema{"l": {SchemaProps: spec.SchemaProps{Type: []string{"array"},
+			Items: &spec.SchemaOrArray{Schema: &spec.Schema{SchemaProps: spec.SchemaProps{Type: []string{"object"}}, VendorExtensible: spec.VendorExtensible{
+				Extensions: spec.Extensions{"x-kubernetes-preserve-unknown-fields": true}}}}}}}}, nil,
+			&oddRawList{L: []runtime.RawExtension{{Raw: []byte("null")}}}},
+		{"minProperties without a property the Go type holds", spec.SchemaProps{Properties: map[string]spec.Schema{"e": {SchemaProps: spec.SchemaProps{Type: []string{"object"},
+			MinProperties: ptr.To[int64](1)}}}}, nil, &oddNoProperties{}},
+		{"a required field its own IsZero leaves out", spec.SchemaProps{Required: []string{"z"}, Properties: map[string]spec.Schema{"z": {SchemaProps: spec.SchemaProps{Type: []string{"object"},
+			Properties: map[string]spec.Schema{"v": str}}}}}, nil, &oddOmitZero{Z: alwaysZero{V: "x"}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			props := c.props
