@@ -58,7 +58,7 @@ func typedCheckFor(s *structuralschema.Structural, t reflect.Type, zeroStructsDr
 	}
 	c := &checkCompiler{zeroStructsDropped: zeroStructsDropped}
 	if t.Kind() == reflect.Struct && s.Type == "object" {
-		if vv := valueValidation(s); vv == nil || structConstraintsOnly(vv) {
+		if vv := valueValidation(s); vv == nil || !beyond(vv, structConstraints) {
 			return c.structCheck(s, t, true, true)
 		}
 	}
@@ -121,7 +121,7 @@ func (c *checkCompiler) compile(s *structuralschema.Structural, t reflect.Type, 
 		if s.Type != "boolean" {
 			return uncertain
 		}
-		if vv != nil && len(vv.Enum) > 0 {
+		if vv != nil {
 			return uncertain
 		}
 		return nil
@@ -278,13 +278,32 @@ func mayBeNull(t reflect.Type) bool {
 
 // onlyFormat reports whether vv holds nothing but the format f.
 func onlyFormat(vv *structuralschema.ValueValidation, f string) bool {
-	w := *vv
-	if w.Format != f {
-		return false
-	}
-	w.Format = ""
-	return reflect.ValueOf(w).IsZero()
+	return vv.Format == f && !beyond(vv, func(w *structuralschema.ValueValidation) { w.Format = "" })
 }
+
+// beyond reports whether vv constrains anything that evaluated does not zero: evaluated
+// clears the constraints a check reads itself, and any other leaves the value to the
+// CRD's validator.
+func beyond(vv *structuralschema.ValueValidation, evaluated func(w *structuralschema.ValueValidation)) bool {
+	w := *vv
+	evaluated(&w)
+	return !reflect.ValueOf(w).IsZero()
+}
+
+// The constraints each kind of check reads itself (beyond's evaluated).
+var (
+	stringConstraints = func(w *structuralschema.ValueValidation) {
+		w.Pattern, w.Enum, w.MaxLength, w.MinLength = "", nil, nil, nil
+	}
+	numberConstraints = func(w *structuralschema.ValueValidation) {
+		w.Format, w.Maximum, w.Minimum, w.ExclusiveMaximum, w.ExclusiveMinimum = "", nil, nil, false, false
+	}
+	listConstraints   = func(w *structuralschema.ValueValidation) { w.MaxItems, w.MinItems = nil, nil }
+	mapConstraints    = func(w *structuralschema.ValueValidation) { w.MaxProperties, w.MinProperties = nil, nil }
+	structConstraints = func(w *structuralschema.ValueValidation) {
+		w.MaxProperties, w.MinProperties, w.Required = nil, nil, nil
+	}
+)
 
 // stringCheck checks the length (in characters, as kube-openapi counts), pattern and enum
 // of a string. A format is left to the CRD's validator.
@@ -292,7 +311,7 @@ func stringCheck(vv *structuralschema.ValueValidation) typedCheck {
 	if vv == nil {
 		return nil
 	}
-	if vv.Format != "" || vv.Maximum != nil || vv.Minimum != nil || vv.MaxItems != nil || vv.MinItems != nil || vv.MaxProperties != nil || vv.MinProperties != nil {
+	if beyond(vv, stringConstraints) {
 		return uncertain
 	}
 	var re *regexp.Regexp
@@ -336,7 +355,7 @@ func intCheck(vv *structuralschema.ValueValidation) typedCheck {
 	if vv == nil {
 		return nil
 	}
-	if len(vv.Enum) > 0 || vv.Pattern != "" || vv.MaxLength != nil || vv.MinLength != nil || vv.MaxItems != nil || vv.MinItems != nil || vv.MaxProperties != nil || vv.MinProperties != nil {
+	if beyond(vv, numberConstraints) {
 		return uncertain
 	}
 	limit := float64(1 << 53)
@@ -377,7 +396,7 @@ func floatCheck(vv *structuralschema.ValueValidation) typedCheck {
 	if vv == nil {
 		return nil
 	}
-	if len(vv.Enum) > 0 || vv.Pattern != "" || vv.MaxLength != nil || vv.MinLength != nil || vv.MaxItems != nil || vv.MinItems != nil || vv.MaxProperties != nil || vv.MinProperties != nil {
+	if beyond(vv, numberConstraints) {
 		return uncertain
 	}
 	if vv.Format == "float" && (vv.Maximum != nil && math.Abs(*vv.Maximum) > math.MaxFloat32 || vv.Minimum != nil && math.Abs(*vv.Minimum) > math.MaxFloat32) {
@@ -404,7 +423,7 @@ func floatCheck(vv *structuralschema.ValueValidation) typedCheck {
 // nullable.
 func (c *checkCompiler) listCheck(s *structuralschema.Structural, t reflect.Type, reach bool) typedCheck {
 	vv := valueValidation(s)
-	if vv != nil && (len(vv.Enum) > 0 || vv.Pattern != "" || vv.Format != "" || vv.MaxLength != nil || vv.MinLength != nil || vv.Maximum != nil || vv.Minimum != nil || vv.MaxProperties != nil || vv.MinProperties != nil) {
+	if vv != nil && beyond(vv, listConstraints) {
 		return uncertain
 	}
 	if s.Items == nil {
@@ -471,15 +490,6 @@ func structOrPointerToStruct(t reflect.Type) bool {
 		t = t.Elem()
 	}
 	return t.Kind() == reflect.Struct
-}
-
-// nullable reports whether a value of Go type t can be nil (and so a JSON null).
-func nullable(t reflect.Type) bool {
-	switch t.Kind() {
-	case reflect.Pointer, reflect.Slice, reflect.Map, reflect.Interface:
-		return true
-	}
-	return false
 }
 
 func scalarKind(k reflect.Kind) bool {
@@ -587,7 +597,7 @@ func (k mapListKeys) unique(v reflect.Value) bool {
 // does not count toward minProperties; kept, it must be nullable.
 func (c *checkCompiler) mapCheck(s *structuralschema.Structural, t reflect.Type, reach bool) typedCheck {
 	vv := valueValidation(s)
-	if vv != nil && (len(vv.Enum) > 0 || vv.Pattern != "" || vv.Format != "" || vv.MaxLength != nil || vv.MinLength != nil || vv.Maximum != nil || vv.Minimum != nil || vv.MaxItems != nil || vv.MinItems != nil || len(vv.Required) > 0) {
+	if vv != nil && beyond(vv, mapConstraints) {
 		return uncertain
 	}
 	if len(s.Properties) > 0 || s.AdditionalProperties == nil || s.AdditionalProperties.Structural == nil {
@@ -740,12 +750,6 @@ type propertyCheck struct {
 	nilKept, nilValid bool
 }
 
-// structConstraintsOnly reports whether vv constrains nothing but an object's properties.
-func structConstraintsOnly(vv *structuralschema.ValueValidation) bool {
-	return len(vv.Enum) == 0 && vv.Pattern == "" && vv.Format == "" && vv.MaxLength == nil && vv.MinLength == nil &&
-		vv.Maximum == nil && vv.Minimum == nil && vv.MaxItems == nil && vv.MinItems == nil
-}
-
 // emptyValue reports whether v is left out of its unstructured form under omitempty
 // (k8s.io/apimachinery's converter: a struct never is).
 func emptyValue(v reflect.Value) bool {
@@ -762,7 +766,7 @@ func emptyValue(v reflect.Value) bool {
 // top is set for the kind's own struct; reach says whether dropUnset reaches it (compile).
 func (c *checkCompiler) structCheck(s *structuralschema.Structural, t reflect.Type, top, reach bool) typedCheck {
 	vv := valueValidation(s)
-	if vv != nil && !structConstraintsOnly(vv) {
+	if vv != nil && beyond(vv, structConstraints) {
 		return uncertain
 	}
 	if s.AdditionalProperties != nil && s.AdditionalProperties.Structural != nil {
