@@ -109,4 +109,20 @@ func TestNodeRunsPods(t *testing.T) {
 		t.Errorf("GET %s: %q, want %q (the Pod's host name)", url, body, want)
 	}
 	t.Logf("Service %s/hello at %s answered %q through kube-proxy", ns, svc.Spec.ClusterIP, strings.TrimSpace(body))
+
+	// Cluster DNS: in the Pod, the Service's name resolves to its cluster IP, by a partial
+	// name (the Pod's search path) and by its full name, through kubelet's clusterDNS
+	// (CoreDNS). The bare name is the Pod's own host name, which its /etc/hosts answers.
+	for _, name := range []string{"hello.hello", "hello.hello.svc", "hello.hello.svc.cluster.local."} {
+		resp, err := (&http.Client{Timeout: 10 * time.Second}).Get(fmt.Sprintf("http://%s:80/resolve/%s", svc.Spec.ClusterIP, name))
+		if err != nil {
+			t.Fatalf("resolving %s in the Pod: %v", name, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if got := strings.TrimSpace(string(b)); resp.StatusCode != http.StatusOK || got != svc.Spec.ClusterIP {
+			t.Errorf("in the Pod, %s resolves to %s %q, want the Service's cluster IP %s", name, resp.Status, got, svc.Spec.ClusterIP)
+		}
+	}
+	t.Logf("in the Pod, hello.hello, hello.hello.svc and hello.hello.svc.cluster.local. resolve to %s (cluster DNS at %s)", svc.Spec.ClusterIP, node.DNS)
 }

@@ -33,19 +33,32 @@ func StaticBinary(t T, pkg, dir string) string {
 	return out
 }
 
-// ImageTarball writes an image of one layer holding binary at /<its name>, with that
-// binary and args as its entrypoint, for linux/amd64, tagged ref, as a tarball that
+// ImageTarball writes an image of one layer holding binary at the absolute path inImage,
+// with that path and args as its entrypoint and the usual PATH (a Pod's command names the
+// binary alone, as with etcd's images), for linux/amd64, tagged ref, as a tarball that
 // `ctr images import` takes; no registry is involved.
-func ImageTarball(t T, ref, binary, out string, args ...string) {
+func ImageTarball(t T, ref, binary, inImage, out string, args ...string) {
 	t.Helper()
+	if !path.IsAbs(inImage) {
+		t.Fatalf("ImageTarball: %q is not an absolute path", inImage)
+	}
 	data, err := os.ReadFile(binary)
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := filepath.Base(binary)
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	if err := tw.WriteHeader(&tar.Header{Name: base, Mode: 0o755, Size: int64(len(data)), Typeflag: tar.TypeReg}); err != nil {
+	// The directories above the binary first, as image builders write them.
+	var dirs []string
+	for d := path.Dir(inImage); d != "/"; d = path.Dir(d) {
+		dirs = append([]string{d}, dirs...)
+	}
+	for _, d := range dirs {
+		if err := tw.WriteHeader(&tar.Header{Name: d[1:] + "/", Mode: 0o755, Typeflag: tar.TypeDir}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.WriteHeader(&tar.Header{Name: inImage[1:], Mode: 0o755, Size: int64(len(data)), Typeflag: tar.TypeReg}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := tw.Write(data); err != nil {
@@ -73,7 +86,8 @@ func ImageTarball(t T, ref, binary, out string, args ...string) {
 	}
 	cf = cf.DeepCopy()
 	cf.OS, cf.Architecture = "linux", "amd64"
-	cf.Config.Entrypoint = append([]string{"/" + base}, args...)
+	cf.Config.Entrypoint = append([]string{inImage}, args...)
+	cf.Config.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
 	if img, err = mutate.ConfigFile(img, cf); err != nil {
 		t.Fatal(err)
 	}

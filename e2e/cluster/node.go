@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,6 +31,8 @@ type Node struct {
 	Socket string
 	// Images is where images built for the node are written before their import.
 	Images string
+	// DNS is the cluster DNS address kubelet gives Pods (CoreDNS on the host's address).
+	DNS string
 }
 
 // nodePackages are the Debian packages a node needs, by a file each installs.
@@ -59,11 +62,12 @@ func StartNode(t T, cp *ControlPlane) *Node {
 	scheduler := KubeBinary(t, "kube-scheduler")
 	proxy := KubeBinary(t, "kube-proxy")
 	kcm := KubeBinary(t, "kube-controller-manager")
+	coredns := CoreDNSBinary(t)
 
 	dir := t.TempDir()
 	n := &Node{Name: "e2e-node", PodCIDR: "10.244.0.0/24", ClusterCIDR: "10.244.0.0/16",
-		Socket: filepath.Join(dir, "containerd", "containerd.sock"), Images: filepath.Join(dir, "images")}
-	for _, d := range []string{"containerd/root", "containerd/state", "cni", "kubelet/manifests", "images"} {
+		Socket: filepath.Join(dir, "containerd", "containerd.sock"), Images: filepath.Join(dir, "images"), DNS: cp.AdvertiseAddress}
+	for _, d := range []string{"containerd/root", "containerd/state", "cni", "kubelet/manifests", "images", "coredns"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -76,7 +80,16 @@ func StartNode(t T, cp *ControlPlane) *Node {
 	pause := StaticBinary(t, "./e2e/tools/podbin", dir)
 	n.Import(t, PauseImage, pause)
 
-	write(t, filepath.Join(dir, "kubelet", "config.yaml"), fmt.Sprintf(kubeletConf, n.Socket, filepath.Join(dir, "kubelet", "manifests"), n.PodCIDR))
+	// The cluster DNS: CoreDNS on the host's address, which Pods reach through their
+	// bridge's gateway, answering cluster.local from kube-apiserver's Services and
+	// EndpointSlices (a StatefulSet's members by name under its headless Service).
+	readyPort := FreePort(t)
+	corefile := filepath.Join(dir, "coredns", "Corefile")
+	write(t, corefile, fmt.Sprintf(corefileConf, n.DNS, readyPort, cp.Kubeconfig))
+	dns := StartProcess(t, "coredns", coredns, "-conf", corefile)
+	waitHTTP(t, dns, fmt.Sprintf("http://127.0.0.1:%d/ready", readyPort), time.Minute)
+
+	write(t, filepath.Join(dir, "kubelet", "config.yaml"), fmt.Sprintf(kubeletConf, n.Socket, filepath.Join(dir, "kubelet", "manifests"), n.PodCIDR, n.DNS))
 	StartProcess(t, "kubelet", kubelet, "--config="+filepath.Join(dir, "kubelet", "config.yaml"), "--kubeconfig="+cp.Kubeconfig,
 		"--root-dir="+filepath.Join(dir, "kubelet", "root"), "--hostname-override="+n.Name)
 	StartProcess(t, "kube-scheduler", scheduler, "--kubeconfig="+cp.Kubeconfig, "--authentication-kubeconfig="+cp.Kubeconfig,
@@ -86,7 +99,7 @@ func StartNode(t T, cp *ControlPlane) *Node {
 	// Pod's projected service-account volume reads (its Pods do not start without it).
 	StartProcess(t, "kube-controller-manager (node)", kcm, "--kubeconfig="+cp.Kubeconfig, "--leader-elect=false", "--secure-port=0",
 		"--root-ca-file="+cp.PKI.Path("ca.crt"), "--service-account-private-key-file="+cp.PKI.Path("sa.key"),
-		"--controllers=nodelifecycle,endpointslice,endpointslicemirroring,endpoint,serviceaccount,serviceaccount-token,root-ca-cert-publisher,namespace,garbagecollector,replicaset,deployment,statefulset,disruption")
+		"--controllers=nodelifecycle,endpointslice,endpointslicemirroring,endpoint,serviceaccount,serviceaccount-token,root-ca-cert-publisher,namespace,garbagecollector,replicaset,deployment,statefulset,disruption,persistentvolume-binder")
 	StartProcess(t, "kube-proxy", proxy, "--kubeconfig="+cp.Kubeconfig, "--hostname-override="+n.Name, "--cluster-cidr="+n.ClusterCIDR,
 		"--proxy-mode=iptables", "--conntrack-max-per-core=0", "--metrics-bind-address=127.0.0.1:"+fmt.Sprint(FreePort(t)),
 		"--healthz-bind-address=127.0.0.1:"+fmt.Sprint(FreePort(t)))
@@ -118,16 +131,23 @@ func StartNode(t T, cp *ControlPlane) *Node {
 	if err != nil {
 		t.Fatalf("node %s not Ready and schedulable within 3 minutes: %s", n.Name, last)
 	}
-	t.Logf("node %s Ready (kubelet, containerd %s, bridge CNI %s)", n.Name, commandVersion("containerd", "--version"), n.PodCIDR)
+	t.Logf("node %s Ready (kubelet, containerd %s, bridge CNI %s, CoreDNS %s at %s)", n.Name, commandVersion("containerd", "--version"), n.PodCIDR, CoreDNSVersion, n.DNS)
 	return n
 }
 
-// Import builds an image of the static binary (see ImageTarball) named ref and imports it
-// into the node's containerd, where Pods find it with imagePullPolicy Never or IfNotPresent.
+// Import builds an image of the static binary named ref, with the binary at /<its name>
+// (see ImageTarball), and imports it into the node's containerd, where Pods find it with
+// imagePullPolicy Never or IfNotPresent.
 func (n *Node) Import(t T, ref, binary string, args ...string) {
 	t.Helper()
+	n.ImportAt(t, ref, binary, "/"+filepath.Base(binary), args...)
+}
+
+// ImportAt is Import with the binary at the absolute path inImage.
+func (n *Node) ImportAt(t T, ref, binary, inImage string, args ...string) {
+	t.Helper()
 	tarPath := filepath.Join(n.Images, strings.NewReplacer("/", "_", ":", "_").Replace(ref)+".tar")
-	ImageTarball(t, ref, binary, tarPath, args...)
+	ImageTarball(t, ref, binary, inImage, tarPath, args...)
 	out, err := exec.Command("ctr", "--address", n.Socket, "--namespace", "k8s.io", "images", "import", "--all-platforms", tarPath).CombinedOutput()
 	if err != nil {
 		t.Fatalf("importing %s: %v\n%s", ref, err, out)
@@ -253,6 +273,26 @@ func write(t T, path, content string) {
 	}
 }
 
+// waitHTTP polls url until it answers 200, failing if p exits first.
+func waitHTTP(t T, p *Process, url string, timeout time.Duration) {
+	t.Helper()
+	client := &http.Client{Timeout: 2 * time.Second}
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if p.Exited() {
+			t.Fatalf("%s exited:\n%s", p.Name, Tail(p.Out.String(), 4000))
+		}
+		if resp, err := client.Get(url); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("%s: %s not 200 within %s:\n%s", p.Name, url, timeout, Tail(p.Out.String(), 4000))
+}
+
 func waitFile(t T, path string, timeout time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
@@ -313,9 +353,24 @@ state = %q
     conf_dir = %q
 `
 
+// corefileConf is CoreDNS's configuration: cluster.local on the address %s (port 53),
+// ready on 127.0.0.1:%d once the kubernetes plugin has synced, Services and Pods read with
+// the kubeconfig %s. Names outside cluster.local are refused (nothing upstream is reachable).
+const corefileConf = `cluster.local:53 {
+    bind %s
+    errors
+    ready 127.0.0.1:%d
+    kubernetes cluster.local {
+        kubeconfig %s
+        pods insecure
+    }
+}
+`
+
 // kubeletConf is kubelet's configuration on this machine: cgroup v1 allowed
 // (failCgroupV1: false), cgroupfs, swap tolerated, containerd's socket (%s), static Pods
-// (%s), the pod CIDR (%s), no eviction (the test machine's disk is what it is).
+// (%s), the pod CIDR (%s), the cluster DNS (%s), no eviction (the test machine's disk is
+// what it is).
 const kubeletConf = `apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 failCgroupV1: false
@@ -330,6 +385,7 @@ authorization:
 staticPodPath: %s
 podCIDR: %s
 clusterDomain: cluster.local
+clusterDNS: [%s]
 resolvConf: /etc/resolv.conf
 evictionHard: {}
 imageGCHighThresholdPercent: 100

@@ -92,7 +92,35 @@ const ControllerGenVersion = "v0.23.0"
 // once and reuses it.
 func ControllerGenBinary(t T) string {
 	t.Helper()
-	gomod := filepath.Join(RepoRoot(t), "e2e", "tools", "controller-gen", "go.mod")
+	requirePinned(t, "controller-gen", "sigs.k8s.io/controller-tools", ControllerGenVersion)
+	return ToolBinary(t, "controller-gen", "sigs.k8s.io/controller-tools/cmd/controller-gen", "controller-gen", ControllerGenVersion)
+}
+
+// CoreDNSVersion is the CoreDNS the node's cluster DNS runs (StartNode);
+// e2e/tools/coredns/go.mod pins it.
+const CoreDNSVersion = "v1.15.0"
+
+// CoreDNSBinary builds CoreDNS, with the plugins e2e/tools/coredns compiles in, into
+// .cache/bin once and reuses it.
+func CoreDNSBinary(t T) string {
+	t.Helper()
+	requirePinned(t, "coredns", "github.com/coredns/coredns", CoreDNSVersion)
+	return ToolBinary(t, "coredns", ".", "coredns", CoreDNSVersion)
+}
+
+// EtcdImageBinary is etcd of EtcdBinary's module built with cgo off, for an image of that
+// one file (the node tests' etcd StatefulSet): kept in .cache/bin apart from EtcdBinary's.
+func EtcdImageBinary(t T) string {
+	t.Helper()
+	EtcdBinary(t)
+	return buildTool(t, "etcd", ".", "etcd-static", EtcdVersion, "CGO_ENABLED=0")
+}
+
+// requirePinned fails unless e2e/tools/<module>/go.mod requires path at version: the
+// binary's name in .cache/bin says the version, so the two must agree.
+func requirePinned(t T, module, path, version string) {
+	t.Helper()
+	gomod := filepath.Join(RepoRoot(t), "e2e", "tools", module, "go.mod")
 	data, err := os.ReadFile(gomod)
 	if err != nil {
 		t.Fatal(err)
@@ -103,14 +131,13 @@ func ControllerGenBinary(t T) string {
 	}
 	pinned := ""
 	for _, r := range f.Require {
-		if r.Mod.Path == "sigs.k8s.io/controller-tools" {
+		if r.Mod.Path == path {
 			pinned = r.Mod.Version
 		}
 	}
-	if pinned != ControllerGenVersion {
-		t.Fatalf("%s requires controller-tools %q, the harness names the binary %s: keep them equal", gomod, pinned, ControllerGenVersion)
+	if pinned != version {
+		t.Fatalf("%s requires %s %q, the harness names the binary %s: keep them equal", gomod, path, pinned, version)
 	}
-	return ToolBinary(t, "controller-gen", "sigs.k8s.io/controller-tools/cmd/controller-gen", "controller-gen", ControllerGenVersion)
 }
 
 var toolBuild sync.Mutex
@@ -119,6 +146,12 @@ var toolBuild sync.Mutex
 // main go.mod does not carry its dependencies) into the gitignored .cache/bin as
 // <name>-<version> once and reuses it afterwards.
 func ToolBinary(t T, module, pkg, name, version string) string {
+	t.Helper()
+	return buildTool(t, module, pkg, name, version)
+}
+
+// buildTool is ToolBinary with env added to the build's environment.
+func buildTool(t T, module, pkg, name, version string, env ...string) string {
 	t.Helper()
 	toolBuild.Lock()
 	defer toolBuild.Unlock()
@@ -135,7 +168,11 @@ func ToolBinary(t T, module, pkg, name, version string) string {
 	// A name of this process's own: another process may be building the same binary.
 	tmp := fmt.Sprintf("%s.build%d", bin, os.Getpid())
 	defer os.Remove(tmp)
-	if _, err := (gocmd.Cmd{Args: []string{"build", "-o", tmp, pkg}, Dir: filepath.Join(root, "e2e", "tools", module)}).Run(context.Background()); err != nil {
+	cmd := gocmd.Cmd{Args: []string{"build", "-o", tmp, pkg}, Dir: filepath.Join(root, "e2e", "tools", module)}
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
+	if _, err := cmd.Run(context.Background()); err != nil {
 		t.Fatalf("building %s: %v", name, err)
 	}
 	// tmp is beside bin: another process sees the whole binary or none.
