@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -46,24 +47,7 @@ func TestNodeDeploysServer(t *testing.T) {
 	copyTree(t, filepath.Join(repoRoot(t), "testdata/example"), dir, nil)
 	run(t, dir, aagen(t), "generate", "--datastore=sql", "./pkg/apis/...")
 
-	// The server binary is the Dockerfile's build, checked against the Dockerfile's line
-	// and static (no program interpreter: it runs in an image of that one file).
-	build := cluster.ParseDockerfileBuild(t, filepath.Join(dir, "Dockerfile"))
-	bin := cluster.BuildLikeDockerfile(t, dir, t.TempDir())
-	if err := cluster.BuildSettingsMismatch(bin, build); err != nil {
-		t.Fatal(err)
-	}
-	if f, err := elf.Open(bin); err != nil {
-		t.Fatal(err)
-	} else {
-		for _, p := range f.Progs {
-			if p.Type == elf.PT_INTERP {
-				t.Fatalf("%s is dynamically linked (it has a program interpreter)", bin)
-			}
-		}
-		f.Close()
-	}
-	t.Logf("server built like the Dockerfile: %s go build %s %s", strings.Join(build.Env, " "), strings.Join(build.Flags, " "), build.Package)
+	bin := serverBinaryLikeDockerfile(t, dir)
 
 	cp, _ := startControlPlane(t)
 	node := cluster.StartNode(t, cp)
@@ -100,23 +84,7 @@ func TestNodeDeploysServer(t *testing.T) {
 		t.Fatalf("the Deployment has %v replicas, want 2", r)
 	}
 	manifestImage := deployment.Spec.Template.Spec.Containers[0].Image
-	imageName, _, _ := strings.Cut(manifestImage, ":")
-	newName, newTag, _ := strings.Cut(serverImage, ":")
-	overlay := filepath.Join(dir, "config", "e2e-node")
-	if err := os.MkdirAll(overlay, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(fmt.Sprintf(`apiVersion: kustomize.config.k8s.io/v1beta1
-kind: Kustomization
-resources:
-- ../deploy
-images:
-- name: %s
-  newName: %s
-  newTag: %s
-`, imageName, newName, newTag)), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	overlay := writeImageOverlay(t, dir, map[string]string{manifestImage: serverImage})
 	if out, err := kubectl(t, cp.Kubeconfig, "", "apply", "-k", overlay); err != nil {
 		t.Fatalf("kubectl apply -k (the manifests, image %s renamed %s): %v\n%s", manifestImage, serverImage, err, out)
 	}
@@ -131,23 +99,7 @@ images:
 	// Both replicas Ready: the startup, liveness and readiness probes of the manifests pass
 	// in the manifests' security context (non-root, read-only root filesystem).
 	selector := metav1.FormatLabelSelector(deployment.Spec.Selector)
-	var pods *corev1.PodList
-	if err := wait.PollUntilContextTimeout(ctx, 2*time.Second, 6*time.Minute, true, func(ctx context.Context) (bool, error) {
-		var err error
-		pods, err = kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
-		if err != nil {
-			return false, nil
-		}
-		ready := 0
-		for _, p := range pods.Items {
-			if podReady(&p) {
-				ready++
-			}
-		}
-		return ready == 2, nil
-	}); err != nil {
-		t.Fatalf("the server's Pods not both Ready within 6 minutes:\n%s", describePods(pods))
-	}
+	pods := waitPodsReady(t, ctx, kube, ns, selector, 2, 6*time.Minute, "the server's Pods")
 	for _, p := range pods.Items {
 		restarts := int32(0)
 		for _, c := range p.Status.ContainerStatuses {
@@ -185,29 +137,7 @@ images:
 
 	// Every APIService Available: kube-apiserver reaches the Pods through the Service's
 	// cluster IP (kube-proxy) and verifies their serving certificate against caBundle.
-	apiserviceGVR := schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
-	for _, name := range apiservices {
-		var last string
-		if err := wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
-			as, err := dyn.Resource(apiserviceGVR).Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				last = err.Error()
-				return false, nil
-			}
-			conds, _, _ := unstructured.NestedSlice(as.Object, "status", "conditions")
-			for _, c := range conds {
-				m := c.(map[string]any)
-				if m["type"] == "Available" {
-					last = fmt.Sprintf("%v: %v", m["reason"], m["message"])
-					return m["status"] == "True", nil
-				}
-			}
-			return false, nil
-		}); err != nil {
-			t.Fatalf("APIService %s not Available within 3 minutes: %s\n%s", name, last, describePods(pods))
-		}
-		t.Logf("APIService %s Available (%s)", name, last)
-	}
+	waitAPIServicesAvailable(t, ctx, dyn, apiservices, pods)
 	svc, err := kube.CoreV1().Services(ns).Get(ctx, deployment.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -307,6 +237,111 @@ images:
 	operateDeployedServer(t, ctx, cp.Kubeconfig, kube, dyn, ns, deployment.Name, selector, boats, apiservices)
 	// One replica down, then all, then back (deploy_outage_test.go).
 	outageOfDeployedServer(t, ctx, cp.Kubeconfig, kube, dyn, ns, deployment.Name, selector, boats, apiservices)
+}
+
+// serverBinaryLikeDockerfile builds the server of the generated project in dir the way its
+// Dockerfile's build stage does, checks the binary carries the Dockerfile's settings and is
+// static (no program interpreter: it runs in an image of that one file), and returns it.
+func serverBinaryLikeDockerfile(t *testing.T, dir string) string {
+	t.Helper()
+	build := cluster.ParseDockerfileBuild(t, filepath.Join(dir, "Dockerfile"))
+	bin := cluster.BuildLikeDockerfile(t, dir, t.TempDir())
+	if err := cluster.BuildSettingsMismatch(bin, build); err != nil {
+		t.Fatal(err)
+	}
+	f, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			t.Fatalf("%s is dynamically linked (it has a program interpreter)", bin)
+		}
+	}
+	t.Logf("server built like the Dockerfile: %s go build %s %s", strings.Join(build.Env, " "), strings.Join(build.Flags, " "), build.Package)
+	return bin
+}
+
+// writeImageOverlay writes the kustomize overlay config/e2e-node of the project in dir: the
+// manifests of config/deploy with each image named in images (the manifests' reference,
+// name:tag) renamed to the reference it maps to, and nothing else changed. It returns the
+// overlay's directory.
+func writeImageOverlay(t *testing.T, dir string, images map[string]string) string {
+	t.Helper()
+	overlay := filepath.Join(dir, "config", "e2e-node")
+	if err := os.MkdirAll(overlay, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	b.WriteString("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- ../deploy\nimages:\n")
+	var refs []string
+	for from := range images {
+		refs = append(refs, from)
+	}
+	sort.Strings(refs)
+	for _, from := range refs {
+		name, _, _ := strings.Cut(from, ":")
+		newName, newTag, _ := strings.Cut(images[from], ":")
+		fmt.Fprintf(&b, "- name: %s\n  newName: %s\n  newTag: %s\n", name, newName, newTag)
+	}
+	if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return overlay
+}
+
+// waitPodsReady waits until want Pods of ns matching selector are Ready and returns them.
+func waitPodsReady(t *testing.T, ctx context.Context, kube kubernetes.Interface, ns, selector string, want int, timeout time.Duration, what string) *corev1.PodList {
+	t.Helper()
+	var pods *corev1.PodList
+	if err := wait.PollUntilContextTimeout(ctx, 2*time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+		var err error
+		pods, err = kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+		if err != nil {
+			return false, nil
+		}
+		ready := 0
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp == nil && podReady(&p) {
+				ready++
+			}
+		}
+		return ready == want, nil
+	}); err != nil {
+		t.Fatalf("%s: not %d Ready within %s:\n%s", what, want, timeout, describePods(pods))
+	}
+	return pods
+}
+
+// waitAPIServicesAvailable waits until each APIService of names is Available: kube-apiserver
+// reaches the server's Pods (pods, for the failure message) through the Service's cluster
+// IP (kube-proxy) and verifies their serving certificate against caBundle.
+func waitAPIServicesAvailable(t *testing.T, ctx context.Context, dyn dynamic.Interface, names []string, pods *corev1.PodList) {
+	t.Helper()
+	apiserviceGVR := schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
+	for _, name := range names {
+		var last string
+		if err := wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+			as, err := dyn.Resource(apiserviceGVR).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				last = err.Error()
+				return false, nil
+			}
+			conds, _, _ := unstructured.NestedSlice(as.Object, "status", "conditions")
+			for _, c := range conds {
+				m := c.(map[string]any)
+				if m["type"] == "Available" {
+					last = fmt.Sprintf("%v: %v", m["reason"], m["message"])
+					return m["status"] == "True", nil
+				}
+			}
+			return false, nil
+		}); err != nil {
+			t.Fatalf("APIService %s not Available within 3 minutes: %s\n%s", name, last, describePods(pods))
+		}
+		t.Logf("APIService %s Available (%s)", name, last)
+	}
 }
 
 func runtimeFromUnstructured(o *unstructured.Unstructured, into any) error {

@@ -40,10 +40,13 @@ const (
 // last saw whenever its watch ends, and a poller of the APIServices' Available condition.
 type deployLoad struct {
 	mu sync.Mutex
-	// acked are the Boats whose create was answered 201; failed the create errors, each
-	// with the phase it happened in.
-	acked  []string
-	failed []string
+	// acked are the Boats whose create was answered 201, ackedIn how many of them in each
+	// phase; failed the create errors, each with the phase it happened in.
+	acked   []string
+	ackedIn map[string]int
+	// firstAckIn is when the first create of each phase was acknowledged.
+	firstAckIn map[string]time.Time
+	failed     []string
 	// seen are the Boats the watcher saw added; expired the watches that ended with 410;
 	// watches says when each watch started and how it ended.
 	seen    map[string]bool
@@ -63,6 +66,13 @@ func (l *deployLoad) setPhase(p string) {
 	l.phase = p
 }
 
+// acknowledged is how many creates were acknowledged in phase, and when the first was.
+func (l *deployLoad) acknowledged(phase string) (int, time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.ackedIn[phase], l.firstAckIn[phase]
+}
+
 // failures is how many creates failed in phase.
 func (l *deployLoad) failures(phase string) []string {
 	l.mu.Lock()
@@ -76,24 +86,28 @@ func (l *deployLoad) failures(phase string) []string {
 	return out
 }
 
-func startDeployLoad(t *testing.T, ctx context.Context, dyn dynamic.Interface, boats schema.GroupVersionResource, apiservices []string) *deployLoad {
+// startDeployLoad starts the load; the Boats it creates are named prefix-0, prefix-1, ...
+func startDeployLoad(t *testing.T, ctx context.Context, dyn dynamic.Interface, boats schema.GroupVersionResource, apiservices []string, prefix string) *deployLoad {
 	t.Helper()
 	list, err := dyn.Resource(boats).Namespace("default").List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	l := &deployLoad{seen: map[string]bool{}, phase: "steady", cancel: cancel}
+	l := &deployLoad{seen: map[string]bool{}, ackedIn: map[string]int{}, firstAckIn: map[string]time.Time{}, phase: "steady", cancel: cancel}
 	l.done.Add(3)
 	go func() {
 		defer l.done.Done()
 		for i := 0; ctx.Err() == nil; i++ {
-			name := fmt.Sprintf("load-%d", i)
+			name := fmt.Sprintf("%s-%d", prefix, i)
 			_, err := dyn.Resource(boats).Namespace("default").Create(ctx, boat(name, nil, 10), metav1.CreateOptions{})
 			l.mu.Lock()
 			switch {
 			case err == nil:
 				l.acked = append(l.acked, name)
+				if l.ackedIn[l.phase]++; l.ackedIn[l.phase] == 1 {
+					l.firstAckIn[l.phase] = time.Now()
+				}
 			case ctx.Err() == nil:
 				l.failed = append(l.failed, fmt.Sprintf("%s: %s at %s: %v", l.phase, name, time.Now().Format("15:04:05.000"), err))
 			}
@@ -195,7 +209,7 @@ func (l *deployLoad) stop() {
 func operateDeployedServer(t *testing.T, ctx context.Context, kubeconfig string, kube kubernetes.Interface, dyn dynamic.Interface,
 	ns, deployment, selector string, boats schema.GroupVersionResource, apiservices []string) {
 	t.Helper()
-	load := startDeployLoad(t, ctx, dyn, boats, apiservices)
+	load := startDeployLoad(t, ctx, dyn, boats, apiservices, "load")
 	stopped := false
 	defer func() {
 		if !stopped {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
@@ -230,7 +231,7 @@ func up(ctx context.Context, o generator.Options, stateDir, datastore string, se
 
 func newCertsCommand() *cobra.Command {
 	var f generateFlags
-	var renew bool
+	var renew, renewEtcd bool
 	cmd := &cobra.Command{
 		Use:   "certs [packages]",
 		Short: "Create (or renew) the certificates of the deployed server and its etcd",
@@ -238,38 +239,48 @@ func newCertsCommand() *cobra.Command {
 Service (<name>.<namespace>.svc), the Secret that carries them, and writes the CA into every
 APIService's caBundle, by running generate; and, when the manifests include the etcd
 StatefulSet, etcd's own CA with its member and client certificates. Existing certificates are
-kept unless --renew is given, which replaces all of them (restart etcd and the server after
-applying). With --cert-manager no local certificates are made: cert-manager issues them.`,
+kept unless asked to renew them. With --cert-manager no local certificates are made:
+cert-manager issues them.
+
+--renew issues a new serving CA and certificate with no moment when kube-apiserver distrusts
+the server: the old CA is kept as ca-previous.crt and stays in caBundle after the new one.
+Apply; each server Pod loads the new certificate once kubelet has updated its Secret volume
+(about a minute; the server reloads it without a restart). Then delete ca-previous.crt,
+generate again and apply, so that only the new CA is trusted.
+
+--renew-etcd issues a new etcd CA and member and client certificates. etcd reads its trusted
+CA when it starts: after applying, restart the etcd StatefulSet and then the server.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o := f.options(cmd, args)
+			root, err := generator.ModuleRoot(o.Dir)
+			if err != nil {
+				return err
+			}
+			dir := path.Join(o.Deploy.Dir, "certs")
 			if renew {
-				if err := removeCerts(o); err != nil {
+				previous, err := deploycerts.RenewServing(root, dir)
+				if err != nil {
 					return err
 				}
+				if previous != "" {
+					defer fmt.Fprintf(cmd.ErrOrStderr(), "The previous serving CA stays in caBundle as %s: delete it, generate again and apply once every server Pod serves the new certificate.\n", previous)
+				}
 			}
-			_, err := generator.Generate(cmd.Context(), o)
+			if renewEtcd {
+				if err := deploycerts.RenewEtcd(root, dir); err != nil {
+					return err
+				}
+				defer fmt.Fprintln(cmd.ErrOrStderr(), "New etcd certificates: after applying, restart the etcd StatefulSet and then the server.")
+			}
+			_, err = generator.Generate(cmd.Context(), o)
 			return err
 		},
 	}
 	f.add(cmd, false)
-	cmd.Flags().BoolVar(&renew, "renew", false, "replace every certificate: the serving CA and certificate (the APIServices' caBundle changes) and etcd's")
+	cmd.Flags().BoolVar(&renew, "renew", false, "issue a new serving CA and certificate, keeping the previous CA in the APIServices' caBundle (ca-previous.crt) until you delete it")
+	cmd.Flags().BoolVar(&renewEtcd, "renew-etcd", false, "issue a new etcd CA and member and client certificates (restart etcd and then the server after applying)")
 	return cmd
-}
-
-// removeCerts deletes the certificate files so that generate issues new ones.
-func removeCerts(o generator.Options) error {
-	root, err := generator.ModuleRoot(o.Dir)
-	if err != nil {
-		return err
-	}
-	dir := filepath.Join(root, filepath.FromSlash(o.Deploy.Dir), "certs")
-	for _, name := range deploycerts.FileNames() {
-		if err := os.Remove(filepath.Join(dir, name)); err != nil && !os.IsNotExist(err) {
-			return err
-		}
-	}
-	return nil
 }
 
 func newVersionCommand() *cobra.Command {

@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"encoding/base64"
+	"encoding/pem"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -62,60 +64,128 @@ func aagen(t *testing.T, args ...string) (stdout, stderr string, err error) {
 	return out.String(), errOut.String(), err
 }
 
-// TestCertsRenew checks that certs keeps the certificates, --renew replaces them, and the
-// APIServices' caBundle follows the CA.
+// TestCertsRenew checks that certs keeps the certificates; that --renew issues a new serving
+// CA and certificate and keeps the previous CA in the APIServices' caBundle, after the new
+// one, until ca-previous.crt is deleted, leaving etcd's certificates as they are; and that
+// --renew-etcd replaces etcd's alone.
 func TestCertsRenew(t *testing.T) {
 	testskip.Short(t, "runs the generators")
 	dir := example(t)
 	certs := filepath.Join(dir, "config/deploy/certs")
-	caBefore, _ := os.ReadFile(filepath.Join(certs, "ca.crt"))
-	keyBefore, _ := os.ReadFile(filepath.Join(certs, "tls.key"))
-	etcdCABefore, _ := os.ReadFile(filepath.Join(certs, "etcd-ca.crt"))
-	etcdClientBefore, _ := os.ReadFile(filepath.Join(certs, "etcd-client.key"))
-	before := map[string][]byte{}
-	for _, name := range deploycerts.FileNames() {
-		before[name], _ = os.ReadFile(filepath.Join(certs, name))
+	read := func(name string) []byte {
+		data, _ := os.ReadFile(filepath.Join(certs, name))
+		return data
 	}
-	if len(etcdCABefore) == 0 || len(etcdClientBefore) == 0 {
+	snapshot := func() map[string][]byte {
+		files := map[string][]byte{}
+		for _, name := range deploycerts.FileNames() {
+			files[name] = read(name)
+		}
+		return files
+	}
+	bundle := func() string {
+		apiservices, _ := os.ReadFile(filepath.Join(dir, "config/deploy/zz_generated.apiservices.yaml"))
+		_, after, ok := strings.Cut(string(apiservices), "caBundle: ")
+		if !ok {
+			t.Fatalf("the APIServices have no caBundle:\n%s", apiservices)
+		}
+		b64, _, _ := strings.Cut(after, "\n")
+		data, err := base64.StdEncoding.DecodeString(strings.TrimSpace(b64))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(data)
+	}
+	etcdFiles := []string{"etcd-ca.crt", "etcd-ca.key", "etcd-member.crt", "etcd-member.key", "etcd-client.crt", "etcd-client.key", "etcd-certs.yaml"}
+	servingFiles := []string{"ca.crt", "ca.key", "tls.crt", "tls.key", "serving-cert.yaml"}
+	changed := func(before map[string][]byte, names []string, want bool, what string) {
+		t.Helper()
+		for _, name := range names {
+			now := read(name)
+			if len(now) == 0 {
+				t.Errorf("%s left %s empty or missing", what, name)
+			} else if got := !bytes.Equal(now, before[name]); got != want {
+				t.Errorf("%s: %s changed %v, want %v", what, name, got, want)
+			}
+		}
+	}
+
+	before := snapshot()
+	if len(before["etcd-ca.crt"]) == 0 || len(before["etcd-client.key"]) == 0 {
 		t.Fatalf("the example has no etcd certificates in %s to renew", certs)
 	}
 	if _, stderr, err := aagen(t, "certs", "--no-go-mod", "-C", dir, "./pkg/apis/..."); err != nil {
 		t.Fatalf("certs: %v\n%s", err, stderr)
 	}
-	if ca, _ := os.ReadFile(filepath.Join(certs, "ca.crt")); !bytes.Equal(ca, caBefore) {
-		t.Errorf("certs without --renew replaced the CA")
+	changed(before, append(servingFiles, etcdFiles...), false, "certs without --renew")
+	if got := bundle(); got != string(before["ca.crt"]) {
+		t.Errorf("the caBundle before any renewal is not the CA:\n%s", got)
 	}
-	if _, stderr, err := aagen(t, "certs", "--renew", "--no-go-mod", "-C", dir, "./pkg/apis/..."); err != nil {
+
+	// --renew: the serving CA, certificate and key and their Secret are new; etcd's are kept;
+	// the caBundle trusts the new CA and the previous one.
+	_, stderr, err := aagen(t, "certs", "--renew", "--no-go-mod", "-C", dir, "./pkg/apis/...")
+	if err != nil {
 		t.Fatalf("certs --renew: %v\n%s", err, stderr)
 	}
-	ca, _ := os.ReadFile(filepath.Join(certs, "ca.crt"))
-	key, _ := os.ReadFile(filepath.Join(certs, "tls.key"))
-	if bytes.Equal(ca, caBefore) || bytes.Equal(key, keyBefore) || len(ca) == 0 || len(key) == 0 {
-		t.Fatalf("certs --renew kept the CA or the serving key")
+	changed(before, servingFiles, true, "certs --renew")
+	changed(before, etcdFiles, false, "certs --renew")
+	if !bytes.Equal(read("ca-previous.crt"), before["ca.crt"]) {
+		t.Errorf("certs --renew did not keep the previous CA as ca-previous.crt")
 	}
-	etcdCA, _ := os.ReadFile(filepath.Join(certs, "etcd-ca.crt"))
-	etcdClient, _ := os.ReadFile(filepath.Join(certs, "etcd-client.key"))
-	if bytes.Equal(etcdCA, etcdCABefore) || bytes.Equal(etcdClient, etcdClientBefore) || len(etcdCA) == 0 || len(etcdClient) == 0 {
-		t.Errorf("certs --renew kept etcd's CA or the server's etcd client key")
+	if !strings.Contains(stderr, "ca-previous.crt") {
+		t.Errorf("certs --renew does not say what to do with the previous CA:\n%s", stderr)
 	}
-	// All of them (README): every certificate, key and Secret file is new.
-	for _, name := range deploycerts.FileNames() {
-		now, _ := os.ReadFile(filepath.Join(certs, name))
-		if len(now) == 0 || bytes.Equal(now, before[name]) {
-			t.Errorf("certs --renew kept %s (or left it empty)", name)
+	if got, want := bundle(), string(read("ca.crt"))+string(before["ca.crt"]); got != want {
+		t.Errorf("the caBundle after --renew:\n%s\nwant the new CA, then the previous:\n%s", got, want)
+	}
+	// Both certificates verify against the bundle: the Pods that still serve the old one
+	// and those that serve the new one are trusted alike; the old one does not verify
+	// against the new CA alone.
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM([]byte(bundle()))
+	newOnly := x509.NewCertPool()
+	newOnly.AppendCertsFromPEM(read("ca.crt"))
+	for what, leaf := range map[string][]byte{"the previous serving certificate": before["tls.crt"], "the new serving certificate": read("tls.crt")} {
+		block, _ := pem.Decode(leaf)
+		cert, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cert.Verify(x509.VerifyOptions{Roots: pool, DNSName: "marina-apiserver.marina-apiserver.svc"}); err != nil {
+			t.Errorf("%s does not verify against the caBundle after --renew: %v", what, err)
+		}
+		if _, err := cert.Verify(x509.VerifyOptions{Roots: newOnly}); (err == nil) != (what == "the new serving certificate") {
+			t.Errorf("%s against the new CA alone: %v", what, err)
 		}
 	}
-	// The directory keeps its keys out of version control (README).
-	if ignore, _ := os.ReadFile(filepath.Join(certs, ".gitignore")); !strings.Contains(string(ignore), "\n*\n!.gitignore\n") {
-		t.Errorf("config/deploy/certs/.gitignore does not ignore everything but itself:\n%s", ignore)
-	}
-	apiservices, _ := os.ReadFile(filepath.Join(dir, "config/deploy/zz_generated.apiservices.yaml"))
-	if !strings.Contains(string(apiservices), "caBundle: "+base64.StdEncoding.EncodeToString(ca)) {
-		t.Errorf("the APIServices' caBundle is not the new CA:\n%s", apiservices)
-	}
-	secret, _ := os.ReadFile(filepath.Join(certs, "serving-cert.yaml"))
-	if !strings.Contains(string(secret), base64.StdEncoding.EncodeToString(key)) {
+	secret := string(read("serving-cert.yaml"))
+	if !strings.Contains(secret, base64.StdEncoding.EncodeToString(read("tls.key"))) {
 		t.Errorf("the Secret does not carry the new serving key")
+	}
+
+	// Once ca-previous.crt is deleted, generating again trusts the new CA alone.
+	if err := os.Remove(filepath.Join(certs, "ca-previous.crt")); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, err := aagen(t, "generate", "--no-go-mod", "-C", dir, "./pkg/apis/..."); err != nil {
+		t.Fatalf("generate: %v\n%s", err, stderr)
+	}
+	if got := bundle(); got != string(read("ca.crt")) {
+		t.Errorf("the caBundle once ca-previous.crt is deleted:\n%s\nwant the new CA alone", got)
+	}
+
+	// --renew-etcd: etcd's certificates are new, the serving ones kept.
+	renewed := snapshot()
+	if _, stderr, err := aagen(t, "certs", "--renew-etcd", "--no-go-mod", "-C", dir, "./pkg/apis/..."); err != nil {
+		t.Fatalf("certs --renew-etcd: %v\n%s", err, stderr)
+	}
+	changed(renewed, etcdFiles, true, "certs --renew-etcd")
+	changed(renewed, servingFiles, false, "certs --renew-etcd")
+
+	// The directory keeps its keys out of version control (README).
+	if ignore := read(".gitignore"); !strings.Contains(string(ignore), "\n*\n!.gitignore\n") {
+		t.Errorf("config/deploy/certs/.gitignore does not ignore everything but itself:\n%s", ignore)
 	}
 }
 

@@ -154,6 +154,20 @@ func (n *Node) ImportAt(t T, ref, binary, inImage string, args ...string) {
 	}
 }
 
+// KillContainer sends SIGKILL to the container of a Pod's status (containerStatuses'
+// containerID, containerd://<id>) through containerd, as when its process crashes: kubelet
+// sees it exit and restarts it in the same Pod.
+func (n *Node) KillContainer(t T, containerID string) {
+	t.Helper()
+	id, ok := strings.CutPrefix(containerID, "containerd://")
+	if !ok {
+		t.Fatalf("container %q is not containerd's", containerID)
+	}
+	if out, err := exec.Command("ctr", "--address", n.Socket, "--namespace", "k8s.io", "tasks", "kill", "--signal", "SIGKILL", id).CombinedOutput(); err != nil {
+		t.Fatalf("killing container %s: %v\n%s", id, err, out)
+	}
+}
+
 // cleanup deletes the workloads (so that no controller makes new Pods) and the node's Pods
 // (so that kubelet stops their containers), kills in containerd what kubelet did not stop
 // in time, stops the processes (StartProcess's cleanups, which run after this one), removes

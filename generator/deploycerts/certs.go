@@ -15,6 +15,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"sigs.k8s.io/yaml"
@@ -47,6 +48,10 @@ const (
 	servingCert       = "tls.crt"
 	servingKey        = "tls.key"
 	servingSecretFile = "serving-cert.yaml"
+	// servingPreviousCA is the serving CA a renewal replaced (RenewServing). While it exists
+	// it stays in the APIServices' caBundle beside the new CA, so that kube-apiserver
+	// trusts a Pod still serving a certificate of the old CA until it loads the new one.
+	servingPreviousCA = "ca-previous.crt"
 )
 
 // FileNames lists every file Ensure and EnsureEtcd may create in the certificate
@@ -57,6 +62,42 @@ func FileNames() []string {
 		servingCACert, servingCAKey, servingCert, servingKey, servingSecretFile,
 		etcdCACert, etcdCAKey, etcdMemberCert, etcdMemberKey, etcdClientCert, etcdClientKey, EtcdSecretsFile,
 	}
+}
+
+// RenewServing makes the next Ensure in dir (module-relative, under moduleDir) issue a new
+// serving CA and certificate without a moment when kube-apiserver distrusts the server: the
+// current CA certificate becomes ca-previous.crt (replacing an earlier one), which Ensure
+// keeps in the caBundle, and the CA key, the serving certificate and key and their Secret are
+// removed. It returns the path of ca-previous.crt, or "" when there was no CA to keep.
+func RenewServing(moduleDir, dir string) (string, error) {
+	abs := func(name string) string { return filepath.Join(moduleDir, filepath.FromSlash(path.Join(dir, name))) }
+	kept := ""
+	if ca, err := os.ReadFile(abs(servingCACert)); err == nil {
+		if err := os.WriteFile(abs(servingPreviousCA), ca, 0o644); err != nil {
+			return "", err
+		}
+		kept = abs(servingPreviousCA)
+	} else if !os.IsNotExist(err) {
+		return "", err
+	}
+	for _, name := range []string{servingCACert, servingCAKey, servingCert, servingKey, servingSecretFile} {
+		if err := os.Remove(abs(name)); err != nil && !os.IsNotExist(err) {
+			return "", err
+		}
+	}
+	return kept, nil
+}
+
+// RenewEtcd makes the next EnsureEtcd in dir issue a new etcd CA and new member and client
+// certificates, by removing the current ones and their Secrets. etcd reads its trusted CA
+// when it starts: the members and then the server must be restarted once they are applied.
+func RenewEtcd(moduleDir, dir string) error {
+	for _, name := range []string{etcdCACert, etcdCAKey, etcdMemberCert, etcdMemberKey, etcdClientCert, etcdClientKey, EtcdSecretsFile} {
+		if err := os.Remove(filepath.Join(moduleDir, filepath.FromSlash(path.Join(dir, name)))); err != nil && !os.IsNotExist(err) {
+			return err
+		}
+	}
+	return nil
 }
 
 // Ensure returns the material in dir (module-relative, under moduleDir), creating what is
@@ -107,6 +148,14 @@ func Ensure(moduleDir, dir, secretName, namespace string, dnsNames []string, now
 		File{Path: p(servingSecretFile), Content: append([]byte("# The serving certificate of the server; private: keep it out of version control.\n"), secret...), Private: true},
 		File{Path: p(".gitignore"), Content: []byte("# Private keys and the Secret holding them.\n*\n!.gitignore\n")})
 	m.CACert = caCert
+	// A CA a renewal replaced stays trusted, after the new one, until its file is deleted.
+	if previous := read(servingPreviousCA); previous != nil {
+		if _, err := certs.ParseCert(previous); err != nil {
+			return nil, fmt.Errorf("%s/%s: %v; delete it (kube-apiserver then trusts the current CA alone) and generate again", dir, servingPreviousCA, err)
+		}
+		bundle := strings.TrimRight(string(caCert), "\n") + "\n" + strings.TrimLeft(string(previous), "\n")
+		m.CACert = []byte(bundle)
+	}
 	return m, nil
 }
 
