@@ -16,12 +16,16 @@ import (
 )
 
 // The versions the e2e tests and the bench name their tool binaries by are the versions
-// e2e/tools pins: kube-apiserver (the aggregation tests' and the bench's CRD peer) and
-// sample-apiserver (the bench's startup peer).
+// e2e/tools pins: kube-apiserver (the aggregation tests' and the bench's CRD peer),
+// sample-apiserver (the bench's startup peer), controller-gen (the CRD oracle's), CoreDNS
+// (the node's cluster DNS) and etcd.
 func TestToolVersionsArePinned(t *testing.T) {
 	for _, c := range []struct{ module, requires, version string }{
 		{"kube-apiserver", "k8s.io/kubernetes", KubeVersion},
 		{"sample-apiserver", "k8s.io/sample-apiserver", SampleAPIServerVersion},
+		{"controller-gen", "sigs.k8s.io/controller-tools", ControllerGenVersion},
+		{"coredns", "github.com/coredns/coredns", CoreDNSVersion},
+		{"etcd", "go.etcd.io/etcd/server/v3", EtcdVersion},
 	} {
 		path := filepath.Join("..", "tools", c.module, "go.mod")
 		data, err := os.ReadFile(path)
