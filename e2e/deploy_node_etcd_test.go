@@ -74,6 +74,9 @@ func TestNodeDeploysEtcdStatefulSet(t *testing.T) {
 	bin := serverBinaryLikeDockerfile(t, dir)
 	etcdBin := cluster.EtcdImageBinary(t)
 
+	// The volumes' directories outlive the node (cleanups run last first): no Pod is
+	// writing to them when they are removed.
+	volumes := t.TempDir()
 	cp, _ := startControlPlane(t)
 	node := cluster.StartNode(t, cp)
 	kube := kubernetes.NewForConfigOrDie(cp.Admin)
@@ -125,7 +128,6 @@ func TestNodeDeploysEtcdStatefulSet(t *testing.T) {
 	if psc == nil || psc.RunAsUser == nil || psc.FSGroup == nil {
 		t.Fatalf("the etcd StatefulSet sets no runAsUser or fsGroup: %+v", psc)
 	}
-	volumes := t.TempDir()
 	for i := 0; i < members; i++ {
 		path := filepath.Join(volumes, fmt.Sprintf("etcd-%d", i))
 		if err := os.Mkdir(path, 0o700); err != nil {
@@ -383,9 +385,10 @@ func etcdMemberKill(t *testing.T, ctx context.Context, node *cluster.Node, kube 
 		t.Fatalf("etcd member Pod %s has %d containers, want 1", victim, len(old.Status.ContainerStatuses))
 	}
 	restarts := old.Status.ContainerStatuses[0].RestartCount
-	load.setPhase("etcd-kill")
 	start := time.Now()
 	node.KillContainer(t, old.Status.ContainerStatuses[0].ContainerID)
+	// From here on creates are sent to a cluster whose leader is dead.
+	load.setPhase("etcd-kill")
 	// An election among the others: the fault took effect (a leader of a later term; the
 	// restarted member itself may win it).
 	var elected string
@@ -429,8 +432,8 @@ func etcdMemberKill(t *testing.T, ctx context.Context, node *cluster.Node, kube 
 			ec.connect(t, &p)
 		}
 	}
-	// The member is back in the cluster: it answers, follows the same leader, and has the
-	// writes made while it was down.
+	// The member is back in the cluster: it answers with a leader, and its linearizable reads
+	// below have the writes made while it was down.
 	if got, _, err := ec.leader(ctx, victim); err != nil || got == "" {
 		t.Errorf("the restarted member %s: leader %q, %v", victim, got, err)
 	}
@@ -528,8 +531,6 @@ func renewServingCertificate(t *testing.T, ctx context.Context, dir, kubeconfig,
 	}()
 	time.Sleep(3 * time.Second)
 
-	load.setPhase("renew")
-	start := time.Now()
 	run(t, dir, aagen(t), "certs", "--renew", "./pkg/apis/...")
 	newCert, err := os.ReadFile(filepath.Join(certs, "tls.crt"))
 	if err != nil {
@@ -554,9 +555,11 @@ func renewServingCertificate(t *testing.T, ctx context.Context, dir, kubeconfig,
 			t.Fatal(err)
 		}
 	}
+	start := time.Now()
 	if out, err := kubectl(t, kubeconfig, "", "apply", "-k", overlay); err != nil {
 		t.Fatalf("kubectl apply -k (renewed certificates): %v\n%s", err, out)
 	}
+	load.setPhase("renew")
 	// Every server Pod serves the new certificate: the fault (a certificate change under
 	// traffic) took place everywhere.
 	want := pemDER(t, newCert)
@@ -590,7 +593,6 @@ func renewServingCertificate(t *testing.T, ctx context.Context, dir, kubeconfig,
 	reloaded := time.Since(start)
 
 	// The previous CA leaves the caBundle.
-	load.setPhase("renew-drop")
 	if err := os.Remove(filepath.Join(certs, "ca-previous.crt")); err != nil {
 		t.Fatal(err)
 	}
@@ -598,6 +600,7 @@ func renewServingCertificate(t *testing.T, ctx context.Context, dir, kubeconfig,
 	if out, err := kubectl(t, kubeconfig, "", "apply", "-k", overlay); err != nil {
 		t.Fatalf("kubectl apply -k (the previous CA dropped): %v\n%s", err, out)
 	}
+	load.setPhase("renew-drop")
 	apiserviceGVR := schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
 	for _, name := range apiservices {
 		as, err := dyn.Resource(apiserviceGVR).Get(ctx, name, metav1.GetOptions{})
@@ -608,7 +611,9 @@ func renewServingCertificate(t *testing.T, ctx context.Context, dir, kubeconfig,
 			t.Errorf("APIService %s's caBundle is not the new CA alone after the previous one was dropped", name)
 		}
 	}
-	time.Sleep(5 * time.Second)
+	// kube-apiserver's aggregator takes the new caBundle from the APIService it watches;
+	// the load goes on against it.
+	time.Sleep(10 * time.Second)
 	load.stop()
 	stopped = true
 
@@ -631,7 +636,7 @@ func renewServingCertificate(t *testing.T, ctx context.Context, dir, kubeconfig,
 	}
 	renewAcked, _ := load.acknowledged("renew")
 	dropAcked, _ := load.acknowledged("renew-drop")
-	t.Logf("serving certificate renewed: both Pods served it %s after the apply; load: %d creates acknowledged (%d during the renewal, %d after the previous CA was dropped), %d failed; %d lost; %d unseen; %d watches ended with 410; APIService not Available in %d polls",
+	t.Logf("serving certificate renewed: both Pods served it %s after the apply; load: %d creates acknowledged (%d sent between the renewal's apply and both Pods serving it, %d in the 10 s after the apply that dropped the previous CA), %d failed; %d lost; %d unseen; %d watches ended with 410; APIService not Available in %d polls",
 		reloaded.Round(time.Second), len(load.acked), renewAcked, dropAcked, len(load.failed), len(lost), len(unseen), load.expired, len(load.unavailable))
 	if len(load.failed) > 0 {
 		t.Errorf("%d creates failed across the renewal: %v", len(load.failed), load.failed)
@@ -639,8 +644,8 @@ func renewServingCertificate(t *testing.T, ctx context.Context, dir, kubeconfig,
 	if len(load.unavailable) > 0 {
 		t.Errorf("an APIService left Available across the renewal: %v", load.unavailable)
 	}
-	if renewAcked < 10 || dropAcked < 10 {
-		t.Errorf("%d creates acknowledged during the renewal and %d after the previous CA was dropped, want at least 10 each", renewAcked, dropAcked)
+	if renewAcked < 10 || dropAcked < 5 {
+		t.Errorf("%d creates sent after the renewal's apply and %d after the previous CA was dropped were acknowledged, want at least 10 and 5", renewAcked, dropAcked)
 	}
 	if len(lost) > 0 {
 		t.Errorf("%d acknowledged creates are not stored: %v", len(lost), lost)
@@ -677,7 +682,8 @@ func pemDER(t *testing.T, data []byte) []byte {
 // cordoned no replacement can be scheduled, so the PodDisruptionBudgets (kube-controller-
 // manager's disruption controller keeps their status) must let one server Pod and one etcd
 // member go and refuse the next eviction of each with 429, which would leave no server or no
-// etcd quorum; creates must go on through the server and members left. Once the node is
+// etcd quorum; creates must go on through the server and members left once the evicted Pods
+// are gone. Once the node is
 // uncordoned, the replacements are scheduled and Ready and each budget allows a disruption
 // again. It fails on any of these, on more than drainFailedWritesBound failed creates, on an
 // APIService leaving Available, or on a lost or unseen create.
@@ -730,6 +736,11 @@ func drainUnderBudgets(t *testing.T, ctx context.Context, node *cluster.Node, ku
 	evict := func(name string) error {
 		return kube.PolicyV1().Evictions(ns).Evict(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}})
 	}
+	type podRef struct {
+		name string
+		uid  types.UID
+	}
+	var evicted []podRef
 	for _, group := range []struct{ what, selector string }{{"server", selector}, {"etcd", etcdSelector}} {
 		pods, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: group.selector})
 		if err != nil || len(pods.Items) < 2 {
@@ -739,17 +750,34 @@ func drainUnderBudgets(t *testing.T, ctx context.Context, node *cluster.Node, ku
 		if err := evict(pods.Items[0].Name); err != nil {
 			t.Fatalf("evicting the %s Pod %s (the first of the drain): %v", group.what, pods.Items[0].Name, err)
 		}
+		evicted = append(evicted, podRef{pods.Items[0].Name, pods.Items[0].UID})
 		err = evict(pods.Items[1].Name)
 		if !apierrors.IsTooManyRequests(err) {
 			t.Fatalf("evicting a second %s Pod %s while the first is gone and the node cordoned: %v, want 429 TooManyRequests (its PodDisruptionBudget)", group.what, pods.Items[1].Name, err)
 		}
 		t.Logf("drain: %s Pod %s evicted; %s refused: %v", group.what, pods.Items[0].Name, pods.Items[1].Name, err)
 	}
-	// With one server Pod and two etcd members, writes go on.
-	before, _ := load.acknowledged("drain")
-	time.Sleep(5 * time.Second)
-	if after, _ := load.acknowledged("drain"); after-before < 10 {
-		t.Errorf("%d creates acknowledged in the 5 s after the evictions, with one server Pod and two etcd members left, want at least 10", after-before)
+	// Once the evicted Pods are gone (the server's after its shutdown delay), writes go on
+	// through one server Pod and two etcd members.
+	for _, gone := range evicted {
+		if err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+			p, err := kube.CoreV1().Pods(ns).Get(ctx, gone.name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return true, nil
+			}
+			// A StatefulSet's replacement takes the name: a new UID is a new Pod.
+			return err == nil && p.UID != gone.uid, nil
+		}); err != nil {
+			t.Fatalf("the evicted Pod %s was not gone within 2 minutes", gone.name)
+		}
+	}
+	load.setPhase("drained")
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		n, _ := load.acknowledged("drained")
+		return n >= 5, nil
+	}); err != nil {
+		n, _ := load.acknowledged("drained")
+		t.Errorf("%d creates acknowledged in the 30 s after the evicted Pods were gone, with one server Pod and two etcd members left, want at least 5; failed: %v", n, load.failures("drained"))
 	}
 
 	load.setPhase("uncordon")
@@ -794,7 +822,7 @@ func drainUnderBudgets(t *testing.T, ctx context.Context, node *cluster.Node, ku
 	}
 	// An eviction stops a Pod gracefully (the server fails /readyz first; etcd hands on its
 	// leadership), unlike the kills above.
-	if f := append(load.failures("drain"), load.failures("uncordon")...); len(f) > drainFailedWritesBound {
+	if f := append(append(load.failures("drain"), load.failures("drained")...), load.failures("uncordon")...); len(f) > drainFailedWritesBound {
 		t.Errorf("%d creates failed during the drain (bound %d): %v", len(f), drainFailedWritesBound, f)
 	}
 	if len(load.unavailable) > 0 {

@@ -40,11 +40,12 @@ const (
 // last saw whenever its watch ends, and a poller of the APIServices' Available condition.
 type deployLoad struct {
 	mu sync.Mutex
-	// acked are the Boats whose create was answered 201, ackedIn how many of them in each
-	// phase; failed the create errors, each with the phase it happened in.
+	// acked are the Boats whose create was answered 201, ackedIn how many of them were sent
+	// in each phase (a create sent before a fault and answered after it counts for the phase
+	// before); failed the create errors, each with the phase it was answered in.
 	acked   []string
 	ackedIn map[string]int
-	// firstAckIn is when the first create of each phase was acknowledged.
+	// firstAckIn is when the first create sent in each phase was acknowledged.
 	firstAckIn map[string]time.Time
 	failed     []string
 	// seen are the Boats the watcher saw added; expired the watches that ended with 410;
@@ -66,7 +67,7 @@ func (l *deployLoad) setPhase(p string) {
 	l.phase = p
 }
 
-// acknowledged is how many creates were acknowledged in phase, and when the first was.
+// acknowledged is how many creates sent in phase were acknowledged, and when the first was.
 func (l *deployLoad) acknowledged(phase string) (int, time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -100,13 +101,16 @@ func startDeployLoad(t *testing.T, ctx context.Context, dyn dynamic.Interface, b
 		defer l.done.Done()
 		for i := 0; ctx.Err() == nil; i++ {
 			name := fmt.Sprintf("%s-%d", prefix, i)
+			l.mu.Lock()
+			sentIn := l.phase
+			l.mu.Unlock()
 			_, err := dyn.Resource(boats).Namespace("default").Create(ctx, boat(name, nil, 10), metav1.CreateOptions{})
 			l.mu.Lock()
 			switch {
 			case err == nil:
 				l.acked = append(l.acked, name)
-				if l.ackedIn[l.phase]++; l.ackedIn[l.phase] == 1 {
-					l.firstAckIn[l.phase] = time.Now()
+				if l.ackedIn[sentIn]++; l.ackedIn[sentIn] == 1 {
+					l.firstAckIn[sentIn] = time.Now()
 				}
 			case ctx.Err() == nil:
 				l.failed = append(l.failed, fmt.Sprintf("%s: %s at %s: %v", l.phase, name, time.Now().Format("15:04:05.000"), err))

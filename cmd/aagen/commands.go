@@ -123,11 +123,17 @@ func newGenerateCommand() *cobra.Command {
 		},
 	}
 	f.add(cmd, true)
-	// Only generate: up has its own --datastore (etcd or sqlite, for the local server).
+	f.addDatastore(cmd)
+	return cmd
+}
+
+// addDatastore adds the deployed server's datastore flags: generate and certs, which
+// regenerates the manifests, take them (up has its own --datastore, etcd or sqlite, for the
+// local server).
+func (f *generateFlags) addDatastore(cmd *cobra.Command) {
 	fs := cmd.Flags()
 	fs.StringVar(&f.deploy.Datastore, "datastore", emit.DatastoreEtcd, "where the deployed server keeps its data: etcd (a StatefulSet, or --etcd-servers) or sql (PostgreSQL/MySQL through kine; DSN in a Secret, see --datastore-secret)")
 	fs.StringVar(&f.deploy.DatastoreSecret, "datastore-secret", "", "with --datastore=sql: the Secret whose key \"endpoint\" holds the DSN (default <name>-datastore)")
-	return cmd
 }
 
 func newUpCommand() *cobra.Command {
@@ -237,49 +243,72 @@ func newCertsCommand() *cobra.Command {
 		Short: "Create (or renew) the certificates of the deployed server and its etcd",
 		Long: `certs creates, in <deploy-dir>/certs, a CA and a serving certificate for the server's
 Service (<name>.<namespace>.svc), the Secret that carries them, and writes the CA into every
-APIService's caBundle, by running generate; and, when the manifests include the etcd
-StatefulSet, etcd's own CA with its member and client certificates. Existing certificates are
-kept unless asked to renew them. With --cert-manager no local certificates are made:
-cert-manager issues them.
+APIService's caBundle, by running generate (give it the flags you generate with); and, when
+the manifests include the etcd StatefulSet, etcd's own CA with its member and client
+certificates. Existing certificates are kept unless asked to renew them. With --cert-manager
+no local certificates are made: cert-manager issues and renews them.
 
 --renew issues a new serving CA and certificate with no moment when kube-apiserver distrusts
-the server: the old CA is kept as ca-previous.crt and stays in caBundle after the new one.
-Apply; each server Pod loads the new certificate once kubelet has updated its Secret volume
-(about a minute; the server reloads it without a restart). Then delete ca-previous.crt,
-generate again and apply, so that only the new CA is trusted.
+the server: the old CA is kept as ca-previous.crt and stays in caBundle (and the Secret's
+ca.crt) after the new one. Apply; each server Pod loads the new certificate once kubelet has
+updated its Secret volume (a minute or two; the server reloads it without a restart, and
+'kubectl rollout restart' makes it certain). Then delete ca-previous.crt, generate again and
+apply, so that only the new CA is trusted. A renewal is refused while ca-previous.crt exists.
 
---renew-etcd issues a new etcd CA and member and client certificates. etcd reads its trusted
-CA when it starts: after applying, restart the etcd StatefulSet and then the server.`,
+--renew-etcd issues a new etcd CA and member and client certificates. It is an outage: etcd
+and the server read the CA they trust when they start, so a member with new certificates and
+one with old ones refuse each other. After applying, delete every etcd Pod at once, then
+restart the server.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o := f.options(cmd, args)
+			if (renew || renewEtcd) && o.Deploy.CertManager {
+				return fmt.Errorf("--renew and --renew-etcd renew the local certificates; with --cert-manager, cert-manager renews them")
+			}
 			root, err := generator.ModuleRoot(o.Dir)
 			if err != nil {
 				return err
 			}
 			dir := path.Join(o.Deploy.Dir, "certs")
+			// What a renewal removes is put back if the generation fails, so that a failed
+			// run leaves the certificates (and the manifests that name them) as they were.
+			restore, err := deploycerts.Snapshot(root, dir)
+			if err != nil {
+				return err
+			}
+			previous := ""
 			if renew {
-				previous, err := deploycerts.RenewServing(root, dir)
-				if err != nil {
+				if previous, err = deploycerts.RenewServing(root, dir); err != nil {
 					return err
-				}
-				if previous != "" {
-					defer fmt.Fprintf(cmd.ErrOrStderr(), "The previous serving CA stays in caBundle as %s: delete it, generate again and apply once every server Pod serves the new certificate.\n", previous)
 				}
 			}
 			if renewEtcd {
 				if err := deploycerts.RenewEtcd(root, dir); err != nil {
 					return err
 				}
-				defer fmt.Fprintln(cmd.ErrOrStderr(), "New etcd certificates: after applying, restart the etcd StatefulSet and then the server.")
 			}
-			_, err = generator.Generate(cmd.Context(), o)
-			return err
+			if _, err := generator.Generate(cmd.Context(), o); err != nil {
+				if renew || renewEtcd {
+					if rerr := restore(); rerr != nil {
+						return fmt.Errorf("%w; putting the certificates back also failed: %v", err, rerr)
+					}
+					return fmt.Errorf("%w (the certificates are as they were)", err)
+				}
+				return err
+			}
+			if previous != "" {
+				fmt.Fprintf(cmd.ErrOrStderr(), "The previous serving CA stays in caBundle as %s: delete it, generate again and apply once every server Pod serves the new certificate.\n", previous)
+			}
+			if renewEtcd {
+				fmt.Fprintln(cmd.ErrOrStderr(), "New etcd certificates: after applying, delete every etcd Pod at once, then restart the server (an outage).")
+			}
+			return nil
 		},
 	}
 	f.add(cmd, false)
+	f.addDatastore(cmd)
 	cmd.Flags().BoolVar(&renew, "renew", false, "issue a new serving CA and certificate, keeping the previous CA in the APIServices' caBundle (ca-previous.crt) until you delete it")
-	cmd.Flags().BoolVar(&renewEtcd, "renew-etcd", false, "issue a new etcd CA and member and client certificates (restart etcd and then the server after applying)")
+	cmd.Flags().BoolVar(&renewEtcd, "renew-etcd", false, "issue a new etcd CA and member and client certificates (an outage: restart every etcd member at once, then the server)")
 	return cmd
 }
 

@@ -163,6 +163,16 @@ func TestCertsRenew(t *testing.T) {
 	if !strings.Contains(secret, base64.StdEncoding.EncodeToString(read("tls.key"))) {
 		t.Errorf("the Secret does not carry the new serving key")
 	}
+	if !strings.Contains(secret, "ca.crt: "+base64.StdEncoding.EncodeToString([]byte(bundle()))) {
+		t.Errorf("the Secret's ca.crt is not the caBundle (the new CA, then the previous):\n%s", secret)
+	}
+	// A second renewal while ca-previous.crt exists would drop the CA that Pods may still
+	// serve a certificate of: refused, nothing changed.
+	midway := snapshot()
+	if _, stderr, err := aagen(t, "certs", "--renew", "--no-go-mod", "-C", dir, "./pkg/apis/..."); err == nil || !strings.Contains(err.Error()+stderr, "ca-previous.crt exists") {
+		t.Errorf("certs --renew while ca-previous.crt exists: %v, want it refused naming ca-previous.crt\n%s", err, stderr)
+	}
+	changed(midway, servingFiles, false, "a refused second renewal")
 
 	// Once ca-previous.crt is deleted, generating again trusts the new CA alone.
 	if err := os.Remove(filepath.Join(certs, "ca-previous.crt")); err != nil {
@@ -175,13 +185,40 @@ func TestCertsRenew(t *testing.T) {
 		t.Errorf("the caBundle once ca-previous.crt is deleted:\n%s\nwant the new CA alone", got)
 	}
 
-	// --renew-etcd: etcd's certificates are new, the serving ones kept.
+	// A renewal whose generation fails leaves the certificates as they were (and no
+	// ca-previous.crt): the manifests still name files that exist.
 	renewed := snapshot()
+	if _, stderr, err := aagen(t, "certs", "--renew", "--renew-etcd", "--no-go-mod", "-C", dir, "./pkg/nothing/..."); err == nil || !strings.Contains(err.Error(), "the certificates are as they were") {
+		t.Errorf("certs --renew of packages that do not exist: %v, want an error saying the certificates are as they were\n%s", err, stderr)
+	}
+	changed(renewed, append(servingFiles, etcdFiles...), false, "a renewal whose generation failed")
+	if _, err := os.Stat(filepath.Join(certs, "ca-previous.crt")); !os.IsNotExist(err) {
+		t.Errorf("a renewal whose generation failed left ca-previous.crt: %v", err)
+	}
+	// With --cert-manager there is nothing local to renew.
+	if _, _, err := aagen(t, "certs", "--renew", "--cert-manager", "--no-go-mod", "-C", dir, "./pkg/apis/..."); err == nil || !strings.Contains(err.Error(), "cert-manager renews them") {
+		t.Errorf("certs --renew --cert-manager: %v, want it refused", err)
+	}
+	changed(renewed, servingFiles, false, "certs --renew --cert-manager")
+
+	// --renew-etcd: etcd's certificates are new, the serving ones kept.
 	if _, stderr, err := aagen(t, "certs", "--renew-etcd", "--no-go-mod", "-C", dir, "./pkg/apis/..."); err != nil {
 		t.Fatalf("certs --renew-etcd: %v\n%s", err, stderr)
 	}
 	changed(renewed, etcdFiles, true, "certs --renew-etcd")
 	changed(renewed, servingFiles, false, "certs --renew-etcd")
+
+	// certs takes generate's datastore flags (README): with --datastore=sql the manifests
+	// it regenerates keep the server on SQL, with no etcd StatefulSet.
+	if _, stderr, err := aagen(t, "certs", "--datastore=sql", "--no-go-mod", "-C", dir, "./pkg/apis/..."); err != nil {
+		t.Fatalf("certs --datastore=sql: %v\n%s", err, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "config/deploy/zz_generated.etcd.yaml")); !os.IsNotExist(err) {
+		t.Errorf("certs --datastore=sql left the etcd StatefulSet's manifest: %v", err)
+	}
+	if d, _ := os.ReadFile(filepath.Join(dir, "config/deploy/zz_generated.apiserver.yaml")); !strings.Contains(string(d), "DATASTORE_ENDPOINT") {
+		t.Errorf("certs --datastore=sql: the Deployment takes no DSN")
+	}
 
 	// The directory keeps its keys out of version control (README).
 	if ignore := read(".gitignore"); !strings.Contains(string(ignore), "\n*\n!.gitignore\n") {

@@ -55,8 +55,7 @@ const (
 )
 
 // FileNames lists every file Ensure and EnsureEtcd may create in the certificate
-// directory: removing them all makes the next generation issue new certificates (aagen
-// certs --renew).
+// directory: removing them all makes the next generation issue new certificates.
 func FileNames() []string {
 	return []string{
 		servingCACert, servingCAKey, servingCert, servingKey, servingSecretFile,
@@ -66,11 +65,17 @@ func FileNames() []string {
 
 // RenewServing makes the next Ensure in dir (module-relative, under moduleDir) issue a new
 // serving CA and certificate without a moment when kube-apiserver distrusts the server: the
-// current CA certificate becomes ca-previous.crt (replacing an earlier one), which Ensure
-// keeps in the caBundle, and the CA key, the serving certificate and key and their Secret are
-// removed. It returns the path of ca-previous.crt, or "" when there was no CA to keep.
+// current CA certificate becomes ca-previous.crt, which Ensure keeps in the caBundle, and the
+// CA key, the serving certificate and key and their Secret are removed. It returns the path of
+// ca-previous.crt, or "" when there was no CA to keep. It refuses while ca-previous.crt
+// exists: Pods may still serve a certificate of that CA, which a second renewal would drop.
 func RenewServing(moduleDir, dir string) (string, error) {
 	abs := func(name string) string { return filepath.Join(moduleDir, filepath.FromSlash(path.Join(dir, name))) }
+	if _, err := os.Stat(abs(servingPreviousCA)); err == nil {
+		return "", fmt.Errorf("%s exists: an earlier renewal is still trusted beside the current CA. Once every server Pod serves the current certificate, delete it, generate again and apply; then renew", path.Join(dir, servingPreviousCA))
+	} else if !os.IsNotExist(err) {
+		return "", err
+	}
 	kept := ""
 	if ca, err := os.ReadFile(abs(servingCACert)); err == nil {
 		if err := os.WriteFile(abs(servingPreviousCA), ca, 0o644); err != nil {
@@ -88,9 +93,54 @@ func RenewServing(moduleDir, dir string) (string, error) {
 	return kept, nil
 }
 
+// Snapshot reads every file of the material in dir (FileNames and ca-previous.crt) and
+// returns a function that puts dir back as it was then: the files written again with their
+// modes, and those that did not exist removed.
+func Snapshot(moduleDir, dir string) (restore func() error, err error) {
+	type saved struct {
+		data []byte
+		mode os.FileMode
+		ok   bool
+	}
+	files := map[string]saved{}
+	for _, name := range append(FileNames(), servingPreviousCA) {
+		p := filepath.Join(moduleDir, filepath.FromSlash(path.Join(dir, name)))
+		st, err := os.Stat(p)
+		if os.IsNotExist(err) {
+			files[p] = saved{}
+			continue
+		} else if err != nil {
+			return nil, err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		files[p] = saved{data: data, mode: st.Mode().Perm(), ok: true}
+	}
+	return func() error {
+		for p, f := range files {
+			if !f.ok {
+				if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
+					return err
+				}
+				continue
+			}
+			if err := os.WriteFile(p, f.data, f.mode); err != nil {
+				return err
+			}
+			if err := os.Chmod(p, f.mode); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, nil
+}
+
 // RenewEtcd makes the next EnsureEtcd in dir issue a new etcd CA and new member and client
-// certificates, by removing the current ones and their Secrets. etcd reads its trusted CA
-// when it starts: the members and then the server must be restarted once they are applied.
+// certificates, by removing the current ones and their Secrets. etcd and the server read the
+// CA they trust when they start, so members with new certificates and members with old ones
+// refuse each other: every member must be restarted at once, then the server (an outage).
 func RenewEtcd(moduleDir, dir string) error {
 	for _, name := range []string{etcdCACert, etcdCAKey, etcdMemberCert, etcdMemberKey, etcdClientCert, etcdClientKey, EtcdSecretsFile} {
 		if err := os.Remove(filepath.Join(moduleDir, filepath.FromSlash(path.Join(dir, name)))); err != nil && !os.IsNotExist(err) {
@@ -134,12 +184,21 @@ func Ensure(moduleDir, dir, secretName, namespace string, dnsNames []string, now
 	} else {
 		m.Files = append(m.Files, File{Path: p(servingKey), Content: tlsKey, Private: true})
 	}
+	// A CA a renewal replaced stays trusted, after the new one, until its file is deleted:
+	// in the APIServices' caBundle and in the Secret's ca.crt alike.
+	bundle := caCert
+	if previous := read(servingPreviousCA); previous != nil {
+		if _, err := certs.ParseCert(previous); err != nil {
+			return nil, fmt.Errorf("%s/%s: %v; delete it (kube-apiserver then trusts the current CA alone) and generate again", dir, servingPreviousCA, err)
+		}
+		bundle = []byte(strings.TrimRight(string(caCert), "\n") + "\n" + strings.TrimLeft(string(previous), "\n"))
+	}
 	secret, err := yaml.Marshal(map[string]any{
 		"apiVersion": "v1",
 		"kind":       "Secret",
 		"type":       "kubernetes.io/tls",
 		"metadata":   map[string]any{"name": secretName, "namespace": namespace},
-		"data":       map[string]any{"tls.crt": tlsCert, "tls.key": tlsKey, "ca.crt": caCert},
+		"data":       map[string]any{"tls.crt": tlsCert, "tls.key": tlsKey, "ca.crt": bundle},
 	})
 	if err != nil {
 		return nil, err
@@ -147,15 +206,7 @@ func Ensure(moduleDir, dir, secretName, namespace string, dnsNames []string, now
 	m.Files = append(m.Files,
 		File{Path: p(servingSecretFile), Content: append([]byte("# The serving certificate of the server; private: keep it out of version control.\n"), secret...), Private: true},
 		File{Path: p(".gitignore"), Content: []byte("# Private keys and the Secret holding them.\n*\n!.gitignore\n")})
-	m.CACert = caCert
-	// A CA a renewal replaced stays trusted, after the new one, until its file is deleted.
-	if previous := read(servingPreviousCA); previous != nil {
-		if _, err := certs.ParseCert(previous); err != nil {
-			return nil, fmt.Errorf("%s/%s: %v; delete it (kube-apiserver then trusts the current CA alone) and generate again", dir, servingPreviousCA, err)
-		}
-		bundle := strings.TrimRight(string(caCert), "\n") + "\n" + strings.TrimLeft(string(previous), "\n")
-		m.CACert = []byte(bundle)
-	}
+	m.CACert = bundle
 	return m, nil
 }
 

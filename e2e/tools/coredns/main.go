@@ -1,5 +1,5 @@
 // Command coredns is CoreDNS built from Go modules with the plugins the node tests' cluster
-// DNS needs (e2e/cluster.StartDNS): kubernetes (Services, headless Services and their Pods'
+// DNS needs (e2e/cluster.StartNode): kubernetes (Services, headless Services and their Pods'
 // records, read from kube-apiserver), bind, errors and ready. It is CoreDNS's own main
 // with fewer plugins compiled in, the way CoreDNS documents building a smaller binary; a
 // module of its own so that the main go.mod does not carry CoreDNS's dependencies.
