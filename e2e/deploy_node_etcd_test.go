@@ -460,16 +460,7 @@ func etcdMemberKill(t *testing.T, ctx context.Context, node *cluster.Node, kube 
 	// Every acknowledged create is in etcd, read from the member that was killed, and the
 	// watcher saw it.
 	restarted := &deployedEtcd{members: map[string]*clientv3.Client{victim: ec.members[victim]}}
-	stored := restarted.storedBoats(t, ctx)
-	var lost, unseen []string
-	for _, name := range load.acked {
-		if !stored[name] {
-			lost = append(lost, name)
-		}
-		if !load.seen[name] {
-			unseen = append(unseen, name)
-		}
-	}
+	lost, unseen := load.missing(restarted.storedBoats(t, ctx))
 	t.Logf("load: %d creates acknowledged (%d after the kill), %d failed (after the kill %d); %d lost; watcher saw %d, %d watches ended with 410; APIService not Available in %d of its polls",
 		len(load.acked), load.ackedIn["etcd-kill"], len(load.failed), len(load.failures("etcd-kill")), len(lost), len(load.seen), load.expired, len(load.unavailable))
 	if len(lost) > 0 {
@@ -617,23 +608,7 @@ func renewServingCertificate(t *testing.T, ctx context.Context, dir, kubeconfig,
 	load.stop()
 	stopped = true
 
-	list, err := dyn.Resource(boats).Namespace("default").List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	stored := map[string]bool{}
-	for _, o := range list.Items {
-		stored[o.GetName()] = true
-	}
-	var lost, unseen []string
-	for _, name := range load.acked {
-		if !stored[name] {
-			lost = append(lost, name)
-		}
-		if !load.seen[name] {
-			unseen = append(unseen, name)
-		}
-	}
+	lost, unseen := load.missing(listedBoats(t, ctx, dyn, boats))
 	renewAcked, _ := load.acknowledged("renew")
 	dropAcked, _ := load.acknowledged("renew-drop")
 	t.Logf("serving certificate renewed: both Pods served it %s after the apply; load: %d creates acknowledged (%d sent between the renewal's apply and both Pods serving it, %d in the 10 s after the apply that dropped the previous CA), %d failed; %d lost; %d unseen; %d watches ended with 410; APIService not Available in %d polls",
@@ -789,23 +764,7 @@ func drainUnderBudgets(t *testing.T, ctx context.Context, node *cluster.Node, ku
 	load.stop()
 	stopped = true
 
-	list, err := dyn.Resource(boats).Namespace("default").List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	stored := map[string]bool{}
-	for _, o := range list.Items {
-		stored[o.GetName()] = true
-	}
-	var lost, unseen []string
-	for _, name := range load.acked {
-		if !stored[name] {
-			lost = append(lost, name)
-		}
-		if !load.seen[name] {
-			unseen = append(unseen, name)
-		}
-	}
+	lost, unseen := load.missing(listedBoats(t, ctx, dyn, boats))
 	t.Logf("drain: %d creates acknowledged, %d failed %v; %d lost; %d unseen; %d watches ended with 410; APIService not Available in %d polls %v",
 		len(load.acked), len(load.failed), load.failed, len(lost), len(unseen), load.expired, len(load.unavailable), load.unavailable)
 	if len(lost) > 0 {

@@ -197,6 +197,36 @@ func startDeployLoad(t *testing.T, ctx context.Context, dyn dynamic.Interface, b
 	return l
 }
 
+// missing are the acknowledged creates not in stored (lost) and those the watcher did not
+// see (unseen).
+func (l *deployLoad) missing(stored map[string]bool) (lost, unseen []string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, name := range l.acked {
+		if !stored[name] {
+			lost = append(lost, name)
+		}
+		if !l.seen[name] {
+			unseen = append(unseen, name)
+		}
+	}
+	return lost, unseen
+}
+
+// listedBoats are the names of the Boats of namespace default, listed through dyn.
+func listedBoats(t *testing.T, ctx context.Context, dyn dynamic.Interface, boats schema.GroupVersionResource) map[string]bool {
+	t.Helper()
+	list, err := dyn.Resource(boats).Namespace("default").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := map[string]bool{}
+	for _, o := range list.Items {
+		stored[o.GetName()] = true
+	}
+	return stored
+}
+
 func (l *deployLoad) stop() {
 	l.cancel()
 	l.done.Wait()
@@ -293,23 +323,7 @@ func operateDeployedServer(t *testing.T, ctx context.Context, kubeconfig string,
 	stopped = true
 
 	// Every acknowledged create is stored, and the watcher saw it.
-	list, err := dyn.Resource(boats).Namespace("default").List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	stored := map[string]bool{}
-	for _, o := range list.Items {
-		stored[o.GetName()] = true
-	}
-	var lost, unseen []string
-	for _, name := range load.acked {
-		if !stored[name] {
-			lost = append(lost, name)
-		}
-		if !load.seen[name] {
-			unseen = append(unseen, name)
-		}
-	}
+	lost, unseen := load.missing(listedBoats(t, ctx, dyn, boats))
 	sort.Strings(lost)
 	watches := 0
 	for _, w := range load.watches {
