@@ -18,7 +18,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -89,25 +88,7 @@ func TestNodeDeploysEtcdStatefulSet(t *testing.T) {
 	defer cancel()
 
 	objs := cluster.LoadKustomization(t, filepath.Join(dir, "config/deploy"))
-	var deployment *appsv1.Deployment
-	var sts *appsv1.StatefulSet
-	var apiservices []string
-	for _, o := range objs {
-		switch o.GetKind() {
-		case "Deployment":
-			deployment = &appsv1.Deployment{}
-			if err := runtimeFromUnstructured(o, deployment); err != nil {
-				t.Fatal(err)
-			}
-		case "StatefulSet":
-			sts = &appsv1.StatefulSet{}
-			if err := runtimeFromUnstructured(o, sts); err != nil {
-				t.Fatal(err)
-			}
-		case "APIService":
-			apiservices = append(apiservices, o.GetName())
-		}
-	}
+	deployment, sts, apiservices := deployObjects(t, objs)
 	if deployment == nil || sts == nil || len(apiservices) == 0 {
 		t.Fatal("the manifests have no Deployment, no StatefulSet or no APIService")
 	}
@@ -365,12 +346,7 @@ func etcdMemberKill(t *testing.T, ctx context.Context, node *cluster.Node, kube 
 	ns, selector string, members int, boats schema.GroupVersionResource, apiservices []string) {
 	t.Helper()
 	load := startDeployLoad(t, ctx, dyn, boats, apiservices, "etcd-load")
-	stopped := false
-	defer func() {
-		if !stopped {
-			load.stop()
-		}
-	}()
+	defer load.stop()
 	time.Sleep(3 * time.Second)
 
 	victim, term, err := ec.leader(ctx, ec.names()[0])
@@ -455,7 +431,6 @@ func etcdMemberKill(t *testing.T, ctx context.Context, node *cluster.Node, kube 
 	}
 	time.Sleep(3 * time.Second)
 	load.stop()
-	stopped = true
 
 	// Every acknowledged create is in etcd, read from the member that was killed, and the
 	// watcher saw it.
@@ -514,12 +489,7 @@ func renewServingCertificate(t *testing.T, ctx context.Context, dir, kubeconfig,
 		t.Fatal(err)
 	}
 	load := startDeployLoad(t, ctx, dyn, boats, apiservices, "renew-load")
-	stopped := false
-	defer func() {
-		if !stopped {
-			load.stop()
-		}
-	}()
+	defer load.stop()
 	time.Sleep(3 * time.Second)
 
 	run(t, dir, aagen(t), "certs", "--renew", "./pkg/apis/...")
@@ -606,7 +576,6 @@ func renewServingCertificate(t *testing.T, ctx context.Context, dir, kubeconfig,
 	// the load goes on against it.
 	time.Sleep(10 * time.Second)
 	load.stop()
-	stopped = true
 
 	lost, unseen := load.missing(listedBoats(t, ctx, dyn, boats))
 	renewAcked, _ := load.acknowledged("renew")
@@ -666,12 +635,7 @@ func drainUnderBudgets(t *testing.T, ctx context.Context, node *cluster.Node, ku
 	ns, selector, etcdSelector string, members int, boats schema.GroupVersionResource, apiservices []string) {
 	t.Helper()
 	load := startDeployLoad(t, ctx, dyn, boats, apiservices, "drain-load")
-	stopped := false
-	defer func() {
-		if !stopped {
-			load.stop()
-		}
-	}()
+	defer load.stop()
 	budgets, err := kube.PolicyV1().PodDisruptionBudgets(ns).List(ctx, metav1.ListOptions{})
 	if err != nil || len(budgets.Items) != 2 {
 		t.Fatalf("the manifests' PodDisruptionBudgets in %s: %v (%d), want the server's and etcd's", ns, err, itemsOf(budgets))
@@ -762,7 +726,6 @@ func drainUnderBudgets(t *testing.T, ctx context.Context, node *cluster.Node, ku
 	waitAllowed("after the node is uncordoned")
 	time.Sleep(3 * time.Second)
 	load.stop()
-	stopped = true
 
 	lost, unseen := load.missing(listedBoats(t, ctx, dyn, boats))
 	t.Logf("drain: %d creates acknowledged, %d failed %v; %d lost; %d unseen; %d watches ended with 410; APIService not Available in %d polls %v",

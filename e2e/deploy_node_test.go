@@ -61,20 +61,9 @@ func TestNodeDeploysServer(t *testing.T) {
 	defer cancel()
 
 	objs := cluster.LoadKustomization(t, filepath.Join(dir, "config/deploy"))
-	var deployment *appsv1.Deployment
-	var apiservices []string
-	for _, o := range objs {
-		switch o.GetKind() {
-		case "Deployment":
-			deployment = &appsv1.Deployment{}
-			if err := runtimeFromUnstructured(o, deployment); err != nil {
-				t.Fatal(err)
-			}
-		case "APIService":
-			apiservices = append(apiservices, o.GetName())
-		case "StatefulSet":
-			t.Fatalf("--datastore=sql emitted a StatefulSet %s", o.GetName())
-		}
+	deployment, sts, apiservices := deployObjects(t, objs)
+	if sts != nil {
+		t.Fatalf("--datastore=sql emitted a StatefulSet %s", sts.Name)
 	}
 	if deployment == nil || len(apiservices) == 0 {
 		t.Fatal("the manifests have no Deployment or no APIService")
@@ -342,6 +331,29 @@ func waitAPIServicesAvailable(t *testing.T, ctx context.Context, dyn dynamic.Int
 		}
 		t.Logf("APIService %s Available (%s)", name, last)
 	}
+}
+
+// deployObjects are the server's Deployment, the etcd StatefulSet (nil when there is none)
+// and the APIServices' names among the manifests objs.
+func deployObjects(t *testing.T, objs []*unstructured.Unstructured) (deployment *appsv1.Deployment, sts *appsv1.StatefulSet, apiservices []string) {
+	t.Helper()
+	for _, o := range objs {
+		switch o.GetKind() {
+		case "Deployment":
+			deployment = &appsv1.Deployment{}
+			if err := runtimeFromUnstructured(o, deployment); err != nil {
+				t.Fatal(err)
+			}
+		case "StatefulSet":
+			sts = &appsv1.StatefulSet{}
+			if err := runtimeFromUnstructured(o, sts); err != nil {
+				t.Fatal(err)
+			}
+		case "APIService":
+			apiservices = append(apiservices, o.GetName())
+		}
+	}
+	return deployment, sts, apiservices
 }
 
 func runtimeFromUnstructured(o *unstructured.Unstructured, into any) error {

@@ -227,6 +227,7 @@ func listedBoats(t *testing.T, ctx context.Context, dyn dynamic.Interface, boats
 	return stored
 }
 
+// stop ends the load and waits for its goroutines; calling it again does nothing more.
 func (l *deployLoad) stop() {
 	l.cancel()
 	l.done.Wait()
@@ -244,12 +245,7 @@ func operateDeployedServer(t *testing.T, ctx context.Context, kubeconfig string,
 	ns, deployment, selector string, boats schema.GroupVersionResource, apiservices []string) {
 	t.Helper()
 	load := startDeployLoad(t, ctx, dyn, boats, apiservices, "load")
-	stopped := false
-	defer func() {
-		if !stopped {
-			load.stop()
-		}
-	}()
+	defer load.stop()
 	time.Sleep(3 * time.Second)
 
 	before, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
@@ -320,7 +316,6 @@ func operateDeployedServer(t *testing.T, ctx context.Context, kubeconfig string,
 	t.Logf("server Pod %s killed; two Pods Ready again after %s", victim, recovery.Round(100*time.Millisecond))
 	time.Sleep(5 * time.Second)
 	load.stop()
-	stopped = true
 
 	// Every acknowledged create is stored, and the watcher saw it.
 	lost, unseen := load.missing(listedBoats(t, ctx, dyn, boats))
