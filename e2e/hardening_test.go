@@ -175,7 +175,10 @@ func TestLocalServerHardening(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+				var body []byte
+				if !strings.Contains(c.path, "watch=1") { // a watch's body ends with the watch
+					body, _ = io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+				}
 				resp.Body.Close()
 				if resp.StatusCode != c.want.code {
 					t.Fatalf("status %d, want %d; Content-Type %q; body %.300q", resp.StatusCode, c.want.code, resp.Header.Get("Content-Type"), body)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -38,11 +39,20 @@ func skipShort(t *testing.T) {
 	testskip.Short(t, "end-to-end test; runs without -short")
 }
 
-// TestMain builds every Go program of the run with -trimpath (internal/gotrim says why) and
-// removes what the package's tests share once they have all run: the aagen binary (90 MB a
-// run; a full disk once failed CI).
+// TestMain builds every Go program of the run with -trimpath (internal/gotrim says why),
+// builds the tools the tests run in the background while they start (cluster.Prebuild:
+// on a cold machine most of the run's building) when the whole package runs, and removes
+// what the package's tests share once they have all run: the aagen binary (90 MB a run; a
+// full disk once failed CI).
 func TestMain(m *testing.M) {
 	os.Exit(gotrim.Main(func() int {
+		flag.Parse()
+		if flag.Lookup("test.run").Value.String() == "" && !testing.Short() {
+			root, err := os.Getwd()
+			if err == nil {
+				defer cluster.Prebuild(filepath.Dir(root), cluster.E2ETools, os.Stderr).Stop()
+			}
+		}
 		code := m.Run()
 		if aagenBin != "" {
 			_ = os.RemoveAll(filepath.Dir(aagenBin))

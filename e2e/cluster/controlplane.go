@@ -63,8 +63,10 @@ func HostIP() net.IP {
 // controller and the controllers named (e.g. "garbage-collector-controller"), and waits for /readyz.
 func StartControlPlane(t T, etcdURL string, controllers ...string) *ControlPlane {
 	t.Helper()
+	// kube-apiserver first: the order in which E2ETools builds them.
+	kas := KubeBinary(t, "kube-apiserver")
 	kcm := KubeBinary(t, "kube-controller-manager")
-	cp := StartAPIServer(t, KubeBinary(t, "kube-apiserver"), etcdURL, func(p *PKI) []string {
+	cp := StartAPIServer(t, kas, etcdURL, func(p *PKI) []string {
 		return []string{
 			"--requestheader-client-ca-file=" + p.Path("front-proxy-ca.crt"),
 			"--requestheader-allowed-names=" + FrontProxyClientName,

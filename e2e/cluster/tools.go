@@ -1,17 +1,20 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"golang.org/x/mod/modfile"
-
-	"github.com/aagen-dev/aagen/internal/gocmd"
 )
 
 // KubeVersion is the Kubernetes release whose kube-apiserver and kube-controller-manager
@@ -46,7 +49,7 @@ func RepoRoot(t T) string {
 // afterwards (a cold build takes minutes).
 func KubeBinary(t T, name string) string {
 	t.Helper()
-	return ToolBinary(t, "kube-apiserver", "k8s.io/kubernetes/cmd/"+name, name, KubeVersion)
+	return buildTool(t, kubeTool(name))
 }
 
 // EtcdBinary builds etcd from e2e/tools/etcd into .cache/bin once and reuses it. The
@@ -69,7 +72,7 @@ func EtcdBinary(t T) string {
 			}
 		}
 	}
-	return ToolBinary(t, "etcd", ".", "etcd", EtcdVersion)
+	return buildTool(t, etcdTool)
 }
 
 // SampleAPIServerVersion is the k8s.io/sample-apiserver the bench and the e2e tests run;
@@ -80,7 +83,7 @@ const SampleAPIServerVersion = "v0.37.2"
 // pins) from e2e/tools/sample-apiserver into .cache/bin once and reuses it.
 func SampleAPIServerBinary(t T) string {
 	t.Helper()
-	return ToolBinary(t, "sample-apiserver", "k8s.io/sample-apiserver", "sample-apiserver", SampleAPIServerVersion)
+	return buildTool(t, sampleAPIServerTool)
 }
 
 // ControllerGenVersion is the sigs.k8s.io/controller-tools release whose controller-gen
@@ -93,7 +96,7 @@ const ControllerGenVersion = "v0.23.0"
 func ControllerGenBinary(t T) string {
 	t.Helper()
 	requirePinned(t, "controller-gen", "sigs.k8s.io/controller-tools", ControllerGenVersion)
-	return ToolBinary(t, "controller-gen", "sigs.k8s.io/controller-tools/cmd/controller-gen", "controller-gen", ControllerGenVersion)
+	return buildTool(t, controllerGenTool)
 }
 
 // CoreDNSVersion is the CoreDNS the node's cluster DNS runs (StartNode);
@@ -105,7 +108,7 @@ const CoreDNSVersion = "v1.15.0"
 func CoreDNSBinary(t T) string {
 	t.Helper()
 	requirePinned(t, "coredns", "github.com/coredns/coredns", CoreDNSVersion)
-	return ToolBinary(t, "coredns", ".", "coredns", CoreDNSVersion)
+	return buildTool(t, coreDNSTool)
 }
 
 // EtcdImageBinary is etcd of EtcdBinary's module built with cgo off, for an image of that
@@ -113,7 +116,7 @@ func CoreDNSBinary(t T) string {
 func EtcdImageBinary(t T) string {
 	t.Helper()
 	EtcdBinary(t)
-	return buildTool(t, "etcd", ".", "etcd-static", EtcdVersion, "CGO_ENABLED=0")
+	return buildTool(t, etcdImageTool)
 }
 
 // requirePinned fails unless e2e/tools/<module>/go.mod requires path at version: the
@@ -140,45 +143,163 @@ func requirePinned(t T, module, path, version string) {
 	}
 }
 
-var toolBuild sync.Mutex
-
-// ToolBinary builds pkg in the Go module e2e/tools/<module> (a module of its own, so the
-// main go.mod does not carry its dependencies) into the gitignored .cache/bin as
-// <name>-<version> once and reuses it afterwards.
-func ToolBinary(t T, module, pkg, name, version string) string {
-	t.Helper()
-	return buildTool(t, module, pkg, name, version)
+// Tool is a program the tests build from Go modules into the gitignored .cache/bin.
+type Tool struct {
+	// Module is the Go module e2e/tools/<Module> it is built in: a module of its own, so the
+	// main go.mod does not carry its dependencies.
+	Module string
+	// Package is the package built, in that module's terms ("." or an import path).
+	Package string
+	// Name and Version name the binary: .cache/bin/<Name>-<Version>.
+	Name, Version string
+	// Env is added to the build's environment.
+	Env []string
 }
 
-// buildTool is ToolBinary with env added to the build's environment.
-func buildTool(t T, module, pkg, name, version string, env ...string) string {
+func kubeTool(name string) Tool {
+	return Tool{Module: "kube-apiserver", Package: "k8s.io/kubernetes/cmd/" + name, Name: name, Version: KubeVersion}
+}
+
+var (
+	etcdTool            = Tool{Module: "etcd", Package: ".", Name: "etcd", Version: EtcdVersion}
+	etcdImageTool       = Tool{Module: "etcd", Package: ".", Name: "etcd-static", Version: EtcdVersion, Env: []string{"CGO_ENABLED=0"}}
+	controllerGenTool   = Tool{Module: "controller-gen", Package: "sigs.k8s.io/controller-tools/cmd/controller-gen", Name: "controller-gen", Version: ControllerGenVersion}
+	coreDNSTool         = Tool{Module: "coredns", Package: ".", Name: "coredns", Version: CoreDNSVersion}
+	sampleAPIServerTool = Tool{Module: "sample-apiserver", Package: "k8s.io/sample-apiserver", Name: "sample-apiserver", Version: SampleAPIServerVersion}
+)
+
+// E2ETools are the tools the e2e package's tests run, in the order its tests first need
+// them (file order): what Prebuild builds for that package.
+var E2ETools = []Tool{
+	kubeTool("kube-apiserver"), kubeTool("kube-controller-manager"), kubeTool("kubectl"),
+	controllerGenTool, etcdTool, etcdImageTool,
+	kubeTool("kubelet"), kubeTool("kube-scheduler"), kubeTool("kube-proxy"), coreDNSTool,
+}
+
+// toolBuilds holds a *toolBuild per binary path.
+var toolBuilds sync.Map
+
+// toolBuild serializes the builds of one binary (other binaries build or are read
+// meanwhile) and knows the process group of the one under way.
+type toolBuild struct {
+	mu sync.Mutex
+	// group is the process group of the go build under way, 0 when none is.
+	group atomic.Int64
+}
+
+// buildTool builds tool into .cache/bin once and reuses it afterwards; it waits for a
+// build of the same binary under way (a Prebuild's, whose priority it raises to the
+// test's, since the test now waits for it) and reports a failed build as the test's
+// failure.
+func buildTool(t T, tool Tool) string {
 	t.Helper()
-	toolBuild.Lock()
-	defer toolBuild.Unlock()
 	root := RepoRoot(t)
-	bin := filepath.Join(root, ".cache", "bin", name+"-"+version)
+	bin, took, err := tool.build(context.Background(), root, 0, func(format string, args ...any) { t.Logf(format, args...) })
+	if err != nil {
+		t.Fatalf("building %s: %v", tool.Name, err)
+	}
+	if took > 0 {
+		t.Logf("built %s in %s", tool.Name, took.Round(time.Second))
+	}
+	return bin
+}
+
+// build builds the tool into root/.cache/bin unless it is there, at the given niceness;
+// took is 0 when nothing was built. At niceness 0 it first raises a build of the same
+// binary under way to this process's priority (as root; elsewhere that build keeps its own).
+func (tool Tool) build(ctx context.Context, root string, nice int, logf func(string, ...any)) (bin string, took time.Duration, err error) {
+	bin = filepath.Join(root, ".cache", "bin", tool.Name+"-"+tool.Version)
 	if _, err := os.Stat(bin); err == nil {
-		return bin
+		return bin, 0, nil
+	}
+	v, _ := toolBuilds.LoadOrStore(bin, new(toolBuild))
+	state := v.(*toolBuild)
+	if group := state.group.Load(); group != 0 && nice == 0 {
+		_ = syscall.Setpriority(syscall.PRIO_PGRP, int(group), 0)
+	}
+	state.mu.Lock()
+	defer state.mu.Unlock()
+	if _, err := os.Stat(bin); err == nil {
+		return bin, 0, nil
 	}
 	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
-		t.Fatal(err)
+		return "", 0, err
 	}
-	t.Logf("building %s %s from Go modules into %s (minutes on a cold cache)", name, version, bin)
+	logf("building %s %s from Go modules into %s (minutes on a cold cache)", tool.Name, tool.Version, bin)
 	start := time.Now()
 	// A name of this process's own: another process may be building the same binary.
 	tmp := fmt.Sprintf("%s.build%d", bin, os.Getpid())
 	defer os.Remove(tmp)
-	cmd := gocmd.Cmd{Args: []string{"build", "-o", tmp, pkg}, Dir: filepath.Join(root, "e2e", "tools", module)}
-	if len(env) > 0 {
-		cmd.Env = append(os.Environ(), env...)
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", tmp, tool.Package)
+	cmd.Dir = filepath.Join(root, "e2e", "tools", tool.Module)
+	cmd.Env = append(os.Environ(), tool.Env...)
+	// A process group of its own, the go command and the compilers and linker it starts:
+	// its priority is set, and it is ended, as one.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		return "", 0, err
 	}
-	if _, err := cmd.Run(context.Background()); err != nil {
-		t.Fatalf("building %s: %v", name, err)
+	if nice != 0 {
+		// Before the go command starts its compilers, which inherit it; a failure leaves the
+		// build at the tests' priority, which is slower for them but not wrong.
+		_ = syscall.Setpriority(syscall.PRIO_PGRP, cmd.Process.Pid, nice)
+	}
+	state.group.Store(int64(cmd.Process.Pid))
+	err = cmd.Wait()
+	state.group.Store(0)
+	if err != nil {
+		return "", 0, fmt.Errorf("go build %s in %s: %v\n%s", tool.Package, cmd.Dir, err, bytes.TrimSpace(out.Bytes()))
 	}
 	// tmp is beside bin: another process sees the whole binary or none.
 	if err := os.Rename(tmp, bin); err != nil {
-		t.Fatal(err)
+		return "", 0, err
 	}
-	t.Logf("built %s in %s", name, time.Since(start).Round(time.Second))
-	return bin
+	return bin, time.Since(start), nil
+}
+
+// Prebuild builds each of tools that .cache/bin lacks, one after another in the
+// background at the lowest CPU priority, and returns at once. On a cold machine this is
+// most of a run's building (kube-apiserver, kubelet and the rest of Kubernetes take many
+// minutes): in the background it uses the CPU the running tests leave idle, where
+// otherwise each test that first needs a tool would stop for its build. Tests still ask
+// for their binaries (KubeBinary and the rest): they wait for a build under way and build
+// themselves, reporting the error, what the background could not. log receives a line per
+// build.
+func Prebuild(root string, tools []Tool, log io.Writer) *Prebuilding {
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &Prebuilding{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		logf := func(format string, args ...any) { fmt.Fprintf(log, "prebuild: "+format+"\n", args...) }
+		for _, tool := range tools {
+			_, took, err := tool.build(ctx, root, 19, logf)
+			switch {
+			case ctx.Err() != nil:
+				return
+			case err != nil:
+				logf("%v (the test that needs %s builds it again)", err, tool.Name)
+			case took > 0:
+				logf("built %s in %s", tool.Name, took.Round(time.Second))
+			}
+		}
+	}()
+	return p
+}
+
+// Prebuilding is a Prebuild under way.
+type Prebuilding struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// Wait waits until every tool is built or has failed.
+func (p *Prebuilding) Wait() { <-p.done }
+
+// Stop ends a build under way and waits for the background to end.
+func (p *Prebuilding) Stop() {
+	p.cancel()
+	<-p.done
 }

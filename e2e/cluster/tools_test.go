@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 
 	"golang.org/x/mod/modfile"
@@ -81,3 +82,109 @@ func TestEtcdImageIsKubeadms(t *testing.T) {
 		t.Errorf("kubeadm's etcd %s and the server's etcd %s are different minors", m[1], EtcdVersion)
 	}
 }
+
+// TestPrebuild: the background build makes each missing tool in turn, leaves one that is
+// there alone, goes on past one that fails to build (whose error it logs), and a test that
+// then asks for the tool it built gets that binary without building it again.
+func TestPrebuild(t *testing.T) {
+	root := t.TempDir()
+	writeModule := func(name, main string) {
+		dir := filepath.Join(root, "e2e", "tools", name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module example.com/"+name+"\n\ngo 1.21\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(main), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeModule("good", "package main\n\nfunc main() {}\n")
+	writeModule("broken", "package main\n\nfunc main() { undefinedName() }\n")
+	there := filepath.Join(root, ".cache", "bin", "there-v1")
+	if err := os.MkdirAll(filepath.Dir(there), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(there, []byte("kept"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	good := Tool{Module: "good", Package: ".", Name: "good", Version: "v1"}
+	tools := []Tool{
+		{Module: "broken", Package: ".", Name: "broken", Version: "v1"},
+		{Module: "good", Package: ".", Name: "there", Version: "v1"},
+		good,
+	}
+	var log strings.Builder
+	var logMu sync.Mutex
+	prebuilding := Prebuild(root, tools, writerFunc(func(p []byte) (int, error) {
+		logMu.Lock()
+		defer logMu.Unlock()
+		return log.Write(p)
+	}))
+	prebuilding.Wait()
+	logged := log.String()
+	if !strings.Contains(logged, "undefinedName") || !strings.Contains(logged, "the test that needs broken builds it again") {
+		t.Errorf("the failed build is not logged with its error:\n%s", logged)
+	}
+	if data, err := os.ReadFile(there); err != nil || string(data) != "kept" {
+		t.Errorf("a tool already in .cache/bin was built again: %q, %v", data, err)
+	}
+	if strings.Contains(logged, "building there") {
+		t.Errorf("Prebuild built a tool that was there:\n%s", logged)
+	}
+	bin, took, err := good.build(context.Background(), root, 0, t.Logf)
+	if err != nil || took != 0 || bin != filepath.Join(root, ".cache", "bin", "good-v1") {
+		t.Errorf("after Prebuild, the good tool: %s built in %s, %v; want the prebuilt binary, not built again\n%s", bin, took, err, logged)
+	}
+	if _, err := os.Stat(filepath.Join(root, ".cache", "bin", "broken-v1")); err == nil {
+		t.Error("a failed build left a binary")
+	}
+}
+
+// TestE2EToolsAreTheTestsTools: every tool an e2e test builds through this package is in
+// E2ETools, so that a cold run builds none of them in a test's time.
+func TestE2EToolsAreTheTestsTools(t *testing.T) {
+	listed := map[string]bool{}
+	for _, tool := range E2ETools {
+		listed[tool.Name] = true
+	}
+	files, err := filepath.Glob(filepath.Join("..", "*_test.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	uses := regexp.MustCompile(`cluster\.(KubeBinary\(t, "([a-z-]+)"\)|[A-Za-z]+Binary)`)
+	byFunc := map[string]string{"EtcdBinary": etcdTool.Name, "EtcdImageBinary": etcdImageTool.Name, "ControllerGenBinary": controllerGenTool.Name,
+		"CoreDNSBinary": coreDNSTool.Name, "SampleAPIServerBinary": sampleAPIServerTool.Name}
+	want := map[string]bool{}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range uses.FindAllStringSubmatch(string(data), -1) {
+			switch {
+			case m[2] != "":
+				want[m[2]] = true
+			case byFunc[m[1]] != "":
+				want[byFunc[m[1]]] = true
+			case m[1] == "StaticBinary": // a package of this checkout, built each time
+			default:
+				t.Errorf("%s calls cluster.%s, whose tool this test does not know: name it here and in E2ETools", f, m[1])
+			}
+		}
+	}
+	// What StartControlPlane and StartNode run.
+	for _, name := range []string{"kube-apiserver", "kube-controller-manager", "kubelet", "kube-scheduler", "kube-proxy", coreDNSTool.Name} {
+		want[name] = true
+	}
+	for name := range want {
+		if !listed[name] {
+			t.Errorf("the e2e tests run %s, which E2ETools does not list", name)
+		}
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
