@@ -42,6 +42,10 @@ func TestConformanceExample(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 		defer cancel()
 		var out, log bytes.Buffer
+		// conformance.Run builds these too when they are missing: through e2e/cluster, a
+		// build under way in the background (cluster.Prebuild) is waited for and raised.
+		cluster.KubeBinary(t, "kube-apiserver")
+		cluster.ControllerGenBinary(t)
 		res, err := conformance.Run(ctx, conformance.Options{
 			Generate: generator.Options{Dir: dir, Patterns: []string{"./pkg/apis/..."}, Runtime: generator.RuntimeRef{Replace: root}},
 			BinDir:   filepath.Join(root, ".cache", "bin"),
@@ -186,6 +190,7 @@ func TestConformanceInputs(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 			defer cancel()
 			var out, log bytes.Buffer
+			cluster.ControllerGenBinary(t) // as in TestConformanceExample
 			res, err := conformance.Run(ctx, conformance.Options{
 				Generate: generator.Options{Dir: dir, Patterns: in.patterns, Runtime: generator.RuntimeRef{Replace: root}},
 				BinDir:   filepath.Join(root, ".cache", "bin"),

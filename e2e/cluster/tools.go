@@ -3,6 +3,7 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -10,11 +11,12 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
 	"golang.org/x/mod/modfile"
+
+	"github.com/aagen-dev/aagen/runtime/filelock"
 )
 
 // KubeVersion is the Kubernetes release whose kube-apiserver and kube-controller-manager
@@ -179,12 +181,36 @@ var E2ETools = []Tool{
 // toolBuilds holds a *toolBuild per binary path.
 var toolBuilds sync.Map
 
-// toolBuild serializes the builds of one binary (other binaries build or are read
-// meanwhile) and knows the process group of the one under way.
+// toolBuild serializes the builds of one binary in this process (other binaries build or
+// are read meanwhile; a file lock does so between processes) and knows the build under way.
 type toolBuild struct {
 	mu sync.Mutex
-	// group is the process group of the go build under way, 0 when none is.
-	group atomic.Int64
+
+	// procMu guards the fields below, which a test that waits for the binary reads.
+	procMu sync.Mutex
+	// waited says a test waits for the binary: a build under way or to come runs at the
+	// test's priority.
+	waited bool
+	// group is the process group of the go build under way, 0 when none is; cancel ends it.
+	group  int
+	cancel context.CancelCauseFunc
+}
+
+// errHandedOver ends a background build whose priority a waiting test could not raise (it
+// may not lower a niceness: no CAP_SYS_NICE); the test builds the binary itself.
+var errHandedOver = errors.New("a test waits for it: handed over to the test")
+
+// wait records that a test waits for the binary and raises a background build under way
+// to the test's priority, or, when that is not allowed, ends it for the test to build.
+func (b *toolBuild) wait() {
+	b.procMu.Lock()
+	defer b.procMu.Unlock()
+	b.waited = true
+	if b.group != 0 {
+		if err := syscall.Setpriority(syscall.PRIO_PGRP, b.group, 0); err != nil {
+			b.cancel(errHandedOver)
+		}
+	}
 }
 
 // buildTool builds tool into .cache/bin once and reuses it afterwards; it waits for a
@@ -194,7 +220,7 @@ type toolBuild struct {
 func buildTool(t T, tool Tool) string {
 	t.Helper()
 	root := RepoRoot(t)
-	bin, took, err := tool.build(context.Background(), root, 0, func(format string, args ...any) { t.Logf(format, args...) })
+	bin, took, err := tool.build(context.Background(), root, 0, os.Environ(), func(format string, args ...any) { t.Logf(format, args...) })
 	if err != nil {
 		t.Fatalf("building %s: %v", tool.Name, err)
 	}
@@ -204,18 +230,18 @@ func buildTool(t T, tool Tool) string {
 	return bin
 }
 
-// build builds the tool into root/.cache/bin unless it is there, at the given niceness;
-// took is 0 when nothing was built. At niceness 0 it first raises a build of the same
-// binary under way to this process's priority (as root; elsewhere that build keeps its own).
-func (tool Tool) build(ctx context.Context, root string, nice int, logf func(string, ...any)) (bin string, took time.Duration, err error) {
+// build builds the tool into root/.cache/bin unless it is there, in the environment env
+// plus the tool's, at the given niceness; took is 0 when nothing was built. At niceness 0
+// (a test's build) it first raises a background build of the same binary under way.
+func (tool Tool) build(ctx context.Context, root string, nice int, env []string, logf func(string, ...any)) (bin string, took time.Duration, err error) {
 	bin = filepath.Join(root, ".cache", "bin", tool.Name+"-"+tool.Version)
 	if _, err := os.Stat(bin); err == nil {
 		return bin, 0, nil
 	}
 	v, _ := toolBuilds.LoadOrStore(bin, new(toolBuild))
 	state := v.(*toolBuild)
-	if group := state.group.Load(); group != 0 && nice == 0 {
-		_ = syscall.Setpriority(syscall.PRIO_PGRP, int(group), 0)
+	if nice == 0 {
+		state.wait()
 	}
 	state.mu.Lock()
 	defer state.mu.Unlock()
@@ -225,32 +251,52 @@ func (tool Tool) build(ctx context.Context, root string, nice int, logf func(str
 	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
 		return "", 0, err
 	}
+	// Other processes (another test binary, internal/conformance's builds of the same
+	// binaries) take the same lock.
+	lock, err := filelock.Acquire(bin + ".lock")
+	if err != nil {
+		return "", 0, err
+	}
+	defer lock.Release()
+	if _, err := os.Stat(bin); err == nil {
+		return bin, 0, nil
+	}
 	logf("building %s %s from Go modules into %s (minutes on a cold cache)", tool.Name, tool.Version, bin)
 	start := time.Now()
 	// A name of this process's own: another process may be building the same binary.
 	tmp := fmt.Sprintf("%s.build%d", bin, os.Getpid())
 	defer os.Remove(tmp)
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", tmp, tool.Package)
+	buildCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	cmd := exec.CommandContext(buildCtx, "go", "build", "-o", tmp, tool.Package)
 	cmd.Dir = filepath.Join(root, "e2e", "tools", tool.Module)
-	cmd.Env = append(os.Environ(), tool.Env...)
+	cmd.Env = append(append([]string(nil), env...), tool.Env...)
 	// A process group of its own, the go command and the compilers and linker it starts:
-	// its priority is set, and it is ended, as one.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	// its priority is set, and it is ended, as one. It dies with this process's thread that
+	// started it, which Go keeps until the process ends.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGINT) }
+	cmd.WaitDelay = 10 * time.Second
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		return "", 0, err
 	}
-	if nice != 0 {
-		// Before the go command starts its compilers, which inherit it; a failure leaves the
-		// build at the tests' priority, which is slower for them but not wrong.
-		_ = syscall.Setpriority(syscall.PRIO_PGRP, cmd.Process.Pid, nice)
+	state.procMu.Lock()
+	state.group, state.cancel = cmd.Process.Pid, cancel
+	if nice != 0 && !state.waited {
+		// A failure leaves the build at the tests' priority: slower for them, not wrong.
+		_ = syscall.Setpriority(syscall.PRIO_PGRP, state.group, nice)
 	}
-	state.group.Store(int64(cmd.Process.Pid))
+	state.procMu.Unlock()
 	err = cmd.Wait()
-	state.group.Store(0)
+	state.procMu.Lock()
+	state.group, state.cancel = 0, nil
+	state.procMu.Unlock()
 	if err != nil {
+		if cause := context.Cause(buildCtx); cause != nil {
+			return "", 0, cause
+		}
 		return "", 0, fmt.Errorf("go build %s in %s: %v\n%s", tool.Package, cmd.Dir, err, bytes.TrimSpace(out.Bytes()))
 	}
 	// tmp is beside bin: another process sees the whole binary or none.
@@ -265,20 +311,24 @@ func (tool Tool) build(ctx context.Context, root string, nice int, logf func(str
 // most of a run's building (kube-apiserver, kubelet and the rest of Kubernetes take many
 // minutes): in the background it uses the CPU the running tests leave idle, where
 // otherwise each test that first needs a tool would stop for its build. Tests still ask
-// for their binaries (KubeBinary and the rest): they wait for a build under way and build
-// themselves, reporting the error, what the background could not. log receives a line per
-// build.
+// for their binaries (KubeBinary and the rest): they wait for a build under way (raised to
+// their priority) and build themselves, reporting the error, what the background could
+// not. The builds take the environment of the call. log receives a line when a build
+// starts and one when it ends.
 func Prebuild(root string, tools []Tool, log io.Writer) *Prebuilding {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Prebuilding{cancel: cancel, done: make(chan struct{})}
+	env := os.Environ()
 	go func() {
 		defer close(p.done)
 		logf := func(format string, args ...any) { fmt.Fprintf(log, "prebuild: "+format+"\n", args...) }
 		for _, tool := range tools {
-			_, took, err := tool.build(ctx, root, 19, logf)
+			_, took, err := tool.build(ctx, root, 19, env, logf)
 			switch {
 			case ctx.Err() != nil:
 				return
+			case errors.Is(err, errHandedOver):
+				logf("%s: stopped, since a test waits for it and its priority could not be raised: the test builds it", tool.Name)
 			case err != nil:
 				logf("%v (the test that needs %s builds it again)", err, tool.Name)
 			case took > 0:
