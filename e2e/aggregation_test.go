@@ -34,6 +34,7 @@ import (
 // it, and uses the API through kube-apiserver's aggregator with client-go and kubectl.
 func TestAggregation(t *testing.T) {
 	skipShort(t)
+	runsTools(t)
 	// The example, generated and built like a user would.
 	dir, serverBin := buildExample(t)
 

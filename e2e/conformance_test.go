@@ -35,6 +35,7 @@ var exampleKnownDifferences = []string{}
 // AlterCRD hook) and asserts that the command reports the difference.
 func TestConformanceExample(t *testing.T) {
 	skipShort(t)
+	runsTools(t)
 	root := repoRoot(t)
 	run := func(t *testing.T, alter func(*apiextensionsv1.CustomResourceDefinition)) (*conformance.Result, string) {
 		dir := t.TempDir()
@@ -147,6 +148,7 @@ type conformanceInput struct {
 // its known differences. The log prints each table's counts and how long each input took.
 func TestConformanceInputs(t *testing.T) {
 	skipShort(t)
+	runsTools(t)
 	root := repoRoot(t)
 	e, err := etcd.Start(context.Background(), etcd.Config{Dir: t.TempDir(), UnsafeNoFsync: true})
 	if err != nil {

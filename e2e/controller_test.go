@@ -252,6 +252,7 @@ func exerciseFleetController(t *testing.T, cfg *rest.Config, cached client.Clien
 // kube-apiserver's aggregator.
 func TestControllerRuntime(t *testing.T) {
 	skipShort(t)
+	runsTools(t)
 	t.Run("aagen up", func(t *testing.T) {
 		dir := t.TempDir()
 		copyTree(t, filepath.Join(repoRoot(t), "testdata/example"), dir, nil)

@@ -200,6 +200,7 @@ func corpus() []corpusPackage {
 // One log line per package says which.
 func TestCorpus(t *testing.T) {
 	skipShort(t)
+	runsTools(t)
 	start := time.Now()
 	dir := t.TempDir()
 	run(t, dir, aagen(t), "init", "--domain", "example.com", "--module", "example.com/corpus")

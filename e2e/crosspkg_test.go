@@ -124,6 +124,7 @@ func specField(root *apiextensionsv1.JSONSchemaProps, path string) (apiextension
 // directly (aagen up), so nothing is renamed and the answers are compared unchanged.
 func TestCrossPackageMarkersLikeControllerGenCRD(t *testing.T) {
 	skipShort(t)
+	runsTools(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Minute)
 	defer cancel()
 	dir := t.TempDir()

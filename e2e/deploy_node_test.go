@@ -43,6 +43,7 @@ const serverImage = "localhost/aagen-e2e/marina-apiserver:e2e"
 // authenticates (TokenReview) with its Pod's ServiceAccount.
 func TestNodeDeploysServer(t *testing.T) {
 	skipShort(t)
+	runsTools(t)
 	dir := t.TempDir()
 	copyTree(t, filepath.Join(repoRoot(t), "testdata/example"), dir, nil)
 	run(t, dir, aagen(t), "generate", "--datastore=sql", "./pkg/apis/...")

@@ -48,6 +48,7 @@ import (
 // and authentication flag is used as emitted.
 func TestDeployedEtcdRequiresClientCertificates(t *testing.T) {
 	skipShort(t)
+	runsTools(t)
 	deployDir := filepath.Join(repoRoot(t), "testdata/example/config/deploy")
 	secrets := readSecrets(t, filepath.Join(deployDir, "certs", "etcd-certs.yaml"), filepath.Join(deployDir, "certs", "serving-cert.yaml"))
 	sts := findStatefulSet(t, filepath.Join(deployDir, "zz_generated.etcd.yaml"))

@@ -61,6 +61,22 @@ func TestMain(m *testing.M) {
 	}))
 }
 
+// toolTests is held by the test of runsTools that runs.
+var toolTests sync.Mutex
+
+// runsTools marks a test that runs a binary built from Go modules into .cache/bin
+// (cluster.KubeBinary and the rest: kube-apiserver alone builds for over ten minutes on a
+// cold 2-core machine): it runs after the package's other tests, one at a time in an order
+// of Go's choosing, so that on a cold machine cluster.Prebuild builds the binaries while
+// the others run. Its elapsed time includes the wait for the one before it.
+// TestToolTestsRunAfterTheOthers finds the tests that must call it.
+func runsTools(t *testing.T) {
+	t.Helper()
+	t.Parallel()
+	toolTests.Lock()
+	t.Cleanup(toolTests.Unlock)
+}
+
 var (
 	aagenOnce sync.Once
 	aagenBin  string

@@ -46,6 +46,7 @@ func boat(name string, labels map[string]any, length int64) *unstructured.Unstru
 // and checks what kubectl and client-go users rely on.
 func TestLocalServer(t *testing.T) {
 	skipShort(t)
+	runsTools(t)
 	dir := t.TempDir()
 	copyTree(t, filepath.Join(repoRoot(t), "testdata/example"), dir, nil)
 	up := startUp(t, dir, 20*time.Minute)

@@ -287,6 +287,7 @@ func (w *freezeWriter) halt() (refused, otherErrors []string, succeededAfter int
 // back to the CRDs, with the same checks.
 func TestMigrateGraduation(t *testing.T) {
 	skipShort(t)
+	runsTools(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
 	f := newProjectMigrationFixture(t, ctx, kbexampleMigration, guestNamespace, nil)

@@ -52,6 +52,7 @@ import (
 //     hold removes its policy and binding.
 func TestMigratePlanAndImport(t *testing.T) {
 	skipShort(t)
+	runsTools(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
@@ -442,6 +443,7 @@ func mustJSON(t *testing.T, v any) string {
 // crates; and apply runs once more.
 func TestMigrateApply(t *testing.T) {
 	skipShort(t)
+	runsTools(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Minute)
 	defer cancel()
 	f := newMigrationFixture(t, ctx, func(crd *apiextensionsv1.CustomResourceDefinition) {

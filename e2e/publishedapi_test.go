@@ -22,6 +22,7 @@ const gatewayAPI = "sigs.k8s.io/gateway-api@v1.6.3"
 // Gateway and an HTTPRoute are created and read back with the defaults of their markers.
 func TestPublishedAPI(t *testing.T) {
 	skipShort(t)
+	runsTools(t)
 	dir, modDir := gatewayAPIProject(t)
 	// generate first, on its own: what it still refuses is reported with its own message.
 	run(t, dir, aagen(t), "generate", "./apis/...")

@@ -58,6 +58,7 @@ func (w *warnings) take() []string {
 // and defaults with its own). Objects written in one version must read back in the other.
 func TestVersions(t *testing.T) {
 	skipShort(t)
+	runsTools(t)
 	dir := t.TempDir()
 	copyTree(t, filepath.Join(repoRoot(t), "testdata/kbexample"), dir, nil)
 	// The oracle of the "like a CRD" subtests: controller-gen's CRDs of the same types,

@@ -1,0 +1,127 @@
+package e2e
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// TestToolTestsRunAfterTheOthers: a test that can reach a build of a tool binary
+// (e2e/cluster's buildTool, behind KubeBinary and the rest, or internal/conformance's Run,
+// which builds kube-apiserver and controller-gen) calls runsTools, and a test that cannot
+// does not. Reaching is read from the source by function name (a method call counts as a
+// call of every method of that name in the three packages), which errs towards reaching.
+func TestToolTestsRunAfterTheOthers(t *testing.T) {
+	root := repoRoot(t)
+	calls := map[string]map[string]bool{} // "pkg.Func" -> "pkg.Func" it may call
+	var tests []string
+	for _, pkg := range []struct{ dir, name string }{{"e2e", "e2e"}, {"e2e/cluster", "cluster"}, {"internal/conformance", "conformance"}} {
+		files, err := filepath.Glob(filepath.Join(root, pkg.dir, "*.go"))
+		if err != nil || len(files) == 0 {
+			t.Fatalf("no Go files in %s (%v)", pkg.dir, err)
+		}
+		fset := token.NewFileSet()
+		for _, file := range files {
+			if pkg.name != "e2e" && strings.HasSuffix(file, "_test.go") {
+				continue
+			}
+			f, err := parser.ParseFile(fset, file, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, decl := range f.Decls {
+				fd, ok := decl.(*ast.FuncDecl)
+				if !ok || fd.Body == nil {
+					continue
+				}
+				name := pkg.name + "." + fd.Name.Name
+				if fd.Recv != nil {
+					name = pkg.name + ".(method)." + fd.Name.Name
+				}
+				if pkg.name == "e2e" && fd.Recv == nil && strings.HasPrefix(fd.Name.Name, "Test") && fd.Name.Name != "TestMain" {
+					tests = append(tests, name)
+				}
+				if calls[name] == nil {
+					calls[name] = map[string]bool{}
+				}
+				ast.Inspect(fd.Body, func(n ast.Node) bool {
+					call, ok := n.(*ast.CallExpr)
+					if !ok {
+						return true
+					}
+					switch fn := call.Fun.(type) {
+					case *ast.Ident:
+						calls[name][pkg.name+"."+fn.Name] = true
+					case *ast.SelectorExpr:
+						if x, ok := fn.X.(*ast.Ident); ok && (x.Name == "cluster" || x.Name == "conformance") {
+							calls[name][x.Name+"."+fn.Sel.Name] = true
+						} else {
+							for _, p := range []string{"e2e", "cluster", "conformance"} {
+								calls[name][p+".(method)."+fn.Sel.Name] = true
+							}
+						}
+					}
+					return true
+				})
+			}
+		}
+	}
+	builds := map[string]bool{"cluster.buildTool": true, "conformance.Run": true}
+	for name := range builds {
+		if calls[name] == nil {
+			t.Fatalf("%s is not declared where this test looks: update the test", name)
+		}
+	}
+	reaches := map[string]bool{}
+	visiting := map[string]bool{}
+	var reach func(string) bool
+	reach = func(f string) bool {
+		if builds[f] {
+			return true
+		}
+		if r, ok := reaches[f]; ok {
+			return r
+		}
+		if visiting[f] {
+			return false
+		}
+		visiting[f] = true
+		r := false
+		for c := range calls[f] {
+			if reach(c) {
+				r = true
+				break
+			}
+		}
+		delete(visiting, f)
+		reaches[f] = r
+		return r
+	}
+	sort.Strings(tests)
+	var tools []string
+	for _, test := range tests {
+		marked := calls[test]["e2e.runsTools"]
+		reached := false
+		for c := range calls[test] {
+			if c != "e2e.runsTools" && reach(c) {
+				reached = true
+			}
+		}
+		switch {
+		case reached && !marked:
+			t.Errorf("%s may build a tool binary and does not call runsTools: call it after skipShort", test)
+		case !reached && marked:
+			t.Errorf("%s calls runsTools but builds no tool binary: it need not wait for the others", test)
+		case reached:
+			tools = append(tools, strings.TrimPrefix(test, "e2e."))
+		}
+	}
+	if len(tools) == 0 {
+		t.Fatal("no test reaches a tool build: the reading of the source is broken")
+	}
+	t.Logf("%d of %d tests run tools: %s", len(tools), len(tests), strings.Join(tools, ", "))
+}
