@@ -136,6 +136,9 @@ func TestCertsRenew(t *testing.T) {
 	if !strings.Contains(stderr, "ca-previous.crt") {
 		t.Errorf("certs --renew does not say what to do with the previous CA:\n%s", stderr)
 	}
+	if newCA, oldCA := certSubject(t, read("ca.crt")), certSubject(t, before["ca.crt"]); newCA == oldCA {
+		t.Errorf("the renewed CA has the previous one's subject %q: an operator cannot tell the two in the caBundle apart", newCA)
+	}
 	if got, want := bundle(), string(read("ca.crt"))+string(before["ca.crt"]); got != want {
 		t.Errorf("the caBundle after --renew:\n%s\nwant the new CA, then the previous:\n%s", got, want)
 	}
@@ -327,4 +330,18 @@ func TestExistingKeysMadePrivate(t *testing.T) {
 		t.Fatalf("certs: %v\n%s", err, stderr)
 	}
 	check("certs")
+}
+
+// certSubject is the subject of the first certificate of a PEM file.
+func certSubject(t *testing.T, data []byte) string {
+	t.Helper()
+	block, _ := pem.Decode(data)
+	if block == nil {
+		t.Fatalf("no PEM block in %q", data)
+	}
+	c, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.Subject.String()
 }

@@ -229,9 +229,11 @@ const (
 	leafValidity = 5 * 365 * 24 * time.Hour
 )
 
-// newCA returns a new CA certificate named cn and its key, PEM-encoded.
+// newCA returns a new CA certificate named cn@<now in Unix nanoseconds> and its key,
+// PEM-encoded: after a renewal the caBundle holds two CAs, which an operator tells apart by
+// their subjects (as kube-apiserver's self-signed "<host>-ca@<time>").
 func newCA(cn string, now time.Time) ([]byte, []byte, error) {
-	ca, err := certs.NewCA(certs.Spec{CommonName: cn, Validity: caValidity, Now: now})
+	ca, err := certs.NewCA(certs.Spec{CommonName: fmt.Sprintf("%s@%d", cn, now.UnixNano()), Validity: caValidity, Now: now})
 	if err != nil {
 		return nil, nil, err
 	}
