@@ -286,6 +286,7 @@ func assertKnownDifferences(t *testing.T, res *conformance.Result, known []strin
 // the way; it may exit non-zero only for differences it names in the table.
 func TestConformanceNewUser(t *testing.T) {
 	skipShort(t)
+	runsTools(t)
 	root := repoRoot(t)
 	bin := aagen(t)
 	dir := t.TempDir()
@@ -309,6 +310,11 @@ func TestConformanceNewUser(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// `aagen conformance` builds these too when they are missing, in another process: through
+	// e2e/cluster, a build under way in the background (cluster.Prebuild) is waited for and
+	// raised.
+	cluster.KubeBinary(t, "kube-apiserver")
+	cluster.ControllerGenBinary(t)
 	start := time.Now()
 	cmd := exec.Command(bin, "conformance", "--bin-dir", filepath.Join(root, ".cache", "bin"), "./pkg/apis/...")
 	cmd.Dir = dir
