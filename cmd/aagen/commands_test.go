@@ -136,7 +136,7 @@ func TestCertsRenew(t *testing.T) {
 	if !strings.Contains(stderr, "ca-previous.crt") {
 		t.Errorf("certs --renew does not say what to do with the previous CA:\n%s", stderr)
 	}
-	if newCA, oldCA := certSubject(t, read("ca.crt")), certSubject(t, before["ca.crt"]); newCA == oldCA {
+	if newCA, oldCA := firstCert(t, read("ca.crt")).Subject.String(), firstCert(t, before["ca.crt"]).Subject.String(); newCA == oldCA {
 		t.Errorf("the renewed CA has the previous one's subject %q: an operator cannot tell the two in the caBundle apart", newCA)
 	}
 	if got, want := bundle(), string(read("ca.crt"))+string(before["ca.crt"]); got != want {
@@ -150,11 +150,7 @@ func TestCertsRenew(t *testing.T) {
 	newOnly := x509.NewCertPool()
 	newOnly.AppendCertsFromPEM(read("ca.crt"))
 	for what, leaf := range map[string][]byte{"the previous serving certificate": before["tls.crt"], "the new serving certificate": read("tls.crt")} {
-		block, _ := pem.Decode(leaf)
-		cert, err := x509.ParseCertificate(block.Bytes)
-		if err != nil {
-			t.Fatal(err)
-		}
+		cert := firstCert(t, leaf)
 		if _, err := cert.Verify(x509.VerifyOptions{Roots: pool, DNSName: "marina-apiserver.marina-apiserver.svc"}); err != nil {
 			t.Errorf("%s does not verify against the caBundle after --renew: %v", what, err)
 		}
@@ -332,8 +328,8 @@ func TestExistingKeysMadePrivate(t *testing.T) {
 	check("certs")
 }
 
-// certSubject is the subject of the first certificate of a PEM file.
-func certSubject(t *testing.T, data []byte) string {
+// firstCert is the first certificate of a PEM file.
+func firstCert(t *testing.T, data []byte) *x509.Certificate {
 	t.Helper()
 	block, _ := pem.Decode(data)
 	if block == nil {
@@ -343,5 +339,5 @@ func certSubject(t *testing.T, data []byte) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c.Subject.String()
+	return c
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -290,6 +291,9 @@ func (tool Tool) build(ctx context.Context, root string, nice int, env []string,
 	}
 	state.procMu.Unlock()
 	err = cmd.Wait()
+	// The go command may end before the compilers it started (on SIGINT it does not wait
+	// for them): none of its group outlives the build.
+	endGroup(cmd.Process.Pid)
 	state.procMu.Lock()
 	state.group, state.cancel = 0, nil
 	state.procMu.Unlock()
@@ -352,4 +356,39 @@ func (p *Prebuilding) Wait() { <-p.done }
 func (p *Prebuilding) Stop() {
 	p.cancel()
 	<-p.done
+}
+
+// endGroup kills what is left of process group pgid and waits, up to 10s, until none of it
+// is alive (a process killed but not yet reaped by its parent is not).
+func endGroup(pgid int) {
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	for deadline := time.Now().Add(10 * time.Second); len(liveInGroup(pgid)) > 0 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// liveInGroup lists the processes of group pgid that are alive: in /proc, with that
+// process group, in a state other than zombie (Z) or dead (X).
+func liveInGroup(pgid int) []int {
+	entries, _ := os.ReadDir("/proc")
+	var live []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue // ended meanwhile
+		}
+		// pid (comm) state ppid pgrp ...; comm may hold spaces and parentheses.
+		fields := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
+		if len(fields) < 3 || fields[0] == "Z" || fields[0] == "X" {
+			continue
+		}
+		if g, err := strconv.Atoi(fields[2]); err == nil && g == pgid {
+			live = append(live, pid)
+		}
+	}
+	return live
 }

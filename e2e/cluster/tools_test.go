@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -161,7 +160,9 @@ func slowTool(t *testing.T, root string) Tool {
 	files := map[string]string{
 		filepath.Join(dir, "go.mod"):  "module example.com/slow\n\ngo 1.21\n",
 		filepath.Join(dir, "main.go"): "package main\n\nfunc main() {}\n",
-		script:                        "#!/bin/sh\ncase \"$1\" in */link) case \"$2\" in -V*) ;; *) sleep 4 ;; esac ;; esac\nexec \"$@\"\n",
+		// The link step outlives an interrupt, as a compiler busy writing may: the build
+		// must still end it.
+		script: "#!/bin/sh\ncase \"$1\" in */link) case \"$2\" in -V*) ;; *) trap '' INT; sleep 4 ;; esac ;; esac\nexec \"$@\"\n",
 	}
 	for name, content := range files {
 		if err := os.WriteFile(name, []byte(content), 0o755); err != nil {
@@ -187,6 +188,19 @@ func buildUnderWay(t *testing.T, bin string) int {
 	}
 	t.Fatalf("no build of %s under way after 30s", bin)
 	return 0
+}
+
+// linking waits until the slow tool's link step (its sleep) runs in process group group.
+func linking(t *testing.T, group int) {
+	t.Helper()
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		for _, pid := range liveInGroup(group) {
+			if comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); strings.TrimSpace(string(comm)) == "sleep" {
+				return
+			}
+		}
+	}
+	t.Fatalf("the build in process group %d did not reach its link step in 60s", group)
 }
 
 // niceness is the nice value of process pid (field 19 of /proc/<pid>/stat).
@@ -294,13 +308,14 @@ func TestPrebuildStop(t *testing.T) {
 	bin := filepath.Join(root, ".cache", "bin", "slow-v1")
 	prebuilding := Prebuild(root, []Tool{slow}, io.Discard)
 	group := buildUnderWay(t, bin)
+	linking(t, group)
 	start := time.Now()
 	prebuilding.Stop()
 	if took := time.Since(start); took > 3*time.Second {
 		t.Errorf("Stop took %s with a build under way (its link step sleeps 4s)", took)
 	}
-	if err := syscall.Kill(-group, 0); !errors.Is(err, syscall.ESRCH) {
-		t.Errorf("the build's process group %d is still there after Stop (kill: %v)", group, err)
+	if live := liveInGroup(group); len(live) > 0 {
+		t.Errorf("processes %v of the build's process group %d are alive after Stop", live, group)
 	}
 	left, _ := filepath.Glob(bin + "*")
 	for _, f := range left {
