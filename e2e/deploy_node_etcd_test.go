@@ -67,7 +67,7 @@ const (
 // of the node held back by the PodDisruptionBudgets (drainUnderBudgets).
 func TestNodeDeploysEtcdStatefulSet(t *testing.T) {
 	skipShort(t)
-	runsTools(t)
+	runsToolsAlone(t)
 	dir := t.TempDir()
 	copyTree(t, filepath.Join(repoRoot(t), "testdata/example"), dir, nil)
 	run(t, dir, aagen(t), "generate", "./pkg/apis/...")

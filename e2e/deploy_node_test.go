@@ -43,7 +43,7 @@ const serverImage = "localhost/aagen-e2e/marina-apiserver:e2e"
 // authenticates (TokenReview) with its Pod's ServiceAccount.
 func TestNodeDeploysServer(t *testing.T) {
 	skipShort(t)
-	runsTools(t)
+	runsToolsAlone(t)
 	dir := t.TempDir()
 	copyTree(t, filepath.Join(repoRoot(t), "testdata/example"), dir, nil)
 	run(t, dir, aagen(t), "generate", "--datastore=sql", "./pkg/apis/...")

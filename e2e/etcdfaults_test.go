@@ -314,7 +314,7 @@ func probesStarted(results []probeResult, from, to time.Time) []robustness.Probe
 // resourceVersion. AAGEN_ETCDFAULTS_DEFECT=faults-not-injected must make it fail.
 func TestEtcdFaults(t *testing.T) {
 	skipShort(t)
-	runsTools(t)
+	runsToolsAlone(t)
 	defect := false
 	switch d := os.Getenv(etcdFaultsDefectEnv); d {
 	case "":

@@ -217,7 +217,7 @@ func retriable(err error) bool {
 // delivers every write across the etcd member's death.
 func TestHA(t *testing.T) {
 	skipShort(t)
-	runsTools(t)
+	runsToolsAlone(t)
 	etcdBin := cluster.EtcdBinary(t)
 	_, bin := buildExample(t)
 

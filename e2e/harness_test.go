@@ -61,16 +61,28 @@ func TestMain(m *testing.M) {
 	}))
 }
 
-// toolTests is held by the test of runsTools that runs.
-var toolTests sync.Mutex
+// toolTests is held by the tests of runsTools that run: shared by two at a time at most
+// (go test's -parallel is the number of CPUs), or by one of runsToolsAlone.
+var toolTests sync.RWMutex
 
 // runsTools marks a test that runs a binary built from Go modules into .cache/bin
 // (cluster.KubeBinary and the rest: kube-apiserver alone builds for over ten minutes on a
-// cold 2-core machine): it runs after the package's other tests, one at a time in an order
-// of Go's choosing, so that on a cold machine cluster.Prebuild builds the binaries while
-// the others run. Its elapsed time includes the wait for the one before it.
-// TestToolTestsRunAfterTheOthers finds the tests that must call it.
+// cold 2-core machine): it runs after the package's other tests, so that on a cold machine
+// cluster.Prebuild builds the binaries while the others run, and beside at most one other
+// test of runsTools (the tool tests leave half the CPU idle, waiting for their servers); the
+// order is Go's. A test with a time bound, faults, or a resource of the machine (the node's
+// port 53, bridge and iptables rules) calls runsToolsAlone instead. Their elapsed times
+// include the wait for the tests before them. TestToolTestsRunAfterTheOthers finds the tests
+// that must call one of them.
 func runsTools(t *testing.T) {
+	t.Helper()
+	t.Parallel()
+	toolTests.RLock()
+	t.Cleanup(toolTests.RUnlock)
+}
+
+// runsToolsAlone is runsTools for a test that runs with no other test beside it.
+func runsToolsAlone(t *testing.T) {
 	t.Helper()
 	t.Parallel()
 	toolTests.Lock()

@@ -32,7 +32,7 @@ import (
 // what kube-apiserver answers for it.
 func TestHostileSubresources(t *testing.T) {
 	skipShort(t)
-	runsTools(t)
+	runsToolsAlone(t)
 	dir, serverBin := buildExample(t)
 	e, err := etcd.Start(context.Background(), etcd.Config{Dir: t.TempDir(), UnsafeNoFsync: true})
 	if err != nil {

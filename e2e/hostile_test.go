@@ -240,7 +240,7 @@ var requiredFieldCases = []hostileCase{
 // generated server, and wants the same answers (runHostileCases).
 func TestHostileClientLikeCRD(t *testing.T) {
 	skipShort(t)
-	runsTools(t)
+	runsToolsAlone(t)
 	crd, aagen := startHostileTargets(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

@@ -32,7 +32,7 @@ import (
 // ask for pods and nodes (+resourceName) and get 200.
 func TestMetricsTop(t *testing.T) {
 	skipShort(t)
-	runsTools(t)
+	runsToolsAlone(t)
 	cp, etcdURL := startControlPlane(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()

@@ -27,7 +27,7 @@ import (
 // manifests stand on.
 func TestNodeRunsPods(t *testing.T) {
 	skipShort(t)
-	runsTools(t)
+	runsToolsAlone(t)
 	cp, _ := startControlPlane(t)
 	node := cluster.StartNode(t, cp)
 	// The deadline starts once the node is up: on a cold cache its binaries take minutes.

@@ -31,7 +31,7 @@ import (
 // must be gone after the cut, so a cut that drops nothing fails the test.
 func TestPowerCut(t *testing.T) {
 	skipShort(t)
-	runsTools(t)
+	runsToolsAlone(t)
 	if err := lazyfs.Available(); err != nil {
 		t.Fatalf("the power-cut test needs a FUSE mount: %v", err)
 	}

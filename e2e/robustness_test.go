@@ -57,7 +57,7 @@ func faultKinds() []string {
 // checks must catch.
 func TestRobustness(t *testing.T) {
 	skipShort(t)
-	runsTools(t)
+	runsToolsAlone(t)
 	// Registered first, so it runs last: after the processes' output tails, which would
 	// otherwise bury the failures at the end of a long CI log.
 	failures := &failureLog{}
