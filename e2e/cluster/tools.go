@@ -17,7 +17,7 @@ import (
 
 	"golang.org/x/mod/modfile"
 
-	"github.com/aagen-dev/aagen/runtime/filelock"
+	"github.com/aagen-dev/aagen/internal/binbuild"
 )
 
 // KubeVersion is the Kubernetes release whose kube-apiserver and kube-controller-manager
@@ -249,63 +249,55 @@ func (tool Tool) build(ctx context.Context, root string, nice int, env []string,
 	if _, err := os.Stat(bin); err == nil {
 		return bin, 0, nil
 	}
-	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
-		return "", 0, err
-	}
-	// Other processes (another test binary, internal/conformance's builds of the same
-	// binaries) take the same lock.
-	lock, err := filelock.Acquire(bin + ".lock")
-	if err != nil {
-		return "", 0, err
-	}
-	defer lock.Release()
-	if _, err := os.Stat(bin); err == nil {
-		return bin, 0, nil
-	}
-	logf("building %s %s from Go modules into %s (minutes on a cold cache)", tool.Name, tool.Version, bin)
 	start := time.Now()
-	// A name of this process's own: another process may be building the same binary.
-	tmp := fmt.Sprintf("%s.build%d", bin, os.Getpid())
-	defer os.Remove(tmp)
-	buildCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	cmd := exec.CommandContext(buildCtx, "go", "build", "-o", tmp, tool.Package)
-	cmd.Dir = filepath.Join(root, "e2e", "tools", tool.Module)
-	cmd.Env = append(append([]string(nil), env...), tool.Env...)
-	// A process group of its own, the go command and the compilers and linker it starts:
-	// its priority is set, and it is ended, as one. It dies with this process's thread that
-	// started it, which Go keeps until the process ends.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGINT) }
-	cmd.WaitDelay = 10 * time.Second
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		return "", 0, err
-	}
-	state.procMu.Lock()
-	state.group, state.cancel = cmd.Process.Pid, cancel
-	if nice != 0 && !state.waited {
-		// A failure leaves the build at the tests' priority: slower for them, not wrong.
-		_ = syscall.Setpriority(syscall.PRIO_PGRP, state.group, nice)
-	}
-	state.procMu.Unlock()
-	err = cmd.Wait()
-	// The go command may end before the compilers it started (on SIGINT it does not wait
-	// for them): none of its group outlives the build.
-	endGroup(cmd.Process.Pid)
-	state.procMu.Lock()
-	state.group, state.cancel = 0, nil
-	state.procMu.Unlock()
-	if err != nil {
-		if cause := context.Cause(buildCtx); cause != nil {
-			return "", 0, cause
+	// Other processes (another test binary, aagen conformance's builds of the same
+	// binaries) take turns with this one.
+	built, err := binbuild.Once(bin, func(tmp string) error {
+		logf("building %s %s from Go modules into %s (minutes on a cold cache)", tool.Name, tool.Version, bin)
+		start = time.Now()
+		buildCtx, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
+		cmd := exec.CommandContext(buildCtx, "go", "build", "-o", tmp, tool.Package)
+		cmd.Dir = filepath.Join(root, "e2e", "tools", tool.Module)
+		cmd.Env = append(append([]string(nil), env...), tool.Env...)
+		// A process group of its own, the go command and the compilers and linker it
+		// starts: its priority is set, and it is ended, as one. It dies with this
+		// process's thread that started it, which Go keeps until the process ends.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGINT) }
+		cmd.WaitDelay = 10 * time.Second
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			return err
 		}
-		return "", 0, fmt.Errorf("go build %s in %s: %v\n%s", tool.Package, cmd.Dir, err, bytes.TrimSpace(out.Bytes()))
-	}
-	// tmp is beside bin: another process sees the whole binary or none.
-	if err := os.Rename(tmp, bin); err != nil {
+		state.procMu.Lock()
+		state.group, state.cancel = cmd.Process.Pid, cancel
+		if nice != 0 && !state.waited {
+			// A failure leaves the build at the tests' priority: slower for them, not wrong.
+			_ = syscall.Setpriority(syscall.PRIO_PGRP, state.group, nice)
+		}
+		state.procMu.Unlock()
+		err := cmd.Wait()
+		// The go command may end before the compilers it started (on SIGINT it does not
+		// wait for them): none of its group outlives the build.
+		endGroup(cmd.Process.Pid)
+		state.procMu.Lock()
+		state.group, state.cancel = 0, nil
+		state.procMu.Unlock()
+		if err != nil {
+			if cause := context.Cause(buildCtx); cause != nil {
+				return cause
+			}
+			return fmt.Errorf("go build %s in %s: %v\n%s", tool.Package, cmd.Dir, err, bytes.TrimSpace(out.Bytes()))
+		}
+		return nil
+	})
+	if err != nil {
 		return "", 0, err
+	}
+	if !built {
+		return bin, 0, nil
 	}
 	return bin, time.Since(start), nil
 }

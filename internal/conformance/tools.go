@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/aagen-dev/aagen/e2e/cluster"
+	"github.com/aagen-dev/aagen/internal/binbuild"
 	"github.com/aagen-dev/aagen/internal/gocmd"
 	"github.com/aagen-dev/aagen/runtime/atomicfile"
-	"github.com/aagen-dev/aagen/runtime/filelock"
 )
 
 // The versions of the oracle's tools: e2e/cluster's, which checks them against the tool
@@ -54,36 +54,24 @@ func DefaultBinDir() (string, error) {
 // .cache/bin), building it from its pinned module first when it is not there.
 func (t tool) binary(ctx context.Context, binDir string, log io.Writer) (string, error) {
 	bin := filepath.Join(binDir, t.name+"-"+t.version)
-	if _, err := os.Stat(bin); err == nil {
-		return bin, nil
-	}
-	if err := os.MkdirAll(binDir, 0o755); err != nil {
-		return "", err
-	}
-	lock, err := filelock.Acquire(bin + ".lock")
+	start := time.Now()
+	built, err := binbuild.Once(bin, func(tmp string) error {
+		modDir := filepath.Join(binDir, "modules", t.module)
+		if err := writeToolModule(t.module, modDir); err != nil {
+			return err
+		}
+		fmt.Fprintf(log, "aagen conformance: building %s %s from Go modules into %s (minutes on a cold cache)\n", t.name, t.version, bin)
+		if _, err := (gocmd.Cmd{Args: []string{"build", "-o", tmp, t.pkg}, Dir: modDir}).Run(ctx); err != nil {
+			return fmt.Errorf("building %s: %w", t.name, err)
+		}
+		return nil
+	})
 	if err != nil {
 		return "", err
 	}
-	defer lock.Release()
-	if _, err := os.Stat(bin); err == nil { // another process built it meanwhile
-		return bin, nil
+	if built {
+		fmt.Fprintf(log, "aagen conformance: built %s in %s\n", t.name, time.Since(start).Round(time.Second))
 	}
-	modDir := filepath.Join(binDir, "modules", t.module)
-	if err := writeToolModule(t.module, modDir); err != nil {
-		return "", err
-	}
-	fmt.Fprintf(log, "aagen conformance: building %s %s from Go modules into %s (minutes on a cold cache)\n", t.name, t.version, bin)
-	start := time.Now()
-	tmp := fmt.Sprintf("%s.build%d", bin, os.Getpid())
-	defer os.Remove(tmp)
-	if _, err := (gocmd.Cmd{Args: []string{"build", "-o", tmp, t.pkg}, Dir: modDir}).Run(ctx); err != nil {
-		return "", fmt.Errorf("building %s: %w", t.name, err)
-	}
-	// tmp is beside bin: the rename puts the whole binary in place at once.
-	if err := os.Rename(tmp, bin); err != nil {
-		return "", err
-	}
-	fmt.Fprintf(log, "aagen conformance: built %s in %s\n", t.name, time.Since(start).Round(time.Second))
 	return bin, nil
 }
 
