@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sync/semaphore"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -61,9 +62,10 @@ func TestMain(m *testing.M) {
 	}))
 }
 
-// toolTests is held by the tests of runsTools that run: shared by two at a time at most
-// (go test's -parallel is the number of CPUs), or by one of runsToolsAlone.
-var toolTests sync.RWMutex
+// toolSlots are the two places of the tests of runsTools that run: each takes one, a test
+// of runsToolsAlone both. Waiters are served in turn, so one that runs alone is not
+// passed over.
+var toolSlots = semaphore.NewWeighted(2)
 
 // runsTools marks a test that runs a binary built from Go modules into .cache/bin
 // (cluster.KubeBinary and the rest: kube-apiserver alone builds for over ten minutes on a
@@ -76,17 +78,24 @@ var toolTests sync.RWMutex
 // that must call one of them.
 func runsTools(t *testing.T) {
 	t.Helper()
-	t.Parallel()
-	toolTests.RLock()
-	t.Cleanup(toolTests.RUnlock)
+	holdToolSlots(t, 1)
 }
 
 // runsToolsAlone is runsTools for a test that runs with no other test beside it.
 func runsToolsAlone(t *testing.T) {
 	t.Helper()
+	holdToolSlots(t, 2)
+}
+
+// holdToolSlots pauses t until the package's other tests have run, then holds n tool slots
+// until it ends.
+func holdToolSlots(t *testing.T, n int64) {
+	t.Helper()
 	t.Parallel()
-	toolTests.Lock()
-	t.Cleanup(toolTests.Unlock)
+	if err := toolSlots.Acquire(context.Background(), n); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { toolSlots.Release(n) })
 }
 
 var (

@@ -78,47 +78,60 @@ func TestToolTestsRunAfterTheOthers(t *testing.T) {
 		}
 	}
 	builds := map[string]bool{"cluster.buildTool": true, "conformance.Run": true}
-	for name := range builds {
+	for _, name := range []string{"cluster.buildTool", "conformance.Run", "cluster.StartNode"} {
 		if calls[name] == nil {
 			t.Fatalf("%s is not declared where this test looks: update the test", name)
 		}
 	}
-	reaches := map[string]bool{}
-	visiting := map[string]bool{}
-	var reach func(string) bool
-	reach = func(f string) bool {
-		if builds[f] {
-			return true
-		}
-		if r, ok := reaches[f]; ok {
+	// reacher says which functions may call one of targets.
+	reacher := func(targets map[string]bool) func(string) bool {
+		reaches := map[string]bool{}
+		visiting := map[string]bool{}
+		var reach func(string) bool
+		reach = func(f string) bool {
+			if targets[f] {
+				return true
+			}
+			if r, ok := reaches[f]; ok {
+				return r
+			}
+			if visiting[f] {
+				return false
+			}
+			visiting[f] = true
+			r := false
+			for c := range calls[f] {
+				if reach(c) {
+					r = true
+					break
+				}
+			}
+			delete(visiting, f)
+			reaches[f] = r
 			return r
 		}
-		if visiting[f] {
-			return false
-		}
-		visiting[f] = true
-		r := false
-		for c := range calls[f] {
-			if reach(c) {
-				r = true
-				break
-			}
-		}
-		delete(visiting, f)
-		reaches[f] = r
-		return r
+		return reach
 	}
+	reach := reacher(builds)
+	// A test on the node holds the machine's port 53, bridge and iptables rules.
+	reachNode := reacher(map[string]bool{"cluster.StartNode": true})
 	sort.Strings(tests)
 	var tools []string
 	for _, test := range tests {
-		marked := calls[test]["e2e.runsTools"] || calls[test]["e2e.runsToolsAlone"]
-		reached := false
+		shared, alone := calls[test]["e2e.runsTools"], calls[test]["e2e.runsToolsAlone"]
+		marked := shared || alone
+		reached, node := false, false
 		for c := range calls[test] {
-			if c != "e2e.runsTools" && c != "e2e.runsToolsAlone" && reach(c) {
-				reached = true
+			if c != "e2e.runsTools" && c != "e2e.runsToolsAlone" {
+				reached = reached || reach(c)
+				node = node || reachNode(c)
 			}
 		}
 		switch {
+		case shared && alone:
+			t.Errorf("%s calls both runsTools and runsToolsAlone: it would wait for itself; call one", test)
+		case node && !alone:
+			t.Errorf("%s starts the node and does not call runsToolsAlone: call it after skipShort", test)
 		case reached && !marked:
 			t.Errorf("%s may build a tool binary and calls neither runsTools nor runsToolsAlone: call one after skipShort", test)
 		case !reached && marked:

@@ -208,7 +208,9 @@ func (b *toolBuild) wait() {
 	defer b.procMu.Unlock()
 	b.waited = true
 	if b.group != 0 {
-		if err := syscall.Setpriority(syscall.PRIO_PGRP, b.group, 0); err != nil {
+		// ESRCH: the build is ending by itself; it is not handed over, so that a failure
+		// reports its own error.
+		if err := syscall.Setpriority(syscall.PRIO_PGRP, b.group, 0); errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EACCES) {
 			b.cancel(errHandedOver)
 		}
 	}
@@ -246,10 +248,7 @@ func (tool Tool) build(ctx context.Context, root string, nice int, env []string,
 	}
 	state.mu.Lock()
 	defer state.mu.Unlock()
-	if _, err := os.Stat(bin); err == nil {
-		return bin, 0, nil
-	}
-	start := time.Now()
+	var start time.Time
 	// Other processes (another test binary, aagen conformance's builds of the same
 	// binaries) take turns with this one.
 	built, err := binbuild.Once(bin, func(tmp string) error {
@@ -259,7 +258,14 @@ func (tool Tool) build(ctx context.Context, root string, nice int, env []string,
 		defer cancel(nil)
 		cmd := exec.CommandContext(buildCtx, "go", "build", "-o", tmp, tool.Package)
 		cmd.Dir = filepath.Join(root, "e2e", "tools", tool.Module)
-		cmd.Env = append(append([]string(nil), env...), tool.Env...)
+		// The go command's work directory, removed here: an interrupted go build leaves
+		// its own (hundreds of MB for kube-apiserver's link).
+		work := tmp + ".work"
+		if err := os.Mkdir(work, 0o755); err != nil {
+			return err
+		}
+		defer os.RemoveAll(work)
+		cmd.Env = append(append(append([]string(nil), env...), tool.Env...), "GOTMPDIR="+work)
 		// A process group of its own, the go command and the compilers and linker it
 		// starts: its priority is set, and it is ended, as one. It dies with this
 		// process's thread that started it, which Go keeps until the process ends.
@@ -279,12 +285,12 @@ func (tool Tool) build(ctx context.Context, root string, nice int, env []string,
 		}
 		state.procMu.Unlock()
 		err := cmd.Wait()
-		// The go command may end before the compilers it started (on SIGINT it does not
-		// wait for them): none of its group outlives the build.
-		endGroup(cmd.Process.Pid)
 		state.procMu.Lock()
 		state.group, state.cancel = 0, nil
 		state.procMu.Unlock()
+		// The go command may end before the compilers it started (on SIGINT it does not
+		// wait for them): none of its group outlives the build.
+		endGroup(cmd.Process.Pid)
 		if err != nil {
 			if cause := context.Cause(buildCtx); cause != nil {
 				return cause
@@ -369,18 +375,24 @@ func liveInGroup(pgid int) []int {
 		if err != nil {
 			continue
 		}
-		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue // ended meanwhile
-		}
-		// pid (comm) state ppid pgrp ...; comm may hold spaces and parentheses.
-		fields := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
-		if len(fields) < 3 || fields[0] == "Z" || fields[0] == "X" {
-			continue
+		fields, err := procStat(pid)
+		if err != nil || len(fields) < 3 || fields[0] == "Z" || fields[0] == "X" {
+			continue // ended meanwhile, or not alive
 		}
 		if g, err := strconv.Atoi(fields[2]); err == nil && g == pgid {
 			live = append(live, pid)
 		}
 	}
 	return live
+}
+
+// procStat is /proc/<pid>/stat after the command name: state, ppid, pgrp and on (field 3
+// of proc(5) is the first). The name may hold spaces and parentheses, so it ends at the
+// last ')'.
+func procStat(pid int) ([]string, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil, err
+	}
+	return strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:])), nil
 }

@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -206,11 +205,10 @@ func linking(t *testing.T, group int) {
 // niceness is the nice value of process pid (field 19 of /proc/<pid>/stat).
 func niceness(t *testing.T, pid int) int {
 	t.Helper()
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	fields, err := procStat(pid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fields := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
 	n, err := strconv.Atoi(fields[16])
 	if err != nil {
 		t.Fatal(err)
@@ -307,6 +305,7 @@ func TestPrebuildStop(t *testing.T) {
 	slow := slowTool(t, root)
 	bin := filepath.Join(root, ".cache", "bin", "slow-v1")
 	prebuilding := Prebuild(root, []Tool{slow}, io.Discard)
+	t.Cleanup(prebuilding.Stop) // when the test ends before its own Stop
 	group := buildUnderWay(t, bin)
 	linking(t, group)
 	start := time.Now()

@@ -54,13 +54,14 @@ func DefaultBinDir() (string, error) {
 // .cache/bin), building it from its pinned module first when it is not there.
 func (t tool) binary(ctx context.Context, binDir string, log io.Writer) (string, error) {
 	bin := filepath.Join(binDir, t.name+"-"+t.version)
-	start := time.Now()
+	var start time.Time
 	built, err := binbuild.Once(bin, func(tmp string) error {
 		modDir := filepath.Join(binDir, "modules", t.module)
 		if err := writeToolModule(t.module, modDir); err != nil {
 			return err
 		}
 		fmt.Fprintf(log, "aagen conformance: building %s %s from Go modules into %s (minutes on a cold cache)\n", t.name, t.version, bin)
+		start = time.Now()
 		if _, err := (gocmd.Cmd{Args: []string{"build", "-o", tmp, t.pkg}, Dir: modDir}).Run(ctx); err != nil {
 			return fmt.Errorf("building %s: %w", t.name, err)
 		}
