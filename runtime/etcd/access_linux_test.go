@@ -32,6 +32,13 @@ func TestMain(m *testing.M) {
 	if u := os.Getenv(probeURLEnv); u != "" {
 		os.Exit(probe(u))
 	}
+	if dir := os.Getenv(powerCutDirEnv); dir != "" {
+		if err := runPowerCutStep(dir, os.Getenv(powerCutStepEnv)); err != nil {
+			fmt.Println(err)
+			os.Exit(3)
+		}
+		os.Exit(0)
+	}
 	os.Exit(m.Run())
 }
 
