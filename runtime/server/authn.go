@@ -3,9 +3,12 @@ package server
 import (
 	"crypto/sha256"
 	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apiserver/pkg/authentication/authenticator"
@@ -13,7 +16,9 @@ import (
 	"k8s.io/apiserver/pkg/authentication/group"
 	"k8s.io/apiserver/pkg/authentication/request/headerrequest"
 	x509request "k8s.io/apiserver/pkg/authentication/request/x509"
+	"k8s.io/apiserver/pkg/authentication/user"
 	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 )
 
 // Bounds of the front-proxy certificate cache.
@@ -214,4 +219,195 @@ func chainKey(certs []*x509.Certificate) [sha256.Size]byte {
 	var key [sha256.Size]byte
 	h.Sum(key[:0])
 	return key
+}
+
+// Bounds of the client-certificate answer cache.
+const (
+	// clientCertAnswerTTL is how long an authenticated client certificate chain is
+	// answered from the cache (never past a presented certificate's or a CA's NotAfter,
+	// never across a change of the CA bundles).
+	clientCertAnswerTTL = time.Minute
+	// maxClientCertAnswers bounds the cache: one entry per client certificate in use.
+	maxClientCertAnswers = 1024
+)
+
+// withCachedClientCertificates puts a cache of client-certificate answers in front of
+// the server's authenticator (cachedClientCertificates), listening on clientCA (the
+// serving configuration's union of the client CA and the front-proxy CA bundles) for
+// changes.
+func withCachedClientCertificates(auth *genericapiserver.AuthenticationInfo, clientCA dynamiccertificates.CAContentProvider) {
+	if auth.Authenticator == nil || clientCA == nil {
+		return
+	}
+	var userHeaders headerrequest.StringSliceProvider
+	if rh := auth.RequestHeaderConfig; rh != nil {
+		userHeaders = rh.UsernameHeaders
+	}
+	c := newCachedClientCertificates(auth.Authenticator, userHeaders, clientCA)
+	clientCA.AddListener(c)
+	auth.Authenticator = c
+}
+
+// cachedClientCertificates answers a request that presents a client certificate and no
+// other credential with the answer delegate gave to the same certificate chain before.
+// k8s.io/apiserver's client-certificate authenticator (x509request.Authenticator) runs
+// crypto/x509's Verify, an ECDSA or RSA signature check, on every request, although a
+// client's certificates are the same for all its requests; directly called, a get spent a
+// quarter of the server's CPU there.
+//
+// Which answers are kept: the delegate is the server's authenticator built by
+// authenticatorfactory.DelegatingAuthenticatorConfig (front proxy, client certificate,
+// bearer token, anonymous). A request is eligible when it has a client certificate, no
+// Authorization or Sec-WebSocket-Protocol header (the token authenticators' credentials)
+// and none of the front proxy's user-name headers, so the answer can only come from the
+// client-certificate authenticator, and it depends on the chain, the CA bundles and the
+// time alone. Only successes are kept, and not an anonymous answer (given while no CA
+// bundle is loaded yet); an entry is trusted for at most clientCertAnswerTTL, never past
+// the NotAfter of a presented certificate or of any certificate in the CA bundles, and
+// never across a change of the CA bundles (the providers call Enqueue after storing new
+// content). Every other request, and every miss, goes to delegate unchanged.
+//
+// What differs from upstream: apiserver_client_certificate_expiration_seconds is observed
+// on misses only.
+type cachedClientCertificates struct {
+	delegate    authenticator.Request
+	userHeaders headerrequest.StringSliceProvider
+	bundles     dynamiccertificates.CAContentProvider
+	// now is time.Now; tests move it.
+	now func() time.Time
+
+	// state changes with every change of the CA bundles; entries of another state are
+	// stale.
+	state atomic.Pointer[caBundleState]
+
+	mu      sync.Mutex
+	answers map[[sha256.Size]byte]clientCertAnswer
+}
+
+// caBundleState is one content of the CA bundles: the earliest NotAfter of their
+// certificates (zero when none could be read: nothing is then cached).
+type caBundleState struct {
+	notAfter time.Time
+}
+
+// clientCertAnswer is a cache entry.
+type clientCertAnswer struct {
+	state *caBundleState
+	until time.Time
+	resp  *authenticator.Response
+}
+
+func newCachedClientCertificates(delegate authenticator.Request, userHeaders headerrequest.StringSliceProvider, bundles dynamiccertificates.CAContentProvider) *cachedClientCertificates {
+	c := &cachedClientCertificates{
+		delegate:    delegate,
+		userHeaders: userHeaders,
+		bundles:     bundles,
+		now:         time.Now,
+		answers:     map[[sha256.Size]byte]clientCertAnswer{},
+	}
+	c.Enqueue()
+	return c
+}
+
+// Enqueue implements dynamiccertificates.Listener: the CA bundles changed.
+func (c *cachedClientCertificates) Enqueue() {
+	s := &caBundleState{}
+	rest := c.bundles.CurrentCABundleContent()
+	for len(rest) > 0 {
+		var block *pem.Block
+		block, rest = pem.Decode(rest)
+		if block == nil {
+			break
+		}
+		if block.Type != "CERTIFICATE" {
+			continue
+		}
+		cert, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			s.notAfter = time.Time{}
+			break
+		}
+		if s.notAfter.IsZero() || cert.NotAfter.Before(s.notAfter) {
+			s.notAfter = cert.NotAfter
+		}
+	}
+	c.state.Store(s)
+}
+
+// AuthenticateRequest implements authenticator.Request.
+func (c *cachedClientCertificates) AuthenticateRequest(req *http.Request) (*authenticator.Response, bool, error) {
+	if !c.eligible(req) {
+		return c.delegate.AuthenticateRequest(req)
+	}
+	certs := req.TLS.PeerCertificates
+	key := chainKey(certs)
+	now := c.now()
+	state := c.state.Load()
+	c.mu.Lock()
+	e, found := c.answers[key]
+	c.mu.Unlock()
+	if found && e.state == state && now.Before(e.until) {
+		return copyResponse(e.resp), true, nil
+	}
+	resp, ok, err := c.delegate.AuthenticateRequest(req)
+	if !ok || err != nil || state.notAfter.IsZero() {
+		return resp, ok, err
+	}
+	u, isDefault := resp.User.(*user.DefaultInfo)
+	if !isDefault || u.Name == user.Anonymous {
+		return resp, ok, err
+	}
+	until := now.Add(clientCertAnswerTTL)
+	if state.notAfter.Before(until) {
+		until = state.notAfter
+	}
+	for _, cert := range certs {
+		if cert.NotAfter.Before(until) {
+			until = cert.NotAfter
+		}
+	}
+	c.mu.Lock()
+	if len(c.answers) >= maxClientCertAnswers {
+		clear(c.answers)
+	}
+	c.answers[key] = clientCertAnswer{state: state, until: until, resp: copyResponse(resp)}
+	c.mu.Unlock()
+	return resp, ok, err
+}
+
+// eligible says whether req carries a client certificate and no other credential.
+func (c *cachedClientCertificates) eligible(req *http.Request) bool {
+	if req.TLS == nil || len(req.TLS.PeerCertificates) == 0 {
+		return false
+	}
+	if len(req.Header.Values("Authorization")) > 0 || len(req.Header.Values("Sec-WebSocket-Protocol")) > 0 {
+		return false
+	}
+	if c.userHeaders != nil {
+		for _, h := range c.userHeaders.Value() {
+			if len(req.Header.Values(h)) > 0 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// copyResponse copies a response whose user is a *user.DefaultInfo, so that no caller
+// shares the cached one.
+func copyResponse(r *authenticator.Response) *authenticator.Response {
+	out := *r
+	out.Audiences = slices.Clone(r.Audiences)
+	if u, ok := r.User.(*user.DefaultInfo); ok {
+		cp := *u
+		cp.Groups = slices.Clone(u.Groups)
+		if u.Extra != nil {
+			cp.Extra = make(map[string][]string, len(u.Extra))
+			for k, v := range u.Extra {
+				cp.Extra[k] = slices.Clone(v)
+			}
+		}
+		out.User = &cp
+	}
+	return &out
 }
