@@ -110,8 +110,10 @@ func New(spec Spec, o *Options) (*genericapiserver.GenericAPIServer, genericapis
 	patchTypes := subresourcePatchTypes{}
 	deprecated := spec.deprecations()
 	ends := newWatchEnds()
+	workers := newHandlerWorkers()
 	chain := cfg.BuildHandlerChainFunc
 	cfg.BuildHandlerChainFunc = func(h http.Handler, c *genericapiserver.Config) http.Handler {
+		h = withHandlerWorkers(h, workers, c.LongRunningFunc)
 		h = withWatchEnds(h, ends)
 		h = withBodyInspection(h, inspectors, codecs, c.MaxRequestBodyBytes)
 		h = withSubresourcePatchTypes(h, patchTypes, codecs)
@@ -138,6 +140,9 @@ func New(spec Spec, o *Options) (*genericapiserver.GenericAPIServer, genericapis
 			}
 			cfg.AdmissionControl = chain
 		}
+	}
+	if cfg.SecureServing != nil {
+		withCachedClientCertificates(&cfg.Authentication, cfg.SecureServing.ClientCA)
 	}
 	open := newOpenSubresources()
 	cfg.LongRunningFunc = open.longRunningFunc(cfg.LongRunningFunc)
