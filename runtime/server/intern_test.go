@@ -69,10 +69,49 @@ func TestInterningCodecSharesRepeatedMetadata(t *testing.T) {
 	if sameString(string(a.UID), string(b.UID)) || sameString(a.Name, b.Name) {
 		t.Error("distinct values shared")
 	}
+	if reflect.ValueOf(a.Labels).UnsafePointer() != reflect.ValueOf(b.Labels).UnsafePointer() {
+		t.Error("equal label sets not shared")
+	}
+}
+
+// Label sets are shared only when equal; a key and value that run together differently
+// make another set.
+func TestInternTableLabelSets(t *testing.T) {
+	table := newInternTable()
+	same := func(a, b map[string]string) bool {
+		return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+	}
+	first := table.labelSet(map[string]string{"app": "web", "tier": "front"})
+	if got := table.labelSet(map[string]string{"tier": "front", "app": "web"}); !same(got, first) {
+		t.Error("an equal set was not shared")
+	}
+	for _, other := range []map[string]string{
+		{"app": "web"},
+		{"app": "web", "tier": "back"},
+		{"app": "webtier", "": "front"},
+		{"ap": "pweb", "tier": "front"},
+	} {
+		if got := table.labelSet(other); same(got, first) || !reflect.DeepEqual(got, other) {
+			t.Errorf("%v: got %v", other, got)
+		}
+	}
+	many := map[string]string{}
+	for i := range maxInternedLabels + 1 {
+		many[fmt.Sprint("k", i)] = "v"
+	}
+	if table.labelSet(many) != nil {
+		t.Error("a set of more than maxInternedLabels was kept")
+	}
+	for i := range maxInterned + 10 {
+		table.labelSet(map[string]string{"n": fmt.Sprint(i)})
+	}
+	if len(table.labelSets) != maxInterned {
+		t.Errorf("the table holds %d label sets, want at most %d", len(table.labelSets), maxInterned)
+	}
 }
 
 func TestInternTableBounds(t *testing.T) {
-	table := &internTable{strs: map[string]string{}, fields: map[string][]byte{}}
+	table := newInternTable()
 	long := strings.Repeat("x", maxInternedLen+1)
 	if a, b := table.str(long), table.str(strings.Clone(long)); sameString(a, b) {
 		t.Error("a string longer than maxInternedLen was kept")
