@@ -25,7 +25,13 @@ func formatRounds(cfg servingConfig, round int, subjects []*subject, res *Result
 	for _, w := range formatWorkloads(cfg) {
 		for _, s := range subjects {
 			for _, mt := range rotated(w.formats, round) {
+				name := ""
+				if w.id == wListLarge && mt == protobufMediaType {
+					name = "list-protobuf" // -profile: the list of all objects in protobuf
+				}
+				stop := profile(cfg, s, name, round)
 				m, err := w.run(s, mt)
+				stop()
 				if err != nil {
 					return fmt.Errorf("%s, %s, %s: %w", workloadTitle(w.id, res.Run.Config), subjectTitles[s.id], mt, err)
 				}

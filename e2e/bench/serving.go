@@ -269,7 +269,7 @@ func servingRound(r *cluster.Runner, cfg servingConfig, round int, subjects []*s
 		{"", "", func(s *subject) (measurement, error) {
 			return runOps(cfg.objects-small, cfg.concurrency, s.procs, func(i int) error { return create(s, small+i) })
 		}},
-		{wListLarge, "", func(s *subject) (measurement, error) {
+		{wListLarge, "list", func(s *subject) (measurement, error) {
 			return runOps(5, 1, s.procs, func(int) error { return list(s, "", cfg.objects) })
 		}},
 		{wSelector, "", func(s *subject) (measurement, error) {
@@ -306,6 +306,9 @@ func servingRound(r *cluster.Runner, cfg servingConfig, round int, subjects []*s
 			return err
 		}
 		res.add(tableMemory, wHeap, st.subject, "", Sample{Bytes: float64(heap-st.heap0) / float64(st.objects)})
+		if err := heapProfile(cfg, st.client, st.host, st.subject, round); err != nil {
+			return err
+		}
 	}
 	if err := run([]workload{
 		{wWatch, "watch", func(s *subject) (measurement, error) { return watchFanOutAs(s, cfg, jsonMediaType, 50) }},
@@ -707,6 +710,19 @@ func profile(cfg servingConfig, s *subject, workload string, round int) func() {
 	}
 	time.Sleep(100 * time.Millisecond)
 	return wg.Wait
+}
+
+// heapProfile writes <dir>/<subject>-heap-<round>.pprof, the live heap of the process
+// that stores the subject's objects, when -profile is set.
+func heapProfile(cfg servingConfig, c *http.Client, host, subject string, round int) error {
+	if cfg.profileDir == "" {
+		return nil
+	}
+	data, _, err := do(c, http.MethodGet, host+"/debug/pprof/heap?gc=1", "", http.StatusOK)
+	if err != nil {
+		return fmt.Errorf("heap profile of %s: %w", subject, err)
+	}
+	return os.WriteFile(filepath.Join(cfg.profileDir, fmt.Sprintf("%s-heap-%d.pprof", subject, round+1)), data, 0o644)
 }
 
 // startupNextToSample measures the time from process start to /readyz ok of the generated
