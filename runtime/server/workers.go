@@ -1,8 +1,10 @@
 package server
 
 import (
+	"fmt"
 	"net/http"
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -34,8 +36,11 @@ const (
 // A request is handed to an idle worker when there is one, else to a new worker while
 // there are fewer than maxHandlerWorkers, else it runs where it is: a request never
 // waits for a worker. The calling goroutine waits for the handler to return; a panic in
-// the handler is raised again, with the same value, on the calling goroutine, so the
-// filters above it (timeout, panic recovery) see what they would without workers.
+// the handler is raised again on the calling goroutine, so the filters above it (timeout,
+// panic recovery) handle it as without workers: http.ErrAbortHandler as it is, any other
+// value as a *handlerPanic that prints the value and the worker's stack at the panic (the
+// timeout filter logs "%v" of the value with the stack it recovers on, which would
+// otherwise be the caller's, not the handler's).
 // Long-running requests (watches, proxies, open subresources) and requests without
 // request info run where they are.
 type handlerWorkers struct {
@@ -148,6 +153,9 @@ func (p *handlerWorkers) run(j *handlerJob) (returned bool) {
 			return
 		}
 		if v := recover(); v != nil {
+			if v != http.ErrAbortHandler {
+				v = &handlerPanic{value: v, stack: debug.Stack()}
+			}
 			j.done <- handlerOutcome{panicked: true, value: v}
 			returned = true
 			return
@@ -157,4 +165,21 @@ func (p *handlerWorkers) run(j *handlerJob) (returned bool) {
 	j.h.ServeHTTP(j.w, j.r)
 	ended = true
 	return true
+}
+
+// handlerPanic is a panic of a handler that ran on a worker, raised again on the caller.
+type handlerPanic struct {
+	value any
+	stack []byte // the worker's, where the handler panicked
+}
+
+// Error implements error.
+func (p *handlerPanic) Error() string {
+	return fmt.Sprintf("%v\n\nthe handler's goroutine:\n%s", p.value, p.stack)
+}
+
+// Unwrap returns the value when it is an error.
+func (p *handlerPanic) Unwrap() error {
+	err, _ := p.value.(error)
+	return err
 }

@@ -3,9 +3,11 @@ package server
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 
@@ -55,18 +57,34 @@ func TestHandlerWorkersRunShortRequestsOnAWorker(t *testing.T) {
 	}
 }
 
-// A panic in the handler is raised again on the caller with its value; the worker goes on.
+func panickingHandler(value any) http.Handler {
+	return http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic(value) })
+}
+
+// A panic in the handler is raised again on the caller: http.ErrAbortHandler as it is,
+// another value with the stack where the handler panicked; the worker goes on.
 func TestHandlerWorkersRaisePanicsOnTheCaller(t *testing.T) {
 	p := newHandlerWorkers()
-	for _, value := range []any{http.ErrAbortHandler, errors.New("boom"), "text"} {
-		h := withHandlerWorkers(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic(value) }), p, isWatch)
+	boom := errors.New("boom")
+	for _, value := range []any{http.ErrAbortHandler, boom, "text"} {
+		h := withHandlerWorkers(panickingHandler(value), p, isWatch)
 		got := func() (got any) {
 			defer func() { got = recover() }()
 			h.ServeHTTP(httptest.NewRecorder(), shortRequest("get"))
 			return nil
 		}()
-		if got != value {
-			t.Errorf("recovered %v, want %v", got, value)
+		if value == http.ErrAbortHandler {
+			if got != value {
+				t.Errorf("recovered %v, want http.ErrAbortHandler itself", got)
+			}
+			continue
+		}
+		text := fmt.Sprint(got)
+		if !strings.HasPrefix(text, fmt.Sprint(value)) || !strings.Contains(text, "panickingHandler") {
+			t.Errorf("recovered %q, want the value and the handler's stack", text)
+		}
+		if err, ok := value.(error); ok && !errors.Is(got.(error), err) {
+			t.Errorf("recovered %v, which does not wrap %v", got, err)
 		}
 	}
 	var n int
