@@ -37,6 +37,7 @@ func TestMain(m *testing.M) {
 			fmt.Println(err)
 			os.Exit(3)
 		}
+		fmt.Println(powerCutDone)
 		os.Exit(0)
 	}
 	os.Exit(m.Run())

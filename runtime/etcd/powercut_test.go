@@ -61,7 +61,14 @@ func powerCutStep(t *testing.T, dir, step string) {
 	if err != nil {
 		t.Fatalf("step %s: %v\n%s", step, err, out)
 	}
+	// A test binary without the step's dispatch in TestMain would run no test and exit 0.
+	if !strings.Contains(string(out), powerCutDone) {
+		t.Fatalf("step %s did not run (no %q in its output):\n%s", step, powerCutDone, out)
+	}
 }
+
+// powerCutDone is what a step prints when it succeeded.
+const powerCutDone = "power-cut step done"
 
 // runPowerCutStep is the child's side of powerCutStep.
 func runPowerCutStep(dir, step string) error {

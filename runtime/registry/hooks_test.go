@@ -113,3 +113,31 @@ func TestHooksWrongSignature(t *testing.T) {
 		t.Fatalf("want the wrong signature reported, got %v", err)
 	}
 }
+
+// labelWriter writes into old's labels, as a careless hook may.
+type labelWriter struct{}
+
+func (labelWriter) PrepareForUpdate(ctx context.Context, w, old *widget) {
+	old.Labels["touched"] = "yes"
+}
+
+// The stored object an update starts from may share its label map with other objects
+// (the storage codec interns equal label sets); a hook writing into old's labels must not
+// reach them.
+func TestHooksGetOldWithLabelsOfItsOwn(t *testing.T) {
+	h, err := resolveHooks[*widget]("Widget", labelWriter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newStrategy(runtime.NewScheme(), widgetResource(), h, nil)
+	shared := map[string]string{"app": "web"}
+	old := &widget{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns", ResourceVersion: "1", Labels: shared}}
+	upd := old.DeepCopyObject().(*widget)
+	s.PrepareForUpdate(context.Background(), upd, old)
+	if len(shared) != 1 {
+		t.Errorf("the hook wrote into the shared label map: %v", shared)
+	}
+	if old.Labels["touched"] != "yes" {
+		t.Errorf("the hook did not get old: %v", old.Labels)
+	}
+}

@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"fmt"
+	"maps"
 	"reflect"
 
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -59,6 +60,7 @@ func (s *strategy[T]) PrepareForCreate(ctx context.Context, obj runtime.Object) 
 
 func (s *strategy[T]) PrepareForUpdate(ctx context.Context, obj, old runtime.Object) {
 	o, prev := obj.(T), old.(T)
+	ownLabels(objectMeta(prev))
 	if s.res.Status != nil {
 		s.res.Status.CopyStatus(o, prev)
 	}
@@ -221,5 +223,16 @@ func getAttrs[T Object](res *Resource[T]) storage.AttrFunc {
 			}
 		}
 		return meta.Labels, set, nil
+	}
+}
+
+// ownLabels gives the stored object an update starts from (the hooks' old) a label map
+// of its own. The storage codec lets objects it decodes with equal labels share one map
+// (runtime/server's interningCodec); upstream hands an update a deep copy or a fresh
+// decoding, so a hook that writes into old's labels (or sets the new object's labels to
+// old's and writes into those) changed nothing shared, and with this it still does not.
+func ownLabels(m metav1.Object) {
+	if l := m.GetLabels(); l != nil {
+		m.SetLabels(maps.Clone(l))
 	}
 }

@@ -38,6 +38,7 @@ type wholeObjectStrategy[T Object] struct {
 
 func (s wholeObjectStrategy[T]) PrepareForUpdate(ctx context.Context, obj, old runtime.Object) {
 	o, prev := obj.(T), old.(T)
+	ownLabels(objectMeta(prev))
 	bumpGeneration(s.res, o, prev)
 	if s.hooks.prepareUpdate != nil {
 		s.hooks.prepareUpdate.PrepareForUpdate(ctx, o, prev)

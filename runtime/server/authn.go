@@ -243,9 +243,7 @@ func withCachedClientCertificates(auth *genericapiserver.AuthenticationInfo, cli
 	if rh := auth.RequestHeaderConfig; rh != nil {
 		userHeaders = rh.UsernameHeaders
 	}
-	c := newCachedClientCertificates(auth.Authenticator, userHeaders, clientCA)
-	clientCA.AddListener(c)
-	auth.Authenticator = c
+	auth.Authenticator = newCachedClientCertificates(auth.Authenticator, userHeaders, clientCA)
 }
 
 // cachedClientCertificates answers a request that presents a client certificate and no
@@ -263,9 +261,9 @@ func withCachedClientCertificates(auth *genericapiserver.AuthenticationInfo, cli
 // client-certificate authenticator, and it depends on the chain, the CA bundles and the
 // time alone. Only successes are kept, and not an anonymous answer (given while no CA
 // bundle is loaded yet); an entry is trusted for at most clientCertAnswerTTL, never past
-// the NotAfter of a presented certificate or of any certificate in the CA bundles, and
-// never across a change of the CA bundles (the providers call Enqueue after storing new
-// content). Every other request, and every miss, goes to delegate unchanged.
+// the NotAfter of a presented certificate or the next NotAfter of a certificate in the CA
+// bundles, and never across a change of the CA bundles (the providers call Enqueue after
+// storing new content). Every other request, and every miss, goes to delegate unchanged.
 //
 // What differs from upstream: apiserver_client_certificate_expiration_seconds is observed
 // on misses only.
@@ -277,17 +275,34 @@ type cachedClientCertificates struct {
 	now func() time.Time
 
 	// state changes with every change of the CA bundles; entries of another state are
-	// stale.
-	state atomic.Pointer[caBundleState]
+	// stale. enqueueMu orders Enqueue calls (the bundles' providers call it from their
+	// own goroutines), so the last state stored is of the latest content.
+	state     atomic.Pointer[caBundleState]
+	enqueueMu sync.Mutex
 
 	mu      sync.Mutex
 	answers map[[sha256.Size]byte]clientCertAnswer
 }
 
-// caBundleState is one content of the CA bundles: the earliest NotAfter of their
-// certificates (zero when none could be read: nothing is then cached).
+// caBundleState is one content of the CA bundles: the NotAfter of their certificates,
+// sorted (nil when a certificate could not be read, or there is none: nothing is then
+// cached).
 type caBundleState struct {
-	notAfter time.Time
+	notAfters []time.Time
+}
+
+// nextExpiry is the first NotAfter of a bundle's certificate after now; false when there
+// is none. A certificate that expired before now no longer completes a chain (crypto/x509
+// checks every certificate's validity), so it bounds nothing.
+func (s *caBundleState) nextExpiry(now time.Time) (time.Time, bool) {
+	i, _ := slices.BinarySearchFunc(s.notAfters, now, time.Time.Compare)
+	for i < len(s.notAfters) && !s.notAfters[i].After(now) {
+		i++
+	}
+	if i == len(s.notAfters) {
+		return time.Time{}, false
+	}
+	return s.notAfters[i], true
 }
 
 // clientCertAnswer is a cache entry.
@@ -305,12 +320,15 @@ func newCachedClientCertificates(delegate authenticator.Request, userHeaders hea
 		now:         time.Now,
 		answers:     map[[sha256.Size]byte]clientCertAnswer{},
 	}
+	bundles.AddListener(c)
 	c.Enqueue()
 	return c
 }
 
 // Enqueue implements dynamiccertificates.Listener: the CA bundles changed.
 func (c *cachedClientCertificates) Enqueue() {
+	c.enqueueMu.Lock()
+	defer c.enqueueMu.Unlock()
 	s := &caBundleState{}
 	rest := c.bundles.CurrentCABundleContent()
 	for len(rest) > 0 {
@@ -324,13 +342,12 @@ func (c *cachedClientCertificates) Enqueue() {
 		}
 		cert, err := x509.ParseCertificate(block.Bytes)
 		if err != nil {
-			s.notAfter = time.Time{}
+			s.notAfters = nil
 			break
 		}
-		if s.notAfter.IsZero() || cert.NotAfter.Before(s.notAfter) {
-			s.notAfter = cert.NotAfter
-		}
+		s.notAfters = append(s.notAfters, cert.NotAfter)
 	}
+	slices.SortFunc(s.notAfters, time.Time.Compare)
 	c.state.Store(s)
 }
 
@@ -350,7 +367,11 @@ func (c *cachedClientCertificates) AuthenticateRequest(req *http.Request) (*auth
 		return copyResponse(e.resp), true, nil
 	}
 	resp, ok, err := c.delegate.AuthenticateRequest(req)
-	if !ok || err != nil || state.notAfter.IsZero() {
+	if !ok || err != nil {
+		return resp, ok, err
+	}
+	caExpiry, found := state.nextExpiry(now)
+	if !found {
 		return resp, ok, err
 	}
 	u, isDefault := resp.User.(*user.DefaultInfo)
@@ -358,8 +379,8 @@ func (c *cachedClientCertificates) AuthenticateRequest(req *http.Request) (*auth
 		return resp, ok, err
 	}
 	until := now.Add(clientCertAnswerTTL)
-	if state.notAfter.Before(until) {
-		until = state.notAfter
+	if caExpiry.Before(until) {
+		until = caExpiry
 	}
 	for _, cert := range certs {
 		if cert.NotAfter.Before(until) {

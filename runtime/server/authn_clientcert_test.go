@@ -289,10 +289,36 @@ func TestCachedClientCertificatesExpire(t *testing.T) {
 		t.Errorf("an answer was kept past the client certificate's NotAfter")
 	}
 
-	// A CA that expires within the TTL bounds the answers too.
-	e := f.cache.state.Load()
-	if e.notAfter.After(ca.cert.NotAfter) || e.notAfter.IsZero() {
-		t.Errorf("the bundle's NotAfter is %v, want at most the CA's %v", e.notAfter, ca.cert.NotAfter)
+	// A CA that expires within the TTL bounds the answers too; one that expired before
+	// bounds nothing.
+	s := &caBundleState{notAfters: []time.Time{time.Unix(100, 0), time.Unix(200, 0), time.Unix(300, 0)}}
+	for _, tc := range []struct {
+		now   int64
+		want  int64
+		found bool
+	}{{50, 100, true}, {100, 200, true}, {150, 200, true}, {299, 300, true}, {300, 0, false}, {400, 0, false}} {
+		got, found := s.nextExpiry(time.Unix(tc.now, 0))
+		if found != tc.found || (found && got.Unix() != tc.want) {
+			t.Errorf("nextExpiry(%d) = %v %v, want %d %v", tc.now, got.Unix(), found, tc.want, tc.found)
+		}
+	}
+	if got := f.cache.state.Load().notAfters; len(got) != 1 || !got[0].Equal(ca.cert.NotAfter) {
+		t.Errorf("the bundle's NotAfters are %v, want the CA's %v", got, ca.cert.NotAfter)
+	}
+}
+
+// An expired CA left in the bundle does not keep answers from being cached.
+func TestCachedClientCertificatesBesideAnExpiredCA(t *testing.T) {
+	ca := newTestCA(t, "client-ca")
+	f := newClientCertFixture(t, ca)
+	s := f.cache.state.Load()
+	f.cache.state.Store(&caBundleState{notAfters: append([]time.Time{time.Now().Add(-time.Hour)}, s.notAfters...)})
+	alice := f.client(ptr(ca.issue(t, "alice", time.Now().Add(time.Hour))))
+	f.get(t, alice, "/", nil)
+	n := f.delegated.Load()
+	f.get(t, alice, "/", nil)
+	if f.delegated.Load() != n {
+		t.Error("upstream asked again: an expired CA in the bundle turned the cache off")
 	}
 }
 

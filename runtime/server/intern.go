@@ -60,6 +60,12 @@ func newInternTable() *internTable {
 
 // Decode implements runtime.Decoder.
 func (c interningCodec) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
+	if into != nil {
+		// JSON and CBOR decode into the maps into already has, which may be shared.
+		if m, err := meta.Accessor(into); err == nil && m.GetLabels() != nil {
+			m.SetLabels(nil)
+		}
+	}
 	obj, gvk, err := c.Codec.Decode(data, defaults, into)
 	if err == nil {
 		c.table.internMeta(obj)

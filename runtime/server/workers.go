@@ -131,9 +131,7 @@ func (p *handlerWorkers) work(j *handlerJob) {
 	idle := time.NewTimer(handlerWorkerIdle)
 	defer idle.Stop()
 	for {
-		if !p.run(j) {
-			return // the handler called runtime.Goexit: this goroutine is ending
-		}
+		p.run(j) // a handler's runtime.Goexit ends this goroutine here, through the defers
 		idle.Reset(handlerWorkerIdle)
 		select {
 		case j = <-p.idle:
@@ -143,9 +141,8 @@ func (p *handlerWorkers) work(j *handlerJob) {
 	}
 }
 
-// run runs one job and reports its outcome to the waiting caller; it returns false when
-// the handler called runtime.Goexit.
-func (p *handlerWorkers) run(j *handlerJob) (returned bool) {
+// run runs one job and reports its outcome to the waiting caller.
+func (p *handlerWorkers) run(j *handlerJob) {
 	ended := false
 	defer func() {
 		if ended {
@@ -157,14 +154,12 @@ func (p *handlerWorkers) run(j *handlerJob) (returned bool) {
 				v = &handlerPanic{value: v, stack: debug.Stack()}
 			}
 			j.done <- handlerOutcome{panicked: true, value: v}
-			returned = true
 			return
 		}
 		j.done <- handlerOutcome{goexit: true}
 	}()
 	j.h.ServeHTTP(j.w, j.r)
 	ended = true
-	return true
 }
 
 // handlerPanic is a panic of a handler that ran on a worker, raised again on the caller.

@@ -3,8 +3,10 @@ package subresource
 import (
 	"context"
 	"fmt"
+	"maps"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -94,6 +96,12 @@ func (v *WritableView[T, V]) Update(ctx context.Context, name string, objInfo re
 		cur, ok := old.(T)
 		if !ok {
 			return nil, fmt.Errorf("unexpected stored object %T", old)
+		}
+		// The stored object is a fresh decoding whose label map the storage codec may share
+		// with other objects; the view's functions get one of their own, as upstream's
+		// updates give them a private object.
+		if m, err := meta.Accessor(cur); err == nil && m.GetLabels() != nil {
+			m.SetLabels(maps.Clone(m.GetLabels()))
 		}
 		oldView, err := v.funcs.Get(ctx, cur)
 		if err != nil {
