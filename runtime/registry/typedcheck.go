@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/kube-openapi/pkg/validation/strfmt"
 	"sigs.k8s.io/structured-merge-diff/v6/value"
 )
 
@@ -36,7 +37,8 @@ import (
 // value (a required field holding its zero value, a required struct holding nothing but
 // zero values and defaults), wherever it is not sure which value the unstructured form
 // holds (a name two fields share), and wherever a constraint is one it does not evaluate
-// itself (string formats, multipleOf, allOf, anyOf, oneOf, not, enums of non-strings,
+// itself (string formats kube-openapi's registry does not know, multipleOf, allOf, anyOf,
+// oneOf, not, enums of non-strings,
 // constrained int-or-string and free-form values, sets of non-scalars, Go arrays): there
 // the CRD's validator decides.
 //
@@ -293,7 +295,7 @@ func beyond(vv *structuralschema.ValueValidation, evaluated func(w *structuralsc
 // The constraints each kind of check reads itself (beyond's evaluated).
 var (
 	stringConstraints = func(w *structuralschema.ValueValidation) {
-		w.Pattern, w.Enum, w.MaxLength, w.MinLength = "", nil, nil, nil
+		w.Pattern, w.Enum, w.MaxLength, w.MinLength, w.Format = "", nil, nil, nil, ""
 	}
 	numberConstraints = func(w *structuralschema.ValueValidation) {
 		w.Format, w.Maximum, w.Minimum, w.ExclusiveMaximum, w.ExclusiveMinimum = "", nil, nil, false, false
@@ -305,13 +307,19 @@ var (
 	}
 )
 
-// stringCheck checks the length (in characters, as kube-openapi counts), pattern and enum
-// of a string. A format is left to the CRD's validator.
+// stringCheck checks the length (in characters, as kube-openapi counts), pattern, enum
+// and format of a string. A format is checked with the registry the CRD's validator uses
+// (kube-openapi's strfmt.Default, whose Validates is the validator's own check); one the
+// registry does not know is left to the validator.
 func stringCheck(vv *structuralschema.ValueValidation) typedCheck {
 	if vv == nil {
 		return nil
 	}
 	if beyond(vv, stringConstraints) {
+		return uncertain
+	}
+	format := vv.Format
+	if format != "" && !strfmt.Default.ContainsName(format) {
 		return uncertain
 	}
 	var re *regexp.Regexp
@@ -330,7 +338,7 @@ func stringCheck(vv *structuralschema.ValueValidation) typedCheck {
 		enum = append(enum, s)
 	}
 	maxLen, minLen := vv.MaxLength, vv.MinLength
-	if re == nil && enum == nil && maxLen == nil && minLen == nil {
+	if re == nil && enum == nil && maxLen == nil && minLen == nil && format == "" {
 		return nil
 	}
 	return func(v reflect.Value) bool {
@@ -342,6 +350,9 @@ func stringCheck(vv *structuralschema.ValueValidation) typedCheck {
 			}
 		}
 		if re != nil && !re.MatchString(str) {
+			return false
+		}
+		if format != "" && !strfmt.Default.Validates(format, str) {
 			return false
 		}
 		return enum == nil || slices.Contains(enum, str)
