@@ -82,7 +82,7 @@ func main() {
 	flag.IntVar(&o.concurrency, "concurrency", 16, "concurrent clients for create, get and update")
 	flag.IntVar(&o.watchers, "watchers", 200, "watchers for the watch fan-out")
 	flag.IntVar(&o.updates, "updates", 100, "writes the watchers observe")
-	flag.StringVar(&o.profileDir, "profile", "", "write CPU profiles of every server on each subject's path during the create, get, large list and watch workloads, and heap profiles of the storing processes, into this directory")
+	flag.StringVar(&o.profileDir, "profile", "", "write CPU profiles of every server on each subject's path during the create, get, large list and watch workloads, execution traces during watch, and heap profiles of the storing processes, into this directory")
 	flag.IntVar(&o.profileSecs, "profile-seconds", 10, "length of each CPU profile")
 	flag.Parse()
 	set := map[string]bool{}

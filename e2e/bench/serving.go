@@ -695,18 +695,26 @@ func profile(cfg servingConfig, s *subject, workload string, round int) func() {
 	if cfg.profileDir == "" || workload == "" {
 		return func() {}
 	}
+	// What each server writes: a CPU profile, and during the watch fan-out an execution
+	// trace too (where delivery waits: scheduling, channels, network, locks).
+	kinds := []struct{ path, ext string }{{"profile", "pprof"}}
+	if workload == "watch" {
+		kinds = append(kinds, struct{ path, ext string }{"trace", "trace"})
+	}
 	var wg sync.WaitGroup
 	for _, e := range s.path {
-		wg.Go(func() {
-			data, _, err := do(e.client, http.MethodGet, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", e.host, cfg.profileSeconds), "", http.StatusOK)
-			if err == nil {
-				name := fmt.Sprintf("%s-%s-%d-%s.pprof", s.id, workload, round+1, e.name)
-				err = os.WriteFile(filepath.Join(cfg.profileDir, name), data, 0o644)
-			}
-			if err != nil {
-				fmt.Fprintf(os.Stderr, "bench: profile %s %s %s: %v\n", s.id, workload, e.name, err)
-			}
-		})
+		for _, k := range kinds {
+			wg.Go(func() {
+				data, _, err := do(e.client, http.MethodGet, fmt.Sprintf("%s/debug/pprof/%s?seconds=%d", e.host, k.path, cfg.profileSeconds), "", http.StatusOK)
+				if err == nil {
+					name := fmt.Sprintf("%s-%s-%d-%s.%s", s.id, workload, round+1, e.name, k.ext)
+					err = os.WriteFile(filepath.Join(cfg.profileDir, name), data, 0o644)
+				}
+				if err != nil {
+					fmt.Fprintf(os.Stderr, "bench: %s %s %s %s: %v\n", k.path, s.id, workload, e.name, err)
+				}
+			})
+		}
 	}
 	time.Sleep(100 * time.Millisecond)
 	return wg.Wait
