@@ -4,7 +4,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -182,16 +181,8 @@ func (f *clientCertFixture) get(t *testing.T, c *http.Client, path string, heade
 	for k, v := range headers {
 		req.Header.Set(k, v)
 	}
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fmt.Sprint(resp.StatusCode, " ", strings.TrimSpace(string(body)))
+	code, body := roundTrip(t, c, req)
+	return fmt.Sprint(code, " ", body)
 }
 
 // Every request, repeated, gets the answer upstream's authenticator gives it; requests

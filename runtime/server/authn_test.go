@@ -169,6 +169,12 @@ func (f *frontProxyFixture) get(t *testing.T, c *http.Client, user string) (int,
 		t.Fatal(err)
 	}
 	req.Header.Set("X-Remote-User", user)
+	return roundTrip(t, c, req)
+}
+
+// roundTrip sends req and returns the status and the trimmed body.
+func roundTrip(t *testing.T, c *http.Client, req *http.Request) (int, string) {
+	t.Helper()
 	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -121,22 +122,14 @@ func (t *internTable) str(s string) string {
 	if s == "" || len(s) > maxInternedLen {
 		return s
 	}
-	t.mu.RLock()
-	v, ok := t.strs[s]
-	t.mu.RUnlock()
-	if ok {
-		return v
+	v, ok := shared(&t.mu, t.strs, s, func() (string, string, bool) {
+		c := strings.Clone(s) // not a reference into whatever s was cut from
+		return c, c, len(t.strs) < maxInterned
+	})
+	if !ok {
+		return s
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if v, ok := t.strs[s]; ok {
-		return v
-	}
-	if len(t.strs) < maxInterned {
-		s = strings.Clone(s) // not a reference into whatever s was cut from
-		t.strs[s] = s
-	}
-	return s
+	return v
 }
 
 // bytes returns the shared copy of b, keeping a copy of b when there is room.
@@ -144,23 +137,19 @@ func (t *internTable) bytes(b []byte) []byte {
 	if len(b) == 0 || len(b) > maxInternedFieldsLen {
 		return b
 	}
-	t.mu.RLock()
-	v, ok := t.fields[string(b)]
-	t.mu.RUnlock()
-	if ok {
-		return v
+	// The lookup key aliases b; a kept value is stored under its copy's own string.
+	v, ok := shared(&t.mu, t.fields, unsafe.String(&b[0], len(b)), func() (string, []byte, bool) {
+		if len(t.fields) >= maxInterned || t.fieldBytes+len(b) > maxInternedFieldsBytes {
+			return "", nil, false
+		}
+		c := bytes.Clone(b)
+		t.fieldBytes += len(c)
+		return string(c), c, true
+	})
+	if !ok {
+		return b
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if v, ok := t.fields[string(b)]; ok {
-		return v
-	}
-	if len(t.fields) < maxInterned && t.fieldBytes+len(b) <= maxInternedFieldsBytes {
-		b = bytes.Clone(b)
-		t.fields[string(b)] = b
-		t.fieldBytes += len(b)
-	}
-	return b
+	return v
 }
 
 // labelSet returns the shared label map equal to labels, keeping labels as the shared one
@@ -171,22 +160,35 @@ func (t *internTable) labelSet(labels map[string]string) map[string]string {
 	if !ok {
 		return nil
 	}
-	t.mu.RLock()
-	v, found := t.labelSets[key]
-	t.mu.RUnlock()
-	if found {
-		return v
+	v, _ := shared(&t.mu, t.labelSets, key, func() (string, map[string]string, bool) {
+		return key, labels, len(t.labelSets) < maxInterned
+	})
+	return v
+}
+
+// shared returns m's value for key, else the value keep gives, stored under the key keep
+// gives when keep says there is room; false when key has no value and keep kept none.
+// keep runs under mu's write lock; the usual case, a value already shared, takes the read
+// lock only.
+func shared[V any](mu *sync.RWMutex, m map[string]V, key string, keep func() (string, V, bool)) (V, bool) {
+	mu.RLock()
+	v, ok := m[key]
+	mu.RUnlock()
+	if ok {
+		return v, true
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if v, found := t.labelSets[key]; found {
-		return v
+	mu.Lock()
+	defer mu.Unlock()
+	if v, ok := m[key]; ok {
+		return v, true
 	}
-	if len(t.labelSets) >= maxInterned {
-		return nil
+	k, v, room := keep()
+	if !room {
+		var zero V
+		return zero, false
 	}
-	t.labelSets[key] = labels
-	return labels
+	m[k] = v
+	return v, true
 }
 
 // labelSetKey is a key that tells label sets apart: each label's key and value, sorted by
