@@ -71,6 +71,11 @@ func Available() error {
 // MountTemp mounts a new temporary backing directory on a new temporary mountpoint for the
 // test t, fails t with Mount's reason when it cannot (not root, no /dev/fuse), and unmounts
 // (an error if that fails) when t's cleanups run (after those registered later, such as a process using the mount).
+//
+// The file system is served by goroutines of the calling process. Code that maps a file of
+// the mount into memory (bbolt, so etcd) must run in another process: a page fault on the
+// mapping waits for the server, and a stop-the-world garbage collection during it never
+// ends (runtime/etcd's power-cut test runs etcd in a child process for that reason).
 func MountTemp(t testing.TB) (f *FS, mountpoint string) {
 	t.Helper()
 	mountpoint = t.TempDir()
