@@ -62,6 +62,7 @@ type options struct {
 	updates     int
 	profileDir  string
 	profileSecs int
+	serverArgs  string
 }
 
 func main() {
@@ -84,6 +85,7 @@ func main() {
 	flag.IntVar(&o.updates, "updates", 100, "writes the watchers observe")
 	flag.StringVar(&o.profileDir, "profile", "", "write CPU profiles of every server on each subject's path during the create, get, large list and watch workloads, execution traces during watch, and heap profiles of the storing processes, into this directory")
 	flag.IntVar(&o.profileSecs, "profile-seconds", 10, "length of each CPU profile")
+	flag.StringVar(&o.serverArgs, "server-args", "", "more flags for the generated server behind the aggregator, separated by spaces (the run's command records them), to compare a setting against the default")
 	flag.Parse()
 	set := map[string]bool{}
 	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -138,7 +140,8 @@ func run(o options) error {
 	}
 	if o.serving {
 		cfg := servingConfig{objects: o.objects, concurrency: o.concurrency, watchers: o.watchers, updates: o.updates,
-			repeats: o.repeats, profileDir: o.profileDir, profileSeconds: o.profileSecs}
+			repeats: o.repeats, profileDir: o.profileDir, profileSeconds: o.profileSecs,
+			serverArgs: strings.Fields(o.serverArgs)}
 		if err := serving(root, cfg, res); err != nil {
 			return err
 		}

@@ -39,6 +39,7 @@ type servingConfig struct {
 	repeats        int // rounds of every workload
 	profileDir     string
 	profileSeconds int
+	serverArgs     []string // more flags for the generated server
 }
 
 // subject is one way of serving the example's Boats: the generated server directly, the
@@ -138,7 +139,7 @@ func serving(root string, cfg servingConfig, res *Results) error {
 		return err
 	}
 	r.Logf("deploying the example behind kube-apiserver")
-	backend := cluster.Deploy(r, ctx, cp, dir, serverBin, etcdURL, append(slices.Clone(cborServerArgs), "--etcd-prefix="+generatedEtcdPrefix)...)
+	backend := cluster.Deploy(r, ctx, cp, dir, serverBin, etcdURL, slices.Concat(cborServerArgs, []string{"--etcd-prefix=" + generatedEtcdPrefix}, cfg.serverArgs)...)
 
 	adminHTTP, err := rest.HTTPClientFor(cp.Admin)
 	if err != nil {
