@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strings"
 
+	jsonv2 "github.com/go-json-experiment/json"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -35,15 +36,18 @@ type Serializer struct {
 	// decodable are the Go types (struct types, not pointers) whose objects Decode fills in
 	// one parse: see decodableType.
 	decodable map[reflect.Type]bool
+	// fast are the decodable types the fast decoding reads as upstream (fastDecodable).
+	fast map[reflect.Type]bool
 }
 
 // NewSerializer returns upstream, a JSON (not YAML) serializer of scheme, decoding bodies
 // into the scheme's typed objects in one parse.
 func NewSerializer(upstream *jsonserializer.Serializer, scheme *runtime.Scheme) *Serializer {
-	s := &Serializer{Serializer: upstream, typer: scheme, decodable: map[reflect.Type]bool{}}
+	s := &Serializer{Serializer: upstream, typer: scheme, decodable: map[reflect.Type]bool{}, fast: map[reflect.Type]bool{}}
 	for _, t := range scheme.AllKnownTypes() {
 		if decodableType(t) {
 			s.decodable[t] = true
+			s.fast[t] = fastDecodable(t)
 		}
 	}
 	return s
@@ -134,12 +138,19 @@ func (s *Serializer) Decode(data []byte, defaultGVK *schema.GroupVersionKind, in
 		ptr.Elem().SetZero()
 		return s.Serializer.Decode(data, defaultGVK, into)
 	}
-	// Strict decoding fills the object exactly as the lenient one does, and its errors
-	// also tell which keys matched no field: one of them could be a key upstream's first
-	// parse reads as apiVersion or kind ("Kind", or one that was sent twice).
-	strictErrs, err := kjson.UnmarshalStrict(data, into)
-	if err != nil || mayNameTypeMeta(strictErrs) {
-		return upstream()
+	// The fast decoding succeeds only where upstream's strict decoding would have no error
+	// (see fastOptions); otherwise the object is reset and decoded again.
+	var strictErrs []error
+	if !s.fast[ptr.Type().Elem()] || jsonv2.Unmarshal(data, into, fastOptions) != nil {
+		ptr.Elem().SetZero()
+		// Strict decoding fills the object exactly as the lenient one does, and its
+		// errors also tell which keys matched no field: one of them could be a key
+		// upstream's first parse reads as apiVersion or kind ("Kind", or one that was
+		// sent twice).
+		strictErrs, err = kjson.UnmarshalStrict(data, into)
+		if err != nil || mayNameTypeMeta(strictErrs) {
+			return upstream()
+		}
 	}
 	tm := into.GetObjectKind().(*metav1.TypeMeta) // decodableType checked it
 	gv, err := schema.ParseGroupVersion(tm.APIVersion)
