@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -184,16 +185,27 @@ func serving(root string, cfg servingConfig, res *Results) error {
 	subjects = append(subjects, pgSubject)
 
 	for round := range cfg.repeats {
-		if err := servingRound(r, cfg, round, subjects, cp.Host, adminHTTP, etcdClient, etcdProc, res); err != nil {
+		if err := servingRound(r, cfg, round, subjects, cp.APIServer, cp.Host, adminHTTP, etcdClient, etcdProc, res); err != nil {
 			return fmt.Errorf("round %d: %w", round+1, err)
 		}
 	}
 	return nil
 }
 
+// store is a process that stores objects, measured once however many subjects it serves.
+type store struct {
+	proc    *cluster.Process
+	host    string
+	client  *http.Client
+	subject string // the subject the memory rows name it by
+	objects int    // the objects the round adds to it
+	heap0   int64
+	rss0    int64
+}
+
 // servingRound runs every serving workload once on every subject, in the round's order,
 // each subject in a namespace of its own for the round.
-func servingRound(r *cluster.Runner, cfg servingConfig, round int, subjects []*subject, kubeHost string, admin *http.Client, etcdClient *clientv3.Client, etcdProc *cluster.Process, res *Results) error {
+func servingRound(r *cluster.Runner, cfg servingConfig, round int, subjects []*subject, kas *cluster.Process, kubeHost string, admin *http.Client, etcdClient *clientv3.Client, etcdProc *cluster.Process, res *Results) error {
 	order := rotated(subjects, round)
 	names := make([]string, len(order))
 	for i, s := range order {
@@ -209,15 +221,6 @@ func servingRound(r *cluster.Runner, cfg servingConfig, round int, subjects []*s
 
 	// The processes that store objects, each measured once however many subjects it
 	// serves, and the objects the round adds to each.
-	type store struct {
-		proc    *cluster.Process
-		host    string
-		client  *http.Client
-		subject string // the subject the memory rows name it by
-		objects int
-		heap0   int64
-		rss0    int64
-	}
 	var stores []*store
 	byProc := map[*cluster.Process]*store{}
 	for _, s := range subjects {
@@ -229,12 +232,12 @@ func servingRound(r *cluster.Runner, cfg servingConfig, round int, subjects []*s
 		}
 		st.objects += cfg.objects
 	}
+	heaps, err := steadyHeaps(r, kas, stores, order)
+	if err != nil {
+		return err
+	}
 	for _, st := range stores {
-		heap, err := liveHeap(st.client, st.host)
-		if err != nil {
-			return err
-		}
-		st.heap0, st.rss0 = heap, resetPeakRSS(st.proc)
+		st.heap0, st.rss0 = heaps[st], resetPeakRSS(st.proc)
 	}
 	small := cfg.objects / 10
 	for _, s := range order {
@@ -300,13 +303,14 @@ func servingRound(r *cluster.Runner, cfg servingConfig, round int, subjects []*s
 	if err := run(workloads); err != nil {
 		return err
 	}
-	// Every subject holds its objects: the heap they take.
+	// Every subject holds its objects: the heap they take, read from restarted stores like
+	// heap0.
+	heaps, err = steadyHeaps(r, kas, stores, order)
+	if err != nil {
+		return err
+	}
 	for _, st := range stores {
-		heap, err := liveHeap(st.client, st.host)
-		if err != nil {
-			return err
-		}
-		res.add(tableMemory, wHeap, st.subject, "", Sample{Bytes: float64(heap-st.heap0) / float64(st.objects)})
+		res.add(tableMemory, wHeap, st.subject, "", Sample{Bytes: float64(heaps[st]-st.heap0) / float64(st.objects)})
 		if err := heapProfile(cfg, st.client, st.host, st.subject, round); err != nil {
 			return err
 		}
@@ -817,6 +821,64 @@ func procStatus(p *cluster.Process, field string) int64 {
 		}
 	}
 	return 0
+}
+
+// steadyHeaps restarts the processes that store objects, kube-apiserver first (the
+// generated servers delegate authentication and authorization to it), waits until each
+// answers /readyz and every subject serves its collection again, and returns each store's
+// live heap. A restarted server's watch cache holds every stored object from its initial
+// list and no event window, so the heap a round's objects add is what holding them takes,
+// however fast they were written. Read right after the writes, it also counted the window:
+// for every write of the last 75 s or more the watch cache keeps the event and a
+// copy-on-write snapshot of its B-tree, which cost more than a stored object in the
+// profiles, and a run that wrote faster (one without -profile) kept more of them.
+func steadyHeaps(r *cluster.Runner, kas *cluster.Process, stores []*store, subjects []*subject) (map[*store]int64, error) {
+	restart := slices.Clone(stores)
+	slices.SortStableFunc(restart, func(a, b *store) int {
+		return cmp.Compare(boolInt(a.proc != kas), boolInt(b.proc != kas))
+	})
+	for _, st := range restart {
+		st.proc.Restart(r)
+		if err := waitOK(st.client, st.host+"/readyz", 3*time.Minute); err != nil {
+			return nil, fmt.Errorf("%s after its restart: %w\n%s", st.proc.Name, err, cluster.Tail(st.proc.Out.String(), 2000))
+		}
+	}
+	for _, s := range subjects {
+		if err := waitOK(s.client, s.base, 3*time.Minute); err != nil {
+			return nil, fmt.Errorf("%s after the restart: %w", subjectTitles[s.id], err)
+		}
+	}
+	heaps := map[*store]int64{}
+	for _, st := range stores {
+		heap, err := liveHeap(st.client, st.host)
+		if err != nil {
+			return nil, err
+		}
+		heaps[st] = heap
+	}
+	return heaps, nil
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// waitOK polls url with c until it answers 200, for at most timeout.
+func waitOK(c *http.Client, url string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		_, _, err := do(c, http.MethodGet, url, "", http.StatusOK)
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // liveHeap forces two garbage collections in the server (pprof's gc=1) and returns its

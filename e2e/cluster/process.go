@@ -60,6 +60,24 @@ func (p *Process) Kill() {
 	p.done <- err
 }
 
+// Restart kills the process and starts its command again: the same binary, arguments,
+// environment and directory, writing to the same output, under the same cleanup. It must
+// not run concurrently with the process's other methods.
+func (p *Process) Restart(t T) {
+	t.Helper()
+	p.Kill()
+	old := p.Cmd
+	cmd := exec.Command(old.Path, old.Args[1:]...)
+	cmd.Env, cmd.Dir = old.Env, old.Dir
+	cmd.Stdout, cmd.Stderr = p.Out, p.Out
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("restarting %s: %v", p.Name, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	p.Cmd, p.done = cmd, done
+}
+
 // Exited tells whether the process has ended.
 func (p *Process) Exited() bool {
 	select {
