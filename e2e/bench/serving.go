@@ -240,14 +240,8 @@ func servingRound(r *cluster.Runner, cfg servingConfig, round int, subjects []*s
 		st.heap0, st.rss0 = heaps[st], resetPeakRSS(st.proc)
 	}
 	small := cfg.objects / 10
-	for _, s := range order {
-		// Warm up the path (connections, authorization caches) outside the figures.
-		if _, err := runOps(cfg.concurrency, cfg.concurrency, s.procs, func(i int) error {
-			_, _, err := do(s.client, http.MethodGet, s.base, "", http.StatusOK)
-			return err
-		}); err != nil {
-			return err
-		}
+	if err := warmUp(cfg, order); err != nil {
+		return err
 	}
 
 	get := func(s *subject) func(int) error {
@@ -303,8 +297,18 @@ func servingRound(r *cluster.Runner, cfg servingConfig, round int, subjects []*s
 	if err := run(workloads); err != nil {
 		return err
 	}
+	if err := run([]workload{
+		{wWatch, "watch", func(s *subject) (measurement, error) { return watchFanOutAs(s, cfg, jsonMediaType, 50) }},
+		{wContention, "", func(s *subject) (measurement, error) { return contention(s, cfg) }},
+	}); err != nil {
+		return err
+	}
+	for _, st := range stores {
+		res.add(tableMemory, wPeakRSS, st.subject, "", Sample{Bytes: float64(peakRSS(st.proc) - st.rss0)})
+	}
 	// Every subject holds its objects: the heap they take, read from restarted stores like
-	// heap0.
+	// heap0 (the watch and contention workloads only update objects), after the peak RSS of
+	// the processes that ran the workloads.
 	heaps, err = steadyHeaps(r, kas, stores, order)
 	if err != nil {
 		return err
@@ -315,14 +319,8 @@ func servingRound(r *cluster.Runner, cfg servingConfig, round int, subjects []*s
 			return err
 		}
 	}
-	if err := run([]workload{
-		{wWatch, "watch", func(s *subject) (measurement, error) { return watchFanOutAs(s, cfg, jsonMediaType, 50) }},
-		{wContention, "", func(s *subject) (measurement, error) { return contention(s, cfg) }},
-	}); err != nil {
+	if err := warmUp(cfg, order); err != nil {
 		return err
-	}
-	for _, st := range stores {
-		res.add(tableMemory, wPeakRSS, st.subject, "", Sample{Bytes: float64(peakRSS(st.proc) - st.rss0)})
 	}
 
 	// Other formats next to JSON on the generated server (a CRD serves no protobuf).
@@ -825,10 +823,11 @@ func procStatus(p *cluster.Process, field string) int64 {
 
 // steadyHeaps restarts the processes that store objects, kube-apiserver first (the
 // generated servers delegate authentication and authorization to it), waits until each
-// answers /readyz and every subject serves its collection again, and returns each store's
-// live heap. A restarted server's watch cache holds every stored object from its initial
-// list and no event window, so the heap a round's objects add is what holding them takes,
-// however fast they were written. Read right after the writes, it also counted the window:
+// answers /readyz, every subject serves its collection again and the processes are quiet
+// (settle), and returns each store's live heap. A restarted server's watch cache holds
+// every stored object from its initial list and no event window, so the heap a round's
+// objects add is what holding them takes, however fast they were written. Read right after
+// the writes, it also counted the window:
 // for every write of the last 75 s or more the watch cache keeps the event and a
 // copy-on-write snapshot of its B-tree, which cost more than a stored object in the
 // profiles, and a run that wrote faster (one without -profile) kept more of them.
@@ -837,17 +836,20 @@ func steadyHeaps(r *cluster.Runner, kas *cluster.Process, stores []*store, subje
 	slices.SortStableFunc(restart, func(a, b *store) int {
 		return cmp.Compare(boolInt(a.proc != kas), boolInt(b.proc != kas))
 	})
+	var procs []*cluster.Process
 	for _, st := range restart {
 		st.proc.Restart(r)
-		if err := waitOK(st.client, st.host+"/readyz", 3*time.Minute); err != nil {
+		procs = append(procs, st.proc)
+		if err := waitOK(st.client, st.host+"/readyz", 3*time.Minute, st.proc.Exited); err != nil {
 			return nil, fmt.Errorf("%s after its restart: %w\n%s", st.proc.Name, err, cluster.Tail(st.proc.Out.String(), 2000))
 		}
 	}
 	for _, s := range subjects {
-		if err := waitOK(s.client, s.base, 3*time.Minute); err != nil {
+		if err := waitOK(s.client, s.base, 3*time.Minute, func() bool { return false }); err != nil {
 			return nil, fmt.Errorf("%s after the restart: %w", subjectTitles[s.id], err)
 		}
 	}
+	settle(procs)
 	heaps := map[*store]int64{}
 	for _, st := range stores {
 		heap, err := liveHeap(st.client, st.host)
@@ -859,6 +861,33 @@ func steadyHeaps(r *cluster.Runner, kas *cluster.Process, stores []*store, subje
 	return heaps, nil
 }
 
+// warmUp runs a few lists on every subject, outside the figures, so that the workloads
+// after it do not pay for connections and authorization caches.
+func warmUp(cfg servingConfig, subjects []*subject) error {
+	for _, s := range subjects {
+		if _, err := runOps(cfg.concurrency, cfg.concurrency, s.procs, func(i int) error {
+			_, _, err := do(s.client, http.MethodGet, s.base, "", http.StatusOK)
+			return err
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// settle waits until procs use less than 5 % of a CPU over a second (what a started server
+// does in the background, kube-apiserver's post-start work among it, is over), for at most
+// a minute.
+func settle(procs []*cluster.Process) {
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
+		before := cpuOf(procs)
+		time.Sleep(time.Second)
+		if cpuOf(procs)-before < 50*time.Millisecond {
+			return
+		}
+	}
+}
+
 func boolInt(b bool) int {
 	if b {
 		return 1
@@ -866,13 +895,17 @@ func boolInt(b bool) int {
 	return 0
 }
 
-// waitOK polls url with c until it answers 200, for at most timeout.
-func waitOK(c *http.Client, url string, timeout time.Duration) error {
+// waitOK polls url with c until it answers 200, for at most timeout, or until exited says
+// the process that should answer has ended.
+func waitOK(c *http.Client, url string, timeout time.Duration, exited func() bool) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		_, _, err := do(c, http.MethodGet, url, "", http.StatusOK)
 		if err == nil {
 			return nil
+		}
+		if exited() {
+			return fmt.Errorf("the process exited: %w", err)
 		}
 		if time.Now().After(deadline) {
 			return err

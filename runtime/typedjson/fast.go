@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"strings"
+	"time"
 	"unicode"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -49,16 +50,19 @@ func decodeAny(dec *jsontext.Decoder, v *any) error {
 var (
 	anyType             = reflect.TypeFor[any]()
 	numberType          = reflect.TypeFor[json.Number]()
+	timeType            = reflect.TypeFor[time.Time]()
+	durationType        = reflect.TypeFor[time.Duration]()
 	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
 )
 
 // fastDecodable reports whether the fast decoding reads JSON into values of type t as
 // encoding/json does, as far as the type tells: t and every type it holds are made of
-// structs, pointers, slices, arrays, maps with string, integer or text keys, strings,
-// numbers, booleans and the empty interface, or decode themselves (UnmarshalJSON or
-// UnmarshalText); no struct field has a JSON name encoding/json would not take as given, a
-// tag option other than omitempty, omitzero or inline (both read "string" and v2 reads
-// "format", "embed" and "case"), or an embedding only encoding/json accepts.
+// structs, pointers, slices, arrays, maps with string or text keys, strings, numbers,
+// booleans and the empty interface, or decode themselves (UnmarshalJSON or UnmarshalText;
+// not time.Time and time.Duration, which v2 reads its own way); no struct field has a JSON
+// name encoding/json would not take as given, a tag option other than omitempty, omitzero
+// or inline (both read "string" and v2 reads "format", "embed" and "case"), or an
+// embedding only encoding/json accepts.
 func fastDecodable(t reflect.Type) bool {
 	return fastDecodableType(t, map[reflect.Type]bool{})
 }
@@ -68,8 +72,13 @@ func fastDecodableType(t reflect.Type, seen map[reflect.Type]bool) bool {
 		return true // being checked further up, or checked
 	}
 	seen[t] = true
-	if t == numberType {
+	switch t {
+	case numberType:
 		return false // encoding/json's own string type, a plain string to v2
+	case timeType, durationType:
+		// v2 reads these itself instead of calling their methods: it unescapes a time's
+		// string before parsing it, where time.Time's UnmarshalJSON refuses escapes.
+		return false
 	}
 	if reflect.PointerTo(t).Implements(unmarshalerType) || reflect.PointerTo(t).Implements(textUnmarshalerType) {
 		return true // decodes itself
@@ -85,10 +94,9 @@ func fastDecodableType(t reflect.Type, seen map[reflect.Type]bool) bool {
 	case reflect.Pointer, reflect.Slice, reflect.Array:
 		return fastDecodableType(t.Elem(), seen)
 	case reflect.Map:
-		switch k := t.Key(); {
-		case k.Kind() == reflect.String, reflect.PointerTo(k).Implements(textUnmarshalerType):
-		case k.Kind() >= reflect.Int && k.Kind() <= reflect.Uintptr:
-		default:
+		// Not integer keys: v2's legacy reading takes the key "null" as 0, where
+		// encoding/json refuses it.
+		if k := t.Key(); k.Kind() != reflect.String && !reflect.PointerTo(k).Implements(textUnmarshalerType) {
 			return false
 		}
 		return fastDecodableType(t.Elem(), seen)

@@ -11,7 +11,9 @@
 // apiVersion or kind by upstream's case-insensitive first parse but not by the
 // case-sensitive decoding) it is returned as it is. In every other case the object is reset
 // and upstream's serializer decodes the body, so objects, kinds and errors are always
-// upstream's.
+// upstream's. The one parse is the fast decoding's (fast.go) when the body decodes without
+// any error; a body with an error, a strict one included (an unknown or repeated field), is
+// parsed again by sigs.k8s.io/json.
 package typedjson
 
 import (
