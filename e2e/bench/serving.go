@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"cmp"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -827,27 +826,27 @@ func procStatus(p *cluster.Process, field string) int64 {
 // (settle), and returns each store's live heap. A restarted server's watch cache holds
 // every stored object from its initial list and no event window, so the heap a round's
 // objects add is what holding them takes, however fast they were written. Read right after
-// the writes, it also counted the window:
-// for every write of the last 75 s or more the watch cache keeps the event and a
-// copy-on-write snapshot of its B-tree, which cost more than a stored object in the
-// profiles, and a run that wrote faster (one without -profile) kept more of them.
+// the writes, it also counted the window: for every write of the last 75 s or more the
+// watch cache keeps the event and a copy-on-write snapshot of its B-tree, which cost more
+// than a stored object in the profiles, and a run that wrote faster (one without -profile)
+// kept more of them.
 func steadyHeaps(r *cluster.Runner, kas *cluster.Process, stores []*store, subjects []*subject) (map[*store]int64, error) {
-	restart := slices.Clone(stores)
-	slices.SortStableFunc(restart, func(a, b *store) int {
-		return cmp.Compare(boolInt(a.proc != kas), boolInt(b.proc != kas))
-	})
+	var restart []*store
+	for _, st := range stores {
+		if st.proc == kas {
+			restart = append([]*store{st}, restart...)
+		} else {
+			restart = append(restart, st)
+		}
+	}
 	var procs []*cluster.Process
 	for _, st := range restart {
 		st.proc.Restart(r)
+		st.proc.WaitFor(r, st.client, st.host+"/readyz", 3*time.Minute)
 		procs = append(procs, st.proc)
-		if err := waitOK(st.client, st.host+"/readyz", 3*time.Minute, st.proc.Exited); err != nil {
-			return nil, fmt.Errorf("%s after its restart: %w\n%s", st.proc.Name, err, cluster.Tail(st.proc.Out.String(), 2000))
-		}
 	}
 	for _, s := range subjects {
-		if err := waitOK(s.client, s.base, 3*time.Minute, func() bool { return false }); err != nil {
-			return nil, fmt.Errorf("%s after the restart: %w", subjectTitles[s.id], err)
-		}
+		s.store.WaitFor(r, s.client, s.base, 3*time.Minute)
 	}
 	settle(procs)
 	heaps := map[*store]int64{}
@@ -885,32 +884,6 @@ func settle(procs []*cluster.Process) {
 		if cpuOf(procs)-before < 50*time.Millisecond {
 			return
 		}
-	}
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
-// waitOK polls url with c until it answers 200, for at most timeout, or until exited says
-// the process that should answer has ended.
-func waitOK(c *http.Client, url string, timeout time.Duration, exited func() bool) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		_, _, err := do(c, http.MethodGet, url, "", http.StatusOK)
-		if err == nil {
-			return nil
-		}
-		if exited() {
-			return fmt.Errorf("the process exited: %w", err)
-		}
-		if time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(200 * time.Millisecond)
 	}
 }
 

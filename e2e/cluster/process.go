@@ -96,13 +96,20 @@ func (p *Process) WaitReady(t T, cfg *rest.Config, timeout time.Duration) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	p.WaitFor(t, client, cfg.Host+"/readyz", timeout)
+}
+
+// WaitFor polls url with client until it answers 200, failing t when p exits first or
+// timeout passes.
+func (p *Process) WaitFor(t T, client *http.Client, url string, timeout time.Duration) {
+	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
 		if p.Exited() {
 			t.Fatalf("%s exited:\n%s", p.Name, Tail(p.Out.String(), 4000))
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, cfg.Host+"/readyz", nil)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		resp, err := client.Do(req)
 		cancel()
 		if err == nil {
@@ -113,7 +120,7 @@ func (p *Process) WaitReady(t T, cfg *rest.Config, timeout time.Duration) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	t.Fatalf("%s not ready after %s:\n%s", p.Name, timeout, Tail(p.Out.String(), 4000))
+	t.Fatalf("%s: %s did not answer 200 within %s:\n%s", p.Name, url, timeout, Tail(p.Out.String(), 4000))
 }
 
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
