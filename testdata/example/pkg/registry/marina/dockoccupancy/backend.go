@@ -5,6 +5,7 @@ package dockoccupancy
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	clientrest "k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -29,18 +31,20 @@ import (
 const FullLabel = "marina.example.com/full"
 
 // NewBackend returns what serves dockoccupancies.marina.example.com: the occupancy of each
-// Dock, computed from the server's own Docks and Boats, which it reads through informers on
-// the loopback client once the server runs (Start). It serves get, list and watch.
+// Dock, computed from the server's own Docks and Boats, which it reads on the loopback client
+// once the server runs (Start). It serves get, list and watch.
 func NewBackend() (backend.Reader[*marinav1alpha1.DockOccupancy], error) {
 	return &Backend{}, nil
 }
 
-// Backend computes DockOccupancies from the Docks and Boats in the server's informer caches.
+// Backend computes DockOccupancies from the Docks in an informer's cache and an index of
+// which boats berth at which dock.
 type Backend struct {
 	mu sync.RWMutex
-	// docks and boats are the listers of the informer caches; nil until Start has synced them.
+	// docks is the lister of the Dock informer's cache and boats the index of the Boats;
+	// both nil until Start has synced them.
 	docks marinalisters.DockLister
-	boats marinalisters.BoatLister
+	boats *boatsAtDocks
 	// changes sends every recomputed occupancy to the watches.
 	changes *watch.Broadcaster
 }
@@ -51,9 +55,10 @@ var (
 	_ backend.Starter                               = &Backend{}
 )
 
-// Start reads Docks and Boats through informers on the server's loopback client, and tells
-// the watches about the occupancies that change with each Dock or Boat event. It returns once
-// the caches are synced (the server is not ready before).
+// Start reads Docks through an informer on the server's loopback client and Boats through a
+// reflector into a boatsAtDocks index, and tells the watches about the occupancies that change
+// with each Dock or Boat event. It returns once both are synced (the server is not ready
+// before).
 func (b *Backend) Start(ctx context.Context, loopback *clientrest.Config) error {
 	cs, err := versioned.NewForConfig(loopback)
 	if err != nil {
@@ -61,7 +66,6 @@ func (b *Backend) Start(ctx context.Context, loopback *clientrest.Config) error 
 	}
 	factory := externalversions.NewSharedInformerFactory(cs, 0)
 	docks := factory.Marina().V1alpha1().Docks()
-	boats := factory.Marina().V1alpha1().Boats()
 	// Each watch buffers 1000 changes; one that falls further behind (a client that stopped
 	// reading) misses changes rather than holding up the informers and the other watches.
 	changes := watch.NewBroadcaster(1000, watch.DropIfChannelFull)
@@ -72,26 +76,32 @@ func (b *Backend) Start(ctx context.Context, loopback *clientrest.Config) error 
 	}); err != nil {
 		return err
 	}
-	// The cache keeps of each Boat only what occupancy reads, so that the server holds its
-	// Boats once (in its watch cache), not twice.
-	if err := boats.Informer().SetTransform(boatInDock); err != nil {
-		return err
-	}
-	if _, err := boats.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { b.boatChanged(obj) },
-		UpdateFunc: func(old, obj any) { b.boatChanged(old, obj) },
-		DeleteFunc: func(obj any) { b.boatChanged(obj) },
-	}); err != nil {
-		return err
-	}
+	// Of each Boat the index keeps only its key, dock and resourceVersion (a few dozen bytes),
+	// so that the server holds its Boats once, in its watch cache, and not a second time in an
+	// informer's.
+	boats := newBoatsAtDocks(b.boatsMoved)
+	reflector := cache.NewReflectorWithOptions(cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			return cs.MarinaV1alpha1().Boats("").List(ctx, opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			return cs.MarinaV1alpha1().Boats("").Watch(ctx, opts)
+		},
+	}, cs), &marinav1alpha1.Boat{}, boats, cache.ReflectorOptions{Name: "dockoccupancy-boats"})
 	factory.Start(ctx.Done())
+	go reflector.RunWithContext(ctx)
 	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
 		if !ok {
 			return fmt.Errorf("the %v cache did not sync", typ)
 		}
 	}
+	select {
+	case <-boats.synced:
+	case <-ctx.Done():
+		return fmt.Errorf("the Boat index did not sync: %w", ctx.Err())
+	}
 	b.mu.Lock()
-	b.docks, b.boats, b.changes = docks.Lister(), boats.Lister(), changes
+	b.docks, b.boats, b.changes = docks.Lister(), boats, changes
 	b.mu.Unlock()
 	go func() {
 		<-ctx.Done()
@@ -101,22 +111,9 @@ func (b *Backend) Start(ctx context.Context, loopback *clientrest.Config) error 
 	return nil
 }
 
-// boatInDock is the informer's transform of a Boat: its name, namespace, uid,
-// resourceVersion and dock, what occupancy and boatChanged read. Anything else (a
-// tombstone of a deleted Boat) is kept as it is.
-func boatInDock(obj any) (any, error) {
-	boat, ok := obj.(*marinav1alpha1.Boat)
-	if !ok {
-		return obj, nil
-	}
-	return &marinav1alpha1.Boat{
-		ObjectMeta: metav1.ObjectMeta{Name: boat.Name, Namespace: boat.Namespace, UID: boat.UID, ResourceVersion: boat.ResourceVersion},
-		Spec:       marinav1alpha1.BoatSpec{Dock: boat.Spec.Dock},
-	}, nil
-}
-
-// listers returns the listers, or a 503 before Start has synced them.
-func (b *Backend) listers() (marinalisters.DockLister, marinalisters.BoatLister, *watch.Broadcaster, error) {
+// started returns the Dock lister, the Boat index and the broadcaster, or a 503 before Start
+// has synced them.
+func (b *Backend) started() (marinalisters.DockLister, *boatsAtDocks, *watch.Broadcaster, error) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	if b.docks == nil {
@@ -127,7 +124,7 @@ func (b *Backend) listers() (marinalisters.DockLister, marinalisters.BoatLister,
 
 // Get returns the occupancy of the dock named name.
 func (b *Backend) Get(_ context.Context, _, name string) (*marinav1alpha1.DockOccupancy, error) {
-	docks, boats, _, err := b.listers()
+	docks, boats, _, err := b.started()
 	if err != nil {
 		return nil, err
 	}
@@ -138,16 +135,12 @@ func (b *Backend) Get(_ context.Context, _, name string) (*marinav1alpha1.DockOc
 	if err != nil {
 		return nil, err
 	}
-	all, err := boats.List(labels.Everything())
-	if err != nil {
-		return nil, err
-	}
-	return occupancy(dock, all), nil
+	return occupancy(dock, boats.at(name)), nil
 }
 
 // List returns the occupancy of every dock.
 func (b *Backend) List(_ context.Context, _ string) ([]*marinav1alpha1.DockOccupancy, error) {
-	docks, boats, _, err := b.listers()
+	docks, boats, _, err := b.started()
 	if err != nil {
 		return nil, err
 	}
@@ -155,13 +148,9 @@ func (b *Backend) List(_ context.Context, _ string) ([]*marinav1alpha1.DockOccup
 	if err != nil {
 		return nil, err
 	}
-	all, err := boats.List(labels.Everything())
-	if err != nil {
-		return nil, err
-	}
 	out := make([]*marinav1alpha1.DockOccupancy, 0, len(ds))
 	for _, d := range ds {
-		out = append(out, occupancy(d, all))
+		out = append(out, occupancy(d, boats.at(d.Name)))
 	}
 	return out, nil
 }
@@ -172,7 +161,7 @@ func (b *Backend) List(_ context.Context, _ string) ([]*marinav1alpha1.DockOccup
 // resourceVersion and then watches from there misses no change in between (a dock deleted in
 // between is not reported).
 func (b *Backend) Watch(ctx context.Context, _, resourceVersion string) (watch.Interface, error) {
-	_, _, changes, err := b.listers()
+	_, _, changes, err := b.started()
 	if err != nil {
 		return nil, err
 	}
@@ -203,32 +192,19 @@ func (b *Backend) dockChanged(typ watch.EventType, obj any) {
 	if !ok {
 		return
 	}
-	_, boats, changes, err := b.listers()
+	_, boats, changes, err := b.started()
 	if err != nil {
 		return // not started yet: the first list computes it
 	}
-	all, err := boats.List(labels.Everything())
-	if err != nil {
-		return
-	}
-	_ = changes.Action(typ, occupancy(dock, all))
+	_ = changes.Action(typ, occupancy(dock, boats.at(dock.Name)))
 }
 
-// boatChanged tells the watches about the occupancy of the docks of the boats given (a
-// boat's old and new version, which may name different docks).
-func (b *Backend) boatChanged(objs ...any) {
-	docks, _, _, err := b.listers()
+// boatsMoved tells the watches about the occupancy of the docks whose boats changed (a
+// boat's old and new dock, say).
+func (b *Backend) boatsMoved(names []string) {
+	docks, _, _, err := b.started()
 	if err != nil {
-		return
-	}
-	var names []string
-	for _, obj := range objs {
-		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = tomb.Obj
-		}
-		if boat, ok := obj.(*marinav1alpha1.Boat); ok && !slices.Contains(names, boat.Spec.Dock) {
-			names = append(names, boat.Spec.Dock)
-		}
+		return // not started yet: the first list computes it
 	}
 	for _, name := range names {
 		dock, err := docks.Get(name)
@@ -239,9 +215,10 @@ func (b *Backend) boatChanged(objs ...any) {
 	}
 }
 
-// occupancy computes the occupancy of dock from every boat. Its resourceVersion is the
-// largest of the dock's and its boats', so that it changes whenever they do.
-func occupancy(dock *marinav1alpha1.Dock, boats []*marinav1alpha1.Boat) *marinav1alpha1.DockOccupancy {
+// occupancy computes the occupancy of dock from the boats that berth at it. Its
+// resourceVersion is the largest of the dock's and its boats', so that it changes whenever
+// they do.
+func occupancy(dock *marinav1alpha1.Dock, boats berthed) *marinav1alpha1.DockOccupancy {
 	o := &marinav1alpha1.DockOccupancy{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:              dock.Name,
@@ -249,28 +226,175 @@ func occupancy(dock *marinav1alpha1.Dock, boats []*marinav1alpha1.Boat) *marinav
 			Labels:            map[string]string{},
 		},
 		Berths: dock.Spec.Berths,
+		Boats:  boats.keys,
 	}
 	for k, v := range dock.Labels {
 		o.Labels[k] = v
 	}
-	rv := parseRV(dock.ResourceVersion)
-	for _, boat := range boats {
-		if boat.Spec.Dock != dock.Name {
-			continue
-		}
-		o.Boats = append(o.Boats, boat.Namespace+"/"+boat.Name)
-		rv = max(rv, parseRV(boat.ResourceVersion))
-	}
-	slices.Sort(o.Boats)
 	o.Occupied = int32(len(o.Boats))
 	o.Free = o.Berths - o.Occupied
 	o.Full = o.Free <= 0
 	o.Labels[FullLabel] = strconv.FormatBool(o.Full)
-	o.ResourceVersion = strconv.FormatUint(rv, 10)
+	o.ResourceVersion = strconv.FormatUint(max(parseRV(dock.ResourceVersion), boats.resourceVersion), 10)
 	return o
 }
 
 func parseRV(rv string) uint64 {
 	n, _ := strconv.ParseUint(rv, 10, 64)
 	return n
+}
+
+// boatsAtDocks is the Boat reflector's store: which boats berth at which dock. Of a boat it
+// keeps its key (namespace/name), its dock and its resourceVersion, all that occupancy reads.
+// After each change it calls moved, outside its lock, with the docks whose boats changed.
+type boatsAtDocks struct {
+	moved func(docks []string)
+	// synced is closed by the first Replace (the reflector's first list).
+	synced   chan struct{}
+	syncOnce sync.Once
+
+	mu sync.RWMutex
+	// dockOf is a boat's dock by the boat's key; docks the boats at a dock by its name.
+	// A dock without boats, and a boat without a dock, are in neither.
+	dockOf map[string]*dockBoats
+	docks  map[string]*dockBoats
+}
+
+// dockBoats are the boats at the dock name: the resourceVersion of each by its key.
+type dockBoats struct {
+	name  string
+	boats map[string]uint64
+}
+
+// berthed is what occupancy reads of the boats at a dock: their keys, sorted, and the
+// largest of their resourceVersions.
+type berthed struct {
+	keys            []string
+	resourceVersion uint64
+}
+
+var _ cache.ReflectorStore = &boatsAtDocks{}
+
+func newBoatsAtDocks(moved func(docks []string)) *boatsAtDocks {
+	return &boatsAtDocks{moved: moved, synced: make(chan struct{}), dockOf: map[string]*dockBoats{}, docks: map[string]*dockBoats{}}
+}
+
+// at returns the boats at dock.
+func (s *boatsAtDocks) at(dock string) berthed {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	d := s.docks[dock]
+	if d == nil {
+		return berthed{}
+	}
+	out := berthed{keys: make([]string, 0, len(d.boats))}
+	for key, rv := range d.boats {
+		out.keys = append(out.keys, key)
+		out.resourceVersion = max(out.resourceVersion, rv)
+	}
+	slices.Sort(out.keys)
+	return out
+}
+
+// Add berths a Boat that was created.
+func (s *boatsAtDocks) Add(obj any) error { return s.Update(obj) }
+
+// Update berths a Boat that changed, at its dock now.
+func (s *boatsAtDocks) Update(obj any) error {
+	boat, err := asBoat(obj)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	moved := s.put(boat.Namespace+"/"+boat.Name, boat.Spec.Dock, parseRV(boat.ResourceVersion))
+	s.mu.Unlock()
+	s.moved(moved)
+	return nil
+}
+
+// Delete removes a Boat that was deleted from its dock.
+func (s *boatsAtDocks) Delete(obj any) error {
+	boat, err := asBoat(obj)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	moved := s.put(boat.Namespace+"/"+boat.Name, "", 0)
+	s.mu.Unlock()
+	s.moved(moved)
+	return nil
+}
+
+// Replace berths the Boats of a list, and only those.
+func (s *boatsAtDocks) Replace(list []any, _ string) error {
+	boats := make([]*marinav1alpha1.Boat, 0, len(list))
+	for _, obj := range list {
+		boat, err := asBoat(obj)
+		if err != nil {
+			return err
+		}
+		boats = append(boats, boat)
+	}
+	s.mu.Lock()
+	before := s.docks
+	s.dockOf, s.docks = make(map[string]*dockBoats, len(boats)), map[string]*dockBoats{}
+	for _, boat := range boats {
+		s.put(boat.Namespace+"/"+boat.Name, boat.Spec.Dock, parseRV(boat.ResourceVersion))
+	}
+	var moved []string
+	for name, d := range before {
+		if now := s.docks[name]; now == nil || !maps.Equal(d.boats, now.boats) {
+			moved = append(moved, name)
+		}
+	}
+	for name := range s.docks {
+		if before[name] == nil {
+			moved = append(moved, name)
+		}
+	}
+	s.mu.Unlock()
+	s.syncOnce.Do(func() { close(s.synced) })
+	slices.Sort(moved)
+	s.moved(moved)
+	return nil
+}
+
+// Resync does nothing: there is nothing to resend.
+func (s *boatsAtDocks) Resync() error { return nil }
+
+// put berths the boat key at dock, or at none when dock is "", and returns the docks whose
+// boats changed. The caller holds s.mu.
+func (s *boatsAtDocks) put(key, dock string, resourceVersion uint64) []string {
+	var moved []string
+	if old := s.dockOf[key]; old != nil && old.name != dock {
+		delete(old.boats, key)
+		if len(old.boats) == 0 {
+			delete(s.docks, old.name)
+		}
+		delete(s.dockOf, key)
+		moved = append(moved, old.name)
+	}
+	if dock == "" {
+		return moved
+	}
+	d := s.docks[dock]
+	if d == nil {
+		d = &dockBoats{name: dock, boats: map[string]uint64{}}
+		s.docks[dock] = d
+	}
+	d.boats[key] = resourceVersion
+	s.dockOf[key] = d
+	return append(moved, dock)
+}
+
+// asBoat is the Boat obj is, or is the last known state of (a tombstone).
+func asBoat(obj any) (*marinav1alpha1.Boat, error) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	boat, ok := obj.(*marinav1alpha1.Boat)
+	if !ok {
+		return nil, fmt.Errorf("the index of Boats at docks was given a %T, not a Boat", obj)
+	}
+	return boat, nil
 }

@@ -2,6 +2,7 @@ package dockoccupancy
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -10,30 +11,93 @@ import (
 	marinav1alpha1 "example.com/marina/pkg/apis/marina/v1alpha1"
 )
 
-// TestBoatInDock: the Boat informer's cache keeps a Boat's name, namespace, uid,
-// resourceVersion and dock, and nothing else; a tombstone is kept as it is.
-func TestBoatInDock(t *testing.T) {
-	full := &marinav1alpha1.Boat{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: "kestrel", Namespace: "harbour", UID: "u1", ResourceVersion: "42",
-			Labels:        map[string]string{"fleet": "blue"},
-			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}},
-		},
-		Spec: marinav1alpha1.BoatSpec{Dock: "east", LengthMeters: 8, Crew: []string{"ann"}},
+func boat(namespace, name, dock, rv string) *marinav1alpha1.Boat {
+	return &marinav1alpha1.Boat{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, ResourceVersion: rv, Labels: map[string]string{"fleet": "blue"}},
+		Spec:       marinav1alpha1.BoatSpec{Dock: dock, LengthMeters: 8, Crew: []string{"ann"}},
 	}
-	got, err := boatInDock(full)
-	if err != nil {
-		t.Fatal(err)
+}
+
+// TestBoatsAtDocks: the index the Boat reflector keeps tells which boats berth at each dock,
+// sorted, with the largest of their resourceVersions, through creates, a move to another
+// dock, a move to no dock, deletes (also of a tombstone) and relists; after each change it
+// reports the docks whose boats changed, and only those.
+func TestBoatsAtDocks(t *testing.T) {
+	var moved [][]string
+	s := newBoatsAtDocks(func(docks []string) { moved = append(moved, docks) })
+	step := func(what string, err error, wantMoved []string, want map[string]berthed) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if len(moved) != 1 || !slices.Equal(moved[0], wantMoved) {
+			t.Errorf("%s: moved %q, want once %q", what, moved, wantMoved)
+		}
+		moved = nil
+		for dock, w := range want {
+			if got := s.at(dock); !reflect.DeepEqual(got, w) {
+				t.Errorf("%s: at(%q) = %+v, want %+v", what, dock, got, w)
+			}
+		}
 	}
-	want := &marinav1alpha1.Boat{
-		ObjectMeta: metav1.ObjectMeta{Name: "kestrel", Namespace: "harbour", UID: "u1", ResourceVersion: "42"},
-		Spec:       marinav1alpha1.BoatSpec{Dock: "east"},
+	none := berthed{}
+
+	step("create", s.Add(boat("harbour", "kestrel", "east", "5")), []string{"east"},
+		map[string]berthed{"east": {keys: []string{"harbour/kestrel"}, resourceVersion: 5}})
+	step("create", s.Add(boat("bay", "tern", "east", "7")), []string{"east"},
+		map[string]berthed{"east": {keys: []string{"bay/tern", "harbour/kestrel"}, resourceVersion: 7}})
+	step("create without a dock", s.Add(boat("bay", "skiff", "", "8")), nil,
+		map[string]berthed{"": none, "east": {keys: []string{"bay/tern", "harbour/kestrel"}, resourceVersion: 7}})
+	step("update at the same dock", s.Update(boat("harbour", "kestrel", "east", "9")), []string{"east"},
+		map[string]berthed{"east": {keys: []string{"bay/tern", "harbour/kestrel"}, resourceVersion: 9}})
+	step("move", s.Update(boat("bay", "tern", "west", "10")), []string{"east", "west"},
+		map[string]berthed{"east": {keys: []string{"harbour/kestrel"}, resourceVersion: 9}, "west": {keys: []string{"bay/tern"}, resourceVersion: 10}})
+	step("move to no dock", s.Update(boat("bay", "tern", "", "11")), []string{"west"},
+		map[string]berthed{"west": none})
+	step("delete", s.Delete(cache.DeletedFinalStateUnknown{Key: "harbour/kestrel", Obj: boat("harbour", "kestrel", "east", "9")}), []string{"east"},
+		map[string]berthed{"east": none})
+	if len(s.dockOf) != 0 || len(s.docks) != 0 {
+		t.Errorf("after every boat left: %d boats, %d docks kept", len(s.dockOf), len(s.docks))
 	}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("boatInDock = %+v, want %+v", got, want)
+
+	select {
+	case <-s.synced:
+		t.Fatal("synced before the first list")
+	default:
 	}
-	tomb := cache.DeletedFinalStateUnknown{Key: "harbour/kestrel", Obj: full}
-	if got, err := boatInDock(tomb); err != nil || !reflect.DeepEqual(got, tomb) {
-		t.Errorf("boatInDock(tombstone) = %+v, %v; want it unchanged", got, err)
+	step("list", s.Replace([]any{boat("a", "one", "north", "20"), boat("a", "two", "south", "21")}, "21"), []string{"north", "south"},
+		map[string]berthed{"north": {keys: []string{"a/one"}, resourceVersion: 20}, "south": {keys: []string{"a/two"}, resourceVersion: 21}})
+	select {
+	case <-s.synced:
+	default:
+		t.Fatal("not synced after the first list")
+	}
+	step("relist", s.Replace([]any{boat("a", "one", "north", "20"), boat("a", "three", "west", "30")}, "30"), []string{"south", "west"},
+		map[string]berthed{"north": {keys: []string{"a/one"}, resourceVersion: 20}, "south": none, "west": {keys: []string{"a/three"}, resourceVersion: 30}})
+
+	if err := s.Add(&marinav1alpha1.Dock{}); err == nil {
+		t.Error("a Dock was taken for a Boat")
+	}
+}
+
+// TestOccupancy: a dock's occupancy counts the boats at it, and its resourceVersion is the
+// largest of the dock's and its boats'.
+func TestOccupancy(t *testing.T) {
+	dock := &marinav1alpha1.Dock{
+		ObjectMeta: metav1.ObjectMeta{Name: "east", ResourceVersion: "12", Labels: map[string]string{"side": "sea"}},
+		Spec:       marinav1alpha1.DockSpec{Berths: 2},
+	}
+	for _, c := range []struct {
+		boats berthed
+		want  marinav1alpha1.DockOccupancy
+	}{
+		{berthed{}, marinav1alpha1.DockOccupancy{Berths: 2, Free: 2,
+			ObjectMeta: metav1.ObjectMeta{Name: "east", ResourceVersion: "12", Labels: map[string]string{"side": "sea", FullLabel: "false"}}}},
+		{berthed{keys: []string{"a/one", "b/two"}, resourceVersion: 40}, marinav1alpha1.DockOccupancy{Berths: 2, Occupied: 2, Free: 0, Full: true, Boats: []string{"a/one", "b/two"},
+			ObjectMeta: metav1.ObjectMeta{Name: "east", ResourceVersion: "40", Labels: map[string]string{"side": "sea", FullLabel: "true"}}}},
+	} {
+		if got := occupancy(dock, c.boats); !reflect.DeepEqual(*got, c.want) {
+			t.Errorf("occupancy(%+v) = %+v, want %+v", c.boats, *got, c.want)
+		}
 	}
 }
