@@ -139,6 +139,11 @@ func TestServed(t *testing.T) {
 		if _, err := discovery.NewDiscoveryClientForConfigOrDie(loopback).ServerResourcesForGroupVersion(testGV.String()); err != nil {
 			t.Errorf("discovery through the loopback configuration Start was given: %v", err)
 		}
+		// The loopback client reads in protobuf where the group offers it (core types do),
+		// as kube-apiserver's does.
+		if got := loopbackListContentType(t, loopback); got != runtime.ContentTypeProtobuf {
+			t.Errorf("a list through the loopback configuration came in %q, want %s", got, runtime.ContentTypeProtobuf)
+		}
 	default:
 		t.Error("the server is ready but did not start the backend")
 	}
@@ -246,4 +251,28 @@ func tableClientConfig(c *clientrest.Config) *clientrest.Config {
 
 func toUnstructured(obj map[string]any) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: obj}
+}
+
+// loopbackListContentType lists the configmaps with the loopback configuration's Accept
+// header and returns the content type of the answer.
+func loopbackListContentType(t *testing.T, loopback *clientrest.Config) string {
+	t.Helper()
+	hc, err := clientrest.HTTPClientFor(loopback)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequest(http.MethodGet, loopback.Host+"/apis/"+testGV.String()+"/namespaces/default/configmaps", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", loopback.AcceptContentTypes)
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("list through the loopback configuration: %s", resp.Status)
+	}
+	return resp.Header.Get("Content-Type")
 }

@@ -15,7 +15,10 @@ import (
 // backend can answer (caches synced), and stop what it started when ctx ends.
 type Starter interface {
 	// Start starts the backend. loopback is a client configuration with full rights on the
-	// server itself.
+	// server itself. Where a group of the server offers protobuf, it accepts protobuf, then
+	// JSON, as kube-apiserver's loopback client reads protobuf: a client built on it whose
+	// serializer cannot decode protobuf sets its own AcceptContentTypes (client-go's
+	// dynamic client does).
 	Start(ctx context.Context, loopback *clientrest.Config) error
 }
 

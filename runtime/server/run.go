@@ -125,6 +125,7 @@ func New(spec Spec, o *Options) (*genericapiserver.GenericAPIServer, genericapis
 	if err := ro.ApplyTo(cfg); err != nil {
 		return nil, nil, fmt.Errorf("applying options: %w", err)
 	}
+	useProtobufOnLoopback(cfg.LoopbackClientConfig, spec)
 	cfg.ShutdownDelayDuration = o.ShutdownDelay
 	cfg.ShutdownWatchTerminationGracePeriod = o.ShutdownWatchTermination
 	withCachedFrontProxyVerification(&cfg.Authentication)
