@@ -59,6 +59,8 @@ func registerAdmission(spec *Spec, o *Options) *ownAdmission {
 		if own.spec.Initializers == nil {
 			return nil, nil
 		}
+		// Upstream's options call this before New's own useProtobufOnLoopback.
+		useProtobufOnLoopback(c.LoopbackClientConfig, *spec)
 		var err error
 		own.initializers, own.start, err = own.spec.Initializers(c.LoopbackClientConfig)
 		if err != nil {

@@ -6,8 +6,12 @@ import (
 	"slices"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	clientrest "k8s.io/client-go/rest"
 )
 
 // denyAll is an admission plugin that rejects every request, with an initializer check.
@@ -75,5 +79,37 @@ func TestNoOwnAdmissionPlugins(t *testing.T) {
 	o := NewOptions(&Spec{Name: "t", Scheme: runtime.NewScheme(), Admission: &Admission{Register: func(*admission.Plugins) {}}})
 	if o.admission != nil || o.Recommended.ExtraAdmissionInitializers == nil || len(o.Recommended.Admission.RecommendedPluginOrder) != 5 {
 		t.Errorf("own admission %v, plugin order %v; want none and upstream's five", o.admission, o.Recommended.Admission.RecommendedPluginOrder)
+	}
+}
+
+// TestAdmissionInitializersReadProtobuf: the plugin initializers get the loopback client
+// configuration that reads protobuf (upstream's options call them before the server is
+// built, so before New's own change to it).
+func TestAdmissionInitializersReadProtobuf(t *testing.T) {
+	gv := schema.GroupVersion{Group: "proto.example.com", Version: "v1"}
+	scheme := runtime.NewScheme()
+	scheme.AddKnownTypeWithName(gv.WithKind("Status"), &metav1.Status{})
+	metav1.AddToGroupVersion(scheme, gv)
+	var got *clientrest.Config
+	spec := &Spec{Name: "t", Scheme: scheme,
+		Groups: []Group{{Name: gv.Group, Resources: []Resource{{Plural: "statuses", Versions: []ResourceVersion{{Name: gv.Version}}}}}},
+		Admission: &Admission{
+			Register: func(plugins *admission.Plugins) {
+				plugins.Register("DenyAll", func(io.Reader) (admission.Interface, error) {
+					return &denyAll{Handler: admission.NewHandler(admission.Create)}, nil
+				})
+			},
+			Initializers: func(loopback *clientrest.Config) ([]admission.PluginInitializer, func(<-chan struct{}), error) {
+				got = clientrest.CopyConfig(loopback)
+				return []admission.PluginInitializer{markInitialized{}}, nil, nil
+			},
+		}}
+	o := NewOptions(spec)
+	cfg := &genericapiserver.RecommendedConfig{Config: genericapiserver.Config{LoopbackClientConfig: &clientrest.Config{Host: "https://127.0.0.1:1"}}}
+	if _, err := o.Recommended.ExtraAdmissionInitializers(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if got == nil || got.AcceptContentTypes != loopbackProtobufAccept || !got.DisableCompression {
+		t.Errorf("the initializers got %+v; want it to accept %q, without compression", got, loopbackProtobufAccept)
 	}
 }

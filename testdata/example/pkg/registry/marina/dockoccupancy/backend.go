@@ -76,18 +76,11 @@ func (b *Backend) Start(ctx context.Context, loopback *clientrest.Config) error 
 	}); err != nil {
 		return err
 	}
-	// Of each Boat the index keeps only its key, dock and resourceVersion (a few dozen bytes),
+	// Of each Boat the index keeps only its key, dock and resourceVersion (about 100 bytes),
 	// so that the server holds its Boats once, in its watch cache, and not a second time in an
 	// informer's.
 	boats := newBoatsAtDocks(b.boatsMoved)
-	reflector := cache.NewReflectorWithOptions(cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			return cs.MarinaV1alpha1().Boats("").List(ctx, opts)
-		},
-		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			return cs.MarinaV1alpha1().Boats("").Watch(ctx, opts)
-		},
-	}, cs), &marinav1alpha1.Boat{}, boats, cache.ReflectorOptions{Name: "dockoccupancy-boats"})
+	reflector := boatReflector(cs, boats)
 	factory.Start(ctx.Done())
 	go reflector.RunWithContext(ctx)
 	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
@@ -109,6 +102,19 @@ func (b *Backend) Start(ctx context.Context, loopback *clientrest.Config) error 
 		changes.Shutdown()
 	}()
 	return nil
+}
+
+// boatReflector returns the reflector that keeps boats current with every Boat of the
+// server.
+func boatReflector(cs versioned.Interface, boats *boatsAtDocks) *cache.Reflector {
+	return cache.NewReflectorWithOptions(cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			return cs.MarinaV1alpha1().Boats("").List(ctx, opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			return cs.MarinaV1alpha1().Boats("").Watch(ctx, opts)
+		},
+	}, cs), &marinav1alpha1.Boat{}, boats, cache.ReflectorOptions{Name: "dockoccupancy-boats"})
 }
 
 // started returns the Dock lister, the Boat index and the broadcaster, or a 503 before Start
@@ -245,7 +251,8 @@ func parseRV(rv string) uint64 {
 }
 
 // boatsAtDocks is the Boat reflector's store: which boats berth at which dock. Of a boat it
-// keeps its key (namespace/name), its dock and its resourceVersion, all that occupancy reads.
+// keeps its key (namespace/name), its dock and its resourceVersion, all that occupancy reads
+// (two map entries and the key, about 100 bytes a boat).
 // After each change it calls moved, outside its lock, with the docks whose boats changed.
 type boatsAtDocks struct {
 	moved func(docks []string)
@@ -273,7 +280,7 @@ type berthed struct {
 	resourceVersion uint64
 }
 
-var _ cache.ReflectorStore = &boatsAtDocks{}
+var _ cache.TransformingStore = &boatsAtDocks{}
 
 func newBoatsAtDocks(moved func(docks []string)) *boatsAtDocks {
 	return &boatsAtDocks{moved: moved, synced: make(chan struct{}), dockOf: map[string]*dockBoats{}, docks: map[string]*dockBoats{}}
@@ -362,6 +369,24 @@ func (s *boatsAtDocks) Replace(list []any, _ string) error {
 // Resync does nothing: there is nothing to resend.
 func (s *boatsAtDocks) Resync() error { return nil }
 
+// Transformer is what the reflector applies to the Boats of a streamed list (a watch with
+// sendInitialEvents) while it gathers them before Replace, so that not even a first list or
+// a relist holds whole Boats (cache.TransformingStore).
+func (s *boatsAtDocks) Transformer() cache.TransformFunc { return slimBoat }
+
+// slimBoat keeps of a Boat what the index reads: its name, namespace, resourceVersion and
+// dock. Anything else is kept as it is.
+func slimBoat(obj any) (any, error) {
+	boat, ok := obj.(*marinav1alpha1.Boat)
+	if !ok {
+		return obj, nil
+	}
+	return &marinav1alpha1.Boat{
+		ObjectMeta: metav1.ObjectMeta{Name: boat.Name, Namespace: boat.Namespace, ResourceVersion: boat.ResourceVersion},
+		Spec:       marinav1alpha1.BoatSpec{Dock: boat.Spec.Dock},
+	}, nil
+}
+
 // put berths the boat key at dock, or at none when dock is "", and returns the docks whose
 // boats changed. The caller holds s.mu.
 func (s *boatsAtDocks) put(key, dock string, resourceVersion uint64) []string {
@@ -387,11 +412,9 @@ func (s *boatsAtDocks) put(key, dock string, resourceVersion uint64) []string {
 	return append(moved, dock)
 }
 
-// asBoat is the Boat obj is, or is the last known state of (a tombstone).
+// asBoat is the Boat obj is (a reflector hands its store the objects of list and watch,
+// never a tombstone).
 func asBoat(obj any) (*marinav1alpha1.Boat, error) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
 	boat, ok := obj.(*marinav1alpha1.Boat)
 	if !ok {
 		return nil, fmt.Errorf("the index of Boats at docks was given a %T, not a Boat", obj)

@@ -1,14 +1,18 @@
 package dockoccupancy
 
 import (
+	"context"
 	"reflect"
 	"slices"
+	"sync"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/cache"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	marinav1alpha1 "example.com/marina/pkg/apis/marina/v1alpha1"
+	"example.com/marina/pkg/generated/clientset/versioned/fake"
 )
 
 func boat(namespace, name, dock, rv string) *marinav1alpha1.Boat {
@@ -54,7 +58,7 @@ func TestBoatsAtDocks(t *testing.T) {
 		map[string]berthed{"east": {keys: []string{"harbour/kestrel"}, resourceVersion: 9}, "west": {keys: []string{"bay/tern"}, resourceVersion: 10}})
 	step("move to no dock", s.Update(boat("bay", "tern", "", "11")), []string{"west"},
 		map[string]berthed{"west": none})
-	step("delete", s.Delete(cache.DeletedFinalStateUnknown{Key: "harbour/kestrel", Obj: boat("harbour", "kestrel", "east", "9")}), []string{"east"},
+	step("delete", s.Delete(boat("harbour", "kestrel", "east", "9")), []string{"east"},
 		map[string]berthed{"east": none})
 	if len(s.dockOf) != 0 || len(s.docks) != 0 {
 		t.Errorf("after every boat left: %d boats, %d docks kept", len(s.dockOf), len(s.docks))
@@ -100,4 +104,76 @@ func TestOccupancy(t *testing.T) {
 			t.Errorf("occupancy(%+v) = %+v, want %+v", c.boats, *got, c.want)
 		}
 	}
+}
+
+// TestSlimBoat: what the reflector's temporary store of a streamed list keeps of a Boat is
+// its name, namespace, resourceVersion and dock, and nothing else.
+func TestSlimBoat(t *testing.T) {
+	full := boat("harbour", "kestrel", "east", "42")
+	full.UID, full.ManagedFields = "u1", []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}
+	got, err := newBoatsAtDocks(func([]string) {}).Transformer()(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &marinav1alpha1.Boat{ObjectMeta: metav1.ObjectMeta{Name: "kestrel", Namespace: "harbour", ResourceVersion: "42"}, Spec: marinav1alpha1.BoatSpec{Dock: "east"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("slimBoat = %+v, want %+v", got, want)
+	}
+}
+
+// TestBoatReflector runs the index under the reflector Start uses, against a fake clientset
+// (list, then watch): the index follows creates, a move and a delete, and reports the docks
+// whose boats changed.
+func TestBoatReflector(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cs := fake.NewClientset(boat("harbour", "kestrel", "east", ""))
+	var mu sync.Mutex
+	var moved []string
+	s := newBoatsAtDocks(func(docks []string) {
+		mu.Lock()
+		defer mu.Unlock()
+		moved = append(moved, docks...)
+	})
+	go boatReflector(cs, s).RunWithContext(ctx)
+	select {
+	case <-s.synced:
+	case <-time.After(time.Minute):
+		t.Fatal("the reflector did not list")
+	}
+	until := func(what string, want map[string][]string, wantMoved []string) {
+		t.Helper()
+		err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+			for dock, keys := range want {
+				if got := s.at(dock).keys; !slices.Equal(got, keys) {
+					return false, nil
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			return slices.Equal(moved, wantMoved), nil
+		})
+		if err != nil {
+			mu.Lock()
+			defer mu.Unlock()
+			t.Fatalf("%s: east %q, west %q, moved %q; want %v, moved %q", what, s.at("east").keys, s.at("west").keys, moved, want, wantMoved)
+		}
+		mu.Lock()
+		moved = nil
+		mu.Unlock()
+	}
+	until("list", map[string][]string{"east": {"harbour/kestrel"}, "west": nil}, []string{"east"})
+	boats := cs.MarinaV1alpha1().Boats("harbour")
+	if _, err := boats.Create(ctx, boat("harbour", "tern", "west", ""), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	until("create", map[string][]string{"east": {"harbour/kestrel"}, "west": {"harbour/tern"}}, []string{"west"})
+	if _, err := boats.Update(ctx, boat("harbour", "kestrel", "west", ""), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	until("move", map[string][]string{"east": nil, "west": {"harbour/kestrel", "harbour/tern"}}, []string{"east", "west"})
+	if err := boats.Delete(ctx, "tern", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	until("delete", map[string][]string{"west": {"harbour/kestrel"}}, []string{"west"})
 }
