@@ -20,6 +20,19 @@ import (
 // fuzzTarget is one fuzz function and the package that holds it.
 type fuzzTarget struct{ pkg, fn string }
 
+// fuzzExecs is how many calls of each target's fuzz function TestShortFuzz asks for
+// (-fuzztime=Nx): a count, not a time, so that a loaded machine fuzzes as much as a quiet
+// one. The count includes the seed inputs the engine replays first ("gathering baseline
+// coverage"); with a time limit, FuzzBuild's 76 seeds at about 5 a second on a loaded 2-core
+// machine used all of 10 s, and nothing was fuzzed. Each count is several times what the
+// target's seeds take and a few seconds on a quiet machine.
+var fuzzExecs = map[string]int{
+	"FuzzParseLiteral":  20000,
+	"FuzzParseText":     5000,
+	"FuzzBuild":         300,
+	"FuzzParseJSONPath": 5000,
+}
+
 // fuzzTargets are every fuzz function of the module; TestFuzzTargetsListed fails when one
 // is added, renamed or removed without this list following.
 func fuzzTargets() []fuzzTarget {
@@ -31,10 +44,7 @@ func fuzzTargets() []fuzzTarget {
 	}
 }
 
-// fuzzTime is how long TestShortFuzz fuzzes each target.
-const fuzzTime = "10s"
-
-// TestShortFuzz fuzzes every target of fuzzTargets for fuzzTime each, so that every CI run
+// TestShortFuzz fuzzes every target of fuzzTargets for its fuzzExecs calls, so that every CI run
 // also fuzzes the marker parsers, the model builder and the JSONPath checks (go test runs
 // one -fuzz target at a time, hence the subprocesses). A run passes only if its output shows
 // the named target fuzzed (checkFuzzOutput): go test exits 0 when -fuzz matches nothing.
@@ -46,16 +56,21 @@ func TestShortFuzz(t *testing.T) {
 	skipShort(t)
 	for _, target := range fuzzTargets() {
 		t.Run(target.fn, func(t *testing.T) {
+			n, ok := fuzzExecs[target.fn]
+			if !ok {
+				t.Fatalf("fuzzExecs has no count for %s", target.fn)
+			}
+			budget := strconv.Itoa(n) + "x"
 			// A fresh fuzz cache per run: go test replays every input it cached before
 			// ("gathering baseline coverage") inside -fuzztime, and a cache that grew over
-			// many CI runs (287 inputs, 8 s on a loaded machine) left no time to fuzz.
-			out := run(t, repoRoot(t), "go", "test", "-run=^$", "-fuzz=^"+target.fn+"$", "-fuzztime="+fuzzTime, "-fuzzminimizetime=0", target.pkg,
+			// many CI runs (287 inputs) would leave no calls to fuzz with.
+			out := run(t, repoRoot(t), "go", "test", "-run=^$", "-fuzz=^"+target.fn+"$", "-fuzztime="+budget, "-fuzzminimizetime=0", target.pkg,
 				"-args", "-test.fuzzcachedir="+t.TempDir())
 			execs, err := checkFuzzOutput(out)
 			if err != nil {
 				t.Fatalf("%s in %s: %v\n%s", target.fn, target.pkg, err, cluster.Tail(out, 2000))
 			}
-			t.Logf("%s: %d executions in %s\n%s", target.fn, execs, fuzzTime, cluster.Tail(out, 500))
+			t.Logf("%s: %d executions of %s\n%s", target.fn, execs, budget, cluster.Tail(out, 500))
 		})
 	}
 }

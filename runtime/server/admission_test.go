@@ -6,9 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	clientrest "k8s.io/client-go/rest"
@@ -86,13 +84,9 @@ func TestNoOwnAdmissionPlugins(t *testing.T) {
 // configuration that reads protobuf (upstream's options call them before the server is
 // built, so before New's own change to it).
 func TestAdmissionInitializersReadProtobuf(t *testing.T) {
-	gv := schema.GroupVersion{Group: "proto.example.com", Version: "v1"}
-	scheme := runtime.NewScheme()
-	scheme.AddKnownTypeWithName(gv.WithKind("Status"), &metav1.Status{})
-	metav1.AddToGroupVersion(scheme, gv)
 	var got *clientrest.Config
-	spec := &Spec{Name: "t", Scheme: scheme,
-		Groups: []Group{{Name: gv.Group, Resources: []Resource{{Plural: "statuses", Versions: []ResourceVersion{{Name: gv.Version}}}}}},
+	spec := &Spec{Name: "t", Scheme: plainAndProtoScheme(),
+		Groups: []Group{{Name: protoGV.Group, Resources: []Resource{{Plural: "statuses", Versions: []ResourceVersion{{Name: protoGV.Version}}}}}},
 		Admission: &Admission{
 			Register: func(plugins *admission.Plugins) {
 				plugins.Register("DenyAll", func(io.Reader) (admission.Interface, error) {

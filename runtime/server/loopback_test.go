@@ -3,8 +3,6 @@ package server
 import (
 	"testing"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientrest "k8s.io/client-go/rest"
 )
@@ -14,13 +12,7 @@ import (
 // bodies stay in its default content type either way, and compression is off. (That the
 // server then answers the loopback client in protobuf is runtime/backend's TestServed.)
 func TestUseProtobufOnLoopback(t *testing.T) {
-	plainGV := schema.GroupVersion{Group: "plain.example.com", Version: "v1"}
-	protoGV := schema.GroupVersion{Group: "proto.example.com", Version: "v1"}
-	scheme := runtime.NewScheme()
-	scheme.AddKnownTypes(plainGV, &plainObject{})
-	metav1.AddToGroupVersion(scheme, plainGV)
-	scheme.AddKnownTypeWithName(protoGV.WithKind("Status"), &metav1.Status{})
-	metav1.AddToGroupVersion(scheme, protoGV)
+	scheme := plainAndProtoScheme()
 	group := func(gv schema.GroupVersion) Group {
 		return Group{Name: gv.Group, Resources: []Resource{{Plural: "things", Versions: []ResourceVersion{{Name: gv.Version}}}}}
 	}

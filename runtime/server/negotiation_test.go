@@ -24,6 +24,22 @@ func (o *plainObject) DeepCopyObject() runtime.Object {
 	return &c
 }
 
+// plainGV's types have no protobuf marshalling; protoGV's have.
+var (
+	plainGV = schema.GroupVersion{Group: "plain.example.com", Version: "v1"}
+	protoGV = schema.GroupVersion{Group: "proto.example.com", Version: "v1"}
+)
+
+// plainAndProtoScheme returns a scheme of plainGV's plainObject and protoGV's Status.
+func plainAndProtoScheme() *runtime.Scheme {
+	scheme := runtime.NewScheme()
+	scheme.AddKnownTypes(plainGV, &plainObject{})
+	metav1.AddToGroupVersion(scheme, plainGV)
+	scheme.AddKnownTypeWithName(protoGV.WithKind("Status"), &metav1.Status{})
+	metav1.AddToGroupVersion(scheme, protoGV)
+	return scheme
+}
+
 func mediaTypes(ns runtime.NegotiatedSerializer) map[string]bool {
 	out := map[string]bool{}
 	for _, info := range ns.SupportedMediaTypes() {
@@ -36,13 +52,7 @@ func mediaTypes(ns runtime.NegotiatedSerializer) map[string]bool {
 // cannot be encoded in protobuf does not offer it (so negotiation falls back to JSON or
 // answers 406), and that a group whose types all can keeps it.
 func TestGroupSerializerOffersProtobufOnlyForProtobufTypes(t *testing.T) {
-	plainGV := schema.GroupVersion{Group: "plain.example.com", Version: "v1"}
-	protoGV := schema.GroupVersion{Group: "proto.example.com", Version: "v1"}
-	scheme := runtime.NewScheme()
-	scheme.AddKnownTypes(plainGV, &plainObject{})
-	metav1.AddToGroupVersion(scheme, plainGV)
-	scheme.AddKnownTypeWithName(protoGV.WithKind("Status"), &metav1.Status{})
-	metav1.AddToGroupVersion(scheme, protoGV)
+	scheme := plainAndProtoScheme()
 	codecs := serializer.NewCodecFactory(scheme)
 	if !mediaTypes(codecs)[runtime.ContentTypeProtobuf] {
 		t.Fatal("the codec factory offers no protobuf; the test assumes it does")

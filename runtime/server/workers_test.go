@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 )
@@ -108,10 +109,18 @@ func TestHandlerWorkersGoexit(t *testing.T) {
 	if after {
 		t.Error("the caller went on after the handler's Goexit")
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.workers != 0 {
-		t.Errorf("%d workers left, want 0", p.workers)
+	// The worker tells the caller before its own goroutine has finished unwinding (its
+	// count goes down in a deferred call after that), so the count is waited for.
+	left := func() int {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.workers
+	}
+	for deadline := time.Now().Add(10 * time.Second); left() != 0 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	if n := left(); n != 0 {
+		t.Errorf("%d workers left 10 s after the Goexit, want 0", n)
 	}
 }
 
