@@ -17,34 +17,32 @@ import (
 	"github.com/aagen-dev/aagen/e2e/cluster"
 )
 
-// fuzzTarget is one fuzz function and the package that holds it.
-type fuzzTarget struct{ pkg, fn string }
-
-// fuzzExecs is how many calls of each target's fuzz function TestShortFuzz asks for
-// (-fuzztime=Nx): a count, not a time, so that a loaded machine fuzzes as much as a quiet
-// one. The count includes the seed inputs the engine replays first ("gathering baseline
-// coverage"); with a time limit, FuzzBuild's 76 seeds at about 5 a second on a loaded 2-core
-// machine used all of 10 s, and nothing was fuzzed. Each count is several times what the
-// target's seeds take and a few seconds on a quiet machine.
-var fuzzExecs = map[string]int{
-	"FuzzParseLiteral":  20000,
-	"FuzzParseText":     5000,
-	"FuzzBuild":         300,
-	"FuzzParseJSONPath": 5000,
+// fuzzTarget is one fuzz function, the package that holds it and how many calls of it
+// TestShortFuzz asks for (-fuzztime=Nx). A count, not a time, so that a loaded machine fuzzes
+// as much as a quiet one: the count includes the seed inputs the engine replays first
+// ("gathering baseline coverage"), and with a time limit FuzzBuild's 76 seeds, at about 5 a
+// second on a loaded 2-core machine, used all of 10 s and nothing was fuzzed. Each count is
+// several times what the target's seeds take and a few seconds on a quiet machine.
+type fuzzTarget struct {
+	pkg, fn string
+	execs   int
 }
+
+// name is what identifies the target: its package and function.
+func (f fuzzTarget) name() string { return f.pkg + "." + f.fn }
 
 // fuzzTargets are every fuzz function of the module; TestFuzzTargetsListed fails when one
 // is added, renamed or removed without this list following.
 func fuzzTargets() []fuzzTarget {
 	return []fuzzTarget{
-		{"./generator/markers", "FuzzParseLiteral"},
-		{"./generator/markers", "FuzzParseText"},
-		{"./generator/model", "FuzzBuild"},
-		{"./generator/model", "FuzzParseJSONPath"},
+		{"./generator/markers", "FuzzParseLiteral", 20000},
+		{"./generator/markers", "FuzzParseText", 5000},
+		{"./generator/model", "FuzzBuild", 300},
+		{"./generator/model", "FuzzParseJSONPath", 5000},
 	}
 }
 
-// TestShortFuzz fuzzes every target of fuzzTargets for its fuzzExecs calls, so that every CI run
+// TestShortFuzz fuzzes every target of fuzzTargets for its count of calls, so that every CI run
 // also fuzzes the marker parsers, the model builder and the JSONPath checks (go test runs
 // one -fuzz target at a time, hence the subprocesses). A run passes only if its output shows
 // the named target fuzzed (checkFuzzOutput): go test exits 0 when -fuzz matches nothing.
@@ -56,11 +54,7 @@ func TestShortFuzz(t *testing.T) {
 	skipShort(t)
 	for _, target := range fuzzTargets() {
 		t.Run(target.fn, func(t *testing.T) {
-			n, ok := fuzzExecs[target.fn]
-			if !ok {
-				t.Fatalf("fuzzExecs has no count for %s", target.fn)
-			}
-			budget := strconv.Itoa(n) + "x"
+			budget := strconv.Itoa(target.execs) + "x"
 			// A fresh fuzz cache per run: go test replays every input it cached before
 			// ("gathering baseline coverage") inside -fuzztime, and a cache that grew over
 			// many CI runs (287 inputs) would leave no calls to fuzz with.
@@ -155,26 +149,32 @@ func TestFuzzTargetsListed(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			found = append(found, fuzzTarget{"./" + filepath.ToSlash(rel), fn.Name.Name})
+			found = append(found, fuzzTarget{pkg: "./" + filepath.ToSlash(rel), fn: fn.Name.Name})
 		}
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	less := func(a, b fuzzTarget) int { return strings.Compare(a.pkg+"."+a.fn, b.pkg+"."+b.fn) }
+	less := func(a, b fuzzTarget) int { return strings.Compare(a.name(), b.name()) }
+	named := func(ts []fuzzTarget, t fuzzTarget) bool {
+		return slices.ContainsFunc(ts, func(u fuzzTarget) bool { return u.name() == t.name() })
+	}
 	slices.SortFunc(found, less)
 	listed := slices.SortedFunc(slices.Values(fuzzTargets()), less)
 	if len(found) == 0 {
 		t.Fatal("no fuzz function found in the module")
 	}
 	for _, f := range found {
-		if !slices.Contains(listed, f) {
+		if !named(listed, f) {
 			t.Errorf("%s in %s is not in fuzzTargets (e2e/fuzz_test.go): TestShortFuzz does not run it", f.fn, f.pkg)
 		}
 	}
 	for _, l := range listed {
-		if !slices.Contains(found, l) {
+		if l.execs <= 0 {
+			t.Errorf("fuzzTargets gives %s in %s no count of calls (e2e/fuzz_test.go)", l.fn, l.pkg)
+		}
+		if !named(found, l) {
 			t.Errorf("fuzzTargets lists %s in %s, which is no fuzz function of the module (renamed or removed?)", l.fn, l.pkg)
 		}
 	}
