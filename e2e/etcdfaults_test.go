@@ -290,6 +290,10 @@ func waitMemberCaughtUp(ctx context.Context, t *testing.T, members []*faultMembe
 func memberStates(cli *clientv3.Client, members []*faultMember) string {
 	var b strings.Builder
 	for _, m := range members {
+		if m.proc.Exited() {
+			fmt.Fprintf(&b, "\n  %s (%s) exited; its output (tail):\n%s", m.name, m.id, cluster.Tail(m.proc.Out.String(), 1500))
+			continue
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		st, err := cli.Status(ctx, m.clientURL)
 		cancel()
@@ -297,24 +301,50 @@ func memberStates(cli *clientv3.Client, members []*faultMember) string {
 			fmt.Fprintf(&b, "\n  %s (%s): %v", m.name, m.id, err)
 			continue
 		}
-		fmt.Fprintf(&b, "\n  %s (%s): leader %x, term %d, applied index %d, errors %v", m.name, m.id, st.Leader, st.RaftTerm, st.RaftAppliedIndex, st.Errors)
+		fmt.Fprintf(&b, "\n  %s (%s): leader %x, term of its last applied entry %d, applied index %d, errors %v", m.name, m.id, st.Leader, st.RaftTerm, st.RaftAppliedIndex, st.Errors)
+	}
+	for _, m := range members {
+		fmt.Fprintf(&b, "\n  %s's last raft events:\n%s", m.name, raftEvents(m, 20))
 	}
 	return b.String()
 }
 
-// waitClusterHealthy waits until every member answers, all follow one leader in one term,
-// and each has applied what the most advanced one had applied when they first agreed: the
-// state each fault starts from, and the proof that the fault before it healed. It returns
-// the leader's index in members.
+// raftEvents are the last n lines of member m's log from its raft and peer transport
+// loggers (elections, pre-votes, peers becoming active or inactive), which the 4,000-byte
+// tail of a failed test's process output leaves out at info level.
+func raftEvents(m *faultMember, n int) string {
+	var out []string
+	for _, line := range strings.Split(m.proc.Out.String(), "\n") {
+		if strings.Contains(line, `"logger":"raft"`) || strings.Contains(line, `"caller":"rafthttp/`) {
+			out = append(out, "    "+line)
+		}
+	}
+	return strings.Join(out[max(0, len(out)-n):], "\n")
+}
+
+// waitClusterHealthy waits until every member, asked directly (around the proxies), names
+// one leader, agrees on the term of its last applied entry, has applied what the most
+// advanced one had applied when they first agreed, and serves a linearizable read on its
+// own (a read index needs messages both ways between the member and the leader, so a
+// member cut off from the leader in either direction fails it, even while it still applies
+// what the leader sends): the state each fault starts from. It says nothing of the client
+// proxies, which the checks do not go through. It returns the leader's index in members.
 func waitClusterHealthy(ctx context.Context, t *testing.T, cli *clientv3.Client, members []*faultMember, timeout time.Duration) int {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
+	own := make([]*clientv3.Client, len(members))
+	for i, m := range members {
+		own[i] = etcdClient(t, m.haMember)
+	}
 	var target uint64
 	for {
 		leader, term, minApplied, maxApplied, ok := -1, uint64(0), uint64(0), uint64(0), true
 		for i, m := range members {
 			sctx, cancel := context.WithTimeout(ctx, time.Second)
 			st, err := cli.Status(sctx, m.clientURL)
+			if err == nil {
+				_, err = own[i].Get(sctx, "/registry/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+			}
 			cancel()
 			if err != nil || st.Leader == 0 || (i > 0 && (st.Leader != members[leader].idValue() || st.RaftTerm != term)) {
 				ok = false
@@ -343,7 +373,7 @@ func waitClusterHealthy(ctx context.Context, t *testing.T, cli *clientv3.Client,
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the etcd cluster was not healthy within %s (one leader, one term, every member applied to index %d):%s", timeout, target, memberStates(cli, members))
+			t.Fatalf("the etcd cluster was not healthy within %s (one leader, one term of the last applied entry, every member applied to index %d and serving a linearizable read):%s", timeout, target, memberStates(cli, members))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -381,8 +411,8 @@ func probesStarted(results []probeResult, from, to time.Time) []robustness.Probe
 // data directory is lost, replaced by member remove and add. Each fault is shown to take
 // effect (another leader or stalled writes; slower writes), has a bounded time until newly
 // started writes are acknowledged again, and every acknowledged write is stored with its
-// resourceVersion. Each fault starts from a healthy cluster (one leader, every member caught
-// up), which also shows that the fault before it healed. AAGEN_ETCDFAULTS_DEFECT=faults-not-injected must make it fail.
+// resourceVersion. Each fault starts from a healthy cluster, and the last ends with one (see
+// waitClusterHealthy), so the peer traffic of each fault flows again before the next. AAGEN_ETCDFAULTS_DEFECT=faults-not-injected must make it fail.
 func TestEtcdFaults(t *testing.T) {
 	skipShort(t)
 	runsToolsAlone(t)
@@ -573,17 +603,17 @@ func TestEtcdFaults(t *testing.T) {
 		summarize(t, "while the member was replaced", results, faultAt, replacedAt)
 		// A write whose etcd request was in flight on the member when it died fails with an
 		// error, as it does for any client of a dying member (the replica cannot know whether
-		// it was committed, so etcd's client does not retry it); every write started later
-		// than a second after the death is acknowledged within the bound.
-		const bound, settle = 10 * time.Second, time.Second
-		inFlight, failed := 0, 0
+		// it was committed, so etcd's client does not retry it): a few such probes, started
+		// and failed within a second of the death, are excused. Every other probe from the
+		// prober's start to its end is acknowledged within the bound.
+		const bound, settle, maxInFlight = 10 * time.Second, time.Second, 3
+		var inFlight, failed int
 		var slowest time.Duration
 		for _, r := range results {
 			switch {
-			case r.start.Before(faultAt) && !r.end.After(faultAt), !r.start.Before(replacedAt):
-			case r.err != nil && r.start.Before(diedAt.Add(settle)):
+			case r.err != nil && r.start.Before(diedAt.Add(settle)) && r.end.Before(diedAt.Add(settle)):
 				inFlight++
-				t.Logf("probe %s, in flight when %s died, failed: %v", r.name, lost, r.err)
+				t.Logf("probe %s, failed within %s of %s's death (in flight on it, presumably): %v", r.name, settle, lost, r.err)
 			case r.err != nil:
 				failed++
 				t.Logf("probe %s failed: %v", r.name, r.err)
@@ -591,8 +621,11 @@ func TestEtcdFaults(t *testing.T) {
 				slowest = max(slowest, r.end.Sub(r.start))
 			}
 		}
-		if failed != 0 || slowest > bound {
-			t.Errorf("replacing a follower: %d probes started %s after its death failed, slowest acknowledged %s (bound %s)", failed, settle, slowest, bound)
+		t.Logf("from the prober's start to its end: %d probes failed within %s of the death (at most %d excused), %d failed otherwise, slowest acknowledged %s",
+			inFlight, settle, maxInFlight, failed, slowest.Round(time.Millisecond))
+		if failed != 0 || inFlight > maxInFlight || slowest > bound {
+			t.Errorf("replacing a follower: %d probes failed other than within %s of its death, %d within it (at most %d may be in flight on it), slowest acknowledged %s (bound %s)",
+				failed, settle, inFlight, maxInFlight, slowest, bound)
 		}
 		checkProbesStored(ctx, t, clients, results)
 		missing := 0
@@ -604,5 +637,7 @@ func TestEtcdFaults(t *testing.T) {
 		if missing != 0 {
 			t.Errorf("the new member %s lacks %d acknowledged probes (or has other revisions)", m.name, missing)
 		}
+		// The cluster of three is whole again: the new member follows the leader both ways.
+		waitClusterHealthy(ctx, t, cli, members, 30*time.Second)
 	})
 }

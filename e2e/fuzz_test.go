@@ -157,8 +157,8 @@ func TestFuzzTargetsListed(t *testing.T) {
 		t.Fatal(err)
 	}
 	less := func(a, b fuzzTarget) int { return strings.Compare(a.name(), b.name()) }
-	named := func(ts []fuzzTarget, t fuzzTarget) bool {
-		return slices.ContainsFunc(ts, func(u fuzzTarget) bool { return u.name() == t.name() })
+	named := func(ts []fuzzTarget, x fuzzTarget) bool {
+		return slices.ContainsFunc(ts, func(u fuzzTarget) bool { return u.name() == x.name() })
 	}
 	slices.SortFunc(found, less)
 	listed := slices.SortedFunc(slices.Values(fuzzTargets()), less)
@@ -170,7 +170,10 @@ func TestFuzzTargetsListed(t *testing.T) {
 			t.Errorf("%s in %s is not in fuzzTargets (e2e/fuzz_test.go): TestShortFuzz does not run it", f.fn, f.pkg)
 		}
 	}
-	for _, l := range listed {
+	for i, l := range listed {
+		if i > 0 && listed[i-1].name() == l.name() {
+			t.Errorf("fuzzTargets lists %s in %s twice (e2e/fuzz_test.go)", l.fn, l.pkg)
+		}
 		if l.execs <= 0 {
 			t.Errorf("fuzzTargets gives %s in %s no count of calls (e2e/fuzz_test.go)", l.fn, l.pkg)
 		}

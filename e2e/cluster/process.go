@@ -3,7 +3,6 @@ package cluster
 import (
 	"bytes"
 	"context"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -121,17 +120,6 @@ func (p *Process) WaitFor(t T, client *http.Client, url string, timeout time.Dur
 		time.Sleep(200 * time.Millisecond)
 	}
 	t.Fatalf("%s: %s did not answer 200 within %s:\n%s", p.Name, url, timeout, Tail(p.Out.String(), 4000))
-}
-
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func FreePort(t T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // Buffer is a bytes.Buffer safe for concurrent writers.
