@@ -286,7 +286,8 @@ func waitMemberCaughtUp(ctx context.Context, t *testing.T, members []*faultMembe
 }
 
 // memberStates says how each member answers when asked directly (around the proxies): the
-// leader it follows, its term and applied index, or why it did not answer.
+// leader it follows, the term of its last applied entry and its applied index, or why it did
+// not answer; then the last raft events of each.
 func memberStates(cli *clientv3.Client, members []*faultMember) string {
 	var b strings.Builder
 	for _, m := range members {
@@ -336,35 +337,38 @@ func waitClusterHealthy(ctx context.Context, t *testing.T, cli *clientv3.Client,
 	for i, m := range members {
 		own[i] = etcdClient(t, m.haMember)
 	}
+	// status asks member i for its status and a linearizable read; nil if either fails.
+	status := func(i int) *clientv3.StatusResponse {
+		sctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		st, err := cli.Status(sctx, members[i].clientURL)
+		if err == nil {
+			_, err = own[i].Get(sctx, "/registry/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+		}
+		if err != nil {
+			return nil
+		}
+		return st
+	}
 	var target uint64
 	for {
-		leader, term, minApplied, maxApplied, ok := -1, uint64(0), uint64(0), uint64(0), true
-		for i, m := range members {
-			sctx, cancel := context.WithTimeout(ctx, time.Second)
-			st, err := cli.Status(sctx, m.clientURL)
-			if err == nil {
-				_, err = own[i].Get(sctx, "/registry/", clientv3.WithPrefix(), clientv3.WithCountOnly())
-			}
-			cancel()
-			if err != nil || st.Leader == 0 || (i > 0 && (st.Leader != members[leader].idValue() || st.RaftTerm != term)) {
-				ok = false
-				break
-			}
-			if i == 0 {
-				for j, l := range members {
-					if l.idValue() == st.Leader {
-						leader = j
-					}
-				}
-				if leader < 0 {
-					ok = false
-					break
-				}
-				term, minApplied = st.RaftTerm, st.RaftAppliedIndex
-			}
-			minApplied, maxApplied = min(minApplied, st.RaftAppliedIndex), max(maxApplied, st.RaftAppliedIndex)
+		first, leader := status(0), -1
+		if first != nil {
+			leader = memberWithID(members, first.Leader)
 		}
-		if ok {
+		agreed := leader >= 0
+		var minApplied, maxApplied uint64
+		if agreed {
+			minApplied, maxApplied = first.RaftAppliedIndex, first.RaftAppliedIndex
+		}
+		for i := 1; agreed && i < len(members); i++ {
+			st := status(i)
+			agreed = st != nil && st.Leader == first.Leader && st.RaftTerm == first.RaftTerm
+			if agreed {
+				minApplied, maxApplied = min(minApplied, st.RaftAppliedIndex), max(maxApplied, st.RaftAppliedIndex)
+			}
+		}
+		if agreed {
 			if target == 0 {
 				target = maxApplied
 			}
@@ -379,10 +383,15 @@ func waitClusterHealthy(ctx context.Context, t *testing.T, cli *clientv3.Client,
 	}
 }
 
-// idValue is the member's ID as etcd's status reports it.
+// idValue is the member's ID as etcd reports it (m.id is its hex form, made from such a value).
 func (m *faultMember) idValue() uint64 {
 	id, _ := strconv.ParseUint(m.id, 16, 64)
 	return id
+}
+
+// memberWithID is the index in members of the member with etcd ID id, -1 if none has it.
+func memberWithID(members []*faultMember, id uint64) int {
+	return slices.IndexFunc(members, func(m *faultMember) bool { return m.idValue() == id })
 }
 
 // etcdFaultsDefectEnv names the environment variable that makes TestEtcdFaults inject a
@@ -412,7 +421,8 @@ func probesStarted(results []probeResult, from, to time.Time) []robustness.Probe
 // effect (another leader or stalled writes; slower writes), has a bounded time until newly
 // started writes are acknowledged again, and every acknowledged write is stored with its
 // resourceVersion. Each fault starts from a healthy cluster, and the last ends with one (see
-// waitClusterHealthy), so the peer traffic of each fault flows again before the next. AAGEN_ETCDFAULTS_DEFECT=faults-not-injected must make it fail.
+// waitClusterHealthy), so the peer traffic of each fault flows again before the next.
+// AAGEN_ETCDFAULTS_DEFECT=faults-not-injected must make it fail.
 func TestEtcdFaults(t *testing.T) {
 	skipShort(t)
 	runsToolsAlone(t)
@@ -454,10 +464,7 @@ func TestEtcdFaults(t *testing.T) {
 		p := startProber(ctx, clients, "part")
 		time.Sleep(2 * time.Second)
 		old := waitClusterHealthy(ctx, t, cli, members, 30*time.Second)
-		oldID, err := strconv.ParseUint(members[old].id, 16, 64)
-		if err != nil {
-			t.Fatal(err)
-		}
+		oldID := members[old].idValue()
 		faultAt := time.Now()
 		if defect {
 			t.Logf("defect %s: the partition is not applied", faultsNotInjected)
@@ -475,10 +482,8 @@ func TestEtcdFaults(t *testing.T) {
 				st, err := cli.Status(sctx, m.clientURL)
 				scancel()
 				if err == nil && st.Leader != 0 && st.Leader != oldID {
-					for _, l := range members {
-						if l.id == strconv.FormatUint(st.Leader, 16) && !slices.Contains(newLeaders, l.name) {
-							newLeaders = append(newLeaders, l.name)
-						}
+					if l := memberWithID(members, st.Leader); l >= 0 && !slices.Contains(newLeaders, members[l].name) {
+						newLeaders = append(newLeaders, members[l].name)
 					}
 				}
 			}
@@ -572,11 +577,7 @@ func TestEtcdFaults(t *testing.T) {
 		}
 		mctx, mcancel := context.WithTimeout(ctx, 30*time.Second)
 		defer mcancel()
-		id, err := strconv.ParseUint(m.id, 16, 64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := cli.MemberRemove(mctx, id); err != nil {
+		if _, err := cli.MemberRemove(mctx, m.idValue()); err != nil {
 			t.Fatalf("member remove %s: %v; the members now:%s", m.name, err, memberStates(cli, members))
 		}
 		added, err := cli.MemberAdd(mctx, []string{m.proxiedPeerURL()})

@@ -46,20 +46,14 @@ func (p *portPicker) take() (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	var candidates []int
-	for port := p.low; port < p.high; port++ {
-		if port < elow || port > ehigh {
-			candidates = append(candidates, port)
-		}
-	}
-	if len(candidates) == 0 {
+	if elow <= p.low && ehigh >= p.high-1 {
 		return 0, fmt.Errorf("no port of %d-%d lies outside the ephemeral range %d-%d (net.ipv4.ip_local_port_range): narrow that range", p.low, p.high-1, elow, ehigh)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for range 1000 {
-		port := candidates[rand.IntN(len(candidates))]
-		if p.given[port] || !listenable(port) {
+		port := p.low + rand.IntN(p.high-p.low)
+		if (port >= elow && port <= ehigh) || p.given[port] || !listenable(port) {
 			continue
 		}
 		p.given[port] = true
