@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"go/parser"
@@ -37,6 +38,10 @@ type corpusPackage struct {
 	// needs a newer Go than the toolchain (gateway-api v1.7.0 needs Go 1.27).
 	Pins []string
 	// Refused is, for a package aagen refuses today, the message aagen must give, with
+	// Dir is the project directory the module is copied under, when the one made of its
+	// path (corpusDir) does not suit: a module whose root is a group's directory
+	// (prometheus-operator's monitoring) needs one that names the group.
+	Dir string
 	// Item naming what would make it serve (an item of issue 25 or another limitation).
 	Refused, Item string
 	// Objects are created in a served package and read back equal, field by field.
@@ -76,14 +81,16 @@ const (
 	corpusKueue        = "sigs.k8s.io/kueue@v0.17.0"
 	corpusCertManager  = "github.com/cert-manager/cert-manager@v1.21.2"
 	corpusWardle       = "k8s.io/sample-apiserver@v0.37.2"
+	corpusClusterAPI   = "sigs.k8s.io/cluster-api/api@v1.14.2"
+	corpusPromOperator = "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring@v0.95.2"
 )
 
 // The refusals of today, each the message its check gives.
 const (
-	refusedNoListType       = "has no list type"
-	refusedRawExtensionList = "a field of type []runtime.RawExtension keeps only the fields its Go type declares"
-	refusedNoKinds          = "but no kinds"
-	refusedNoAPIPackage     = "no API types packages"
+	refusedNoListType    = "has no list type"
+	refusedShadowedField = "has two fields with the JSON name"
+	refusedNoKinds       = "but no kinds"
+	refusedNoAPIPackage  = "no API types packages"
 )
 
 // corpus is the list TestCorpus serves or expects refused.
@@ -129,7 +136,27 @@ func corpus() []corpusPackage {
 			"spec":{"replicas":2,"selector":{"app":"frontend"},"triggers":[{"type":"ConfigChange"}],
 				"template":{"metadata":{"labels":{"app":"frontend"}},"spec":{"containers":[{"name":"web","image":"registry.example.com/web:1"}]}}}}`),
 		openshiftRefused("project", refusedNoListType, virtualKinds),
-		openshiftRefused("template", refusedRawExtensionList, "+kubebuilder:pruning:PreserveUnknownFields on a []runtime.RawExtension (Template.objects) is refused"),
+		openshift("template", true, `{"apiVersion":"template.openshift.io/v1","kind":"Template","metadata":{"name":"web","namespace":"default"},
+			"objects":[{"apiVersion":"v1","kind":"Service","metadata":{"name":"${NAME}"},"spec":{"ports":[{"port":80}]}}],
+			"parameters":[{"name":"NAME","value":"web","required":true}],"labels":{"app":"web"}}`),
+		// Cluster API's core types: +kubebuilder:pruning:PreserveUnknownFields on typed
+		// fields of the recursive JSONSchemaProps, two printer columns named "Available",
+		// /scale on MachineDeployment.
+		{Name: "sigs.k8s.io/cluster-api core/v1beta2", Module: corpusClusterAPI, Pkgs: []string{"core/v1beta2"},
+			Objects: []corpusObject{
+				{Namespaced: true, Manifest: `{"apiVersion":"cluster.x-k8s.io/v1beta2","kind":"Cluster","metadata":{"name":"c1","namespace":"default"},
+					"spec":{"clusterNetwork":{"pods":{"cidrBlocks":["192.168.0.0/16"]}},
+					"controlPlaneRef":{"apiGroup":"controlplane.cluster.x-k8s.io","kind":"KubeadmControlPlane","name":"c1-cp"},
+					"infrastructureRef":{"apiGroup":"infrastructure.cluster.x-k8s.io","kind":"DockerCluster","name":"c1"}}}`},
+				{Namespaced: true, Manifest: `{"apiVersion":"cluster.x-k8s.io/v1beta2","kind":"MachineDeployment","metadata":{"name":"md1","namespace":"default"},
+					"spec":{"clusterName":"c1","replicas":2,"selector":{"matchLabels":{"a":"b"}},
+					"template":{"metadata":{"labels":{"a":"b"}},"spec":{"clusterName":"c1","bootstrap":{"dataSecretName":"x"},
+					"infrastructureRef":{"apiGroup":"infrastructure.cluster.x-k8s.io","kind":"DockerMachineTemplate","name":"t"}}}}}`},
+			}},
+		// prometheus-operator's monitoring/v1 (its +kubebuilder:validation:OneOf, which
+		// controller-gen does not know, is a warning).
+		{Name: "prometheus-operator monitoring/v1", Module: corpusPromOperator, Pkgs: []string{"v1"}, Dir: "prometheusoperator/monitoring",
+			Refused: refusedShadowedField, Item: "a field shadowed by a field of the same JSON name through an inlined struct (ProbeSpec.Authorization and HTTPConfig's) is refused: openapi-gen would describe both"},
 		openshiftRefused("user", refusedNoListType, virtualKinds),
 		openshiftRefused("image", refusedNoListType, virtualKinds),
 		openshiftRefused("security", refusedNoListType, virtualKinds),
@@ -306,6 +333,9 @@ func modulePath(modVersion string) string {
 
 // corpusDir is the project directory the package's module is copied under.
 func corpusDir(p corpusPackage) string {
+	if p.Dir != "" {
+		return p.Dir
+	}
 	return strings.NewReplacer(".", "-", "/", "-").Replace(modulePath(p.Module))
 }
 
@@ -355,12 +385,17 @@ func copyPackages(t *testing.T, modDir, modPath, project, sub string, pkgs []str
 				p, _ := strconv.Unquote(imp.Path.Value)
 				if dep, ok := strings.CutPrefix(p, modPath+"/"); ok {
 					queue = append(queue, dep)
+				} else if p == modPath {
+					queue = append(queue, ".") // the module's root package (prometheus-operator's monitoring)
 				}
 			}
 			for _, line := range methodType.FindAll(b, -1) {
 				for _, m := range methodPkg.FindAllSubmatch(line, -1) {
 					queue = append(queue, string(m[1]))
 				}
+			}
+			if root := []byte(strconv.Quote(modPath)); bytes.Contains(b, root) {
+				b = bytes.ReplaceAll(b, root, []byte(strconv.Quote(path.Join(projectModule, place(".")))))
 			}
 			b = rewrite.ReplaceAllFunc(b, func(m []byte) []byte {
 				sm := rewrite.FindSubmatch(m)

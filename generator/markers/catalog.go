@@ -1,7 +1,14 @@
 package markers
 
-// Owned are the marker prefixes aagen reads; an unknown marker under one of them is an error.
+// Owned are the marker prefixes aagen reads; an unknown marker under one of them is an error,
+// except under a prefix of toolOwned.
 var owned = []string{"groupName", "genclient", "kubebuilder:", "aagen:"}
+
+// toolOwned are the owned prefixes that belong to another tool (controller-gen): an unknown
+// marker under one of them is a warning, as controller-gen ignores markers it does not
+// register (so a CRD of the same types does not check it either), unless it is a typo of
+// a known marker, which stays an error.
+var toolOwned = []string{"kubebuilder:"}
 
 // Default returns the registry of every marker aagen knows. It is built on each call:
 // there is no shared mutable registry.
@@ -200,7 +207,9 @@ func Default() *Registry {
 	)
 	defs = append(defs, itemsMarkers(defs)...)
 	defs = append(defs, otherTools()...)
-	return NewRegistry(owned, defs...)
+	r := NewRegistry(owned, defs...)
+	r.toolOwned = toolOwned
+	return r
 }
 
 // ItemsPrefix starts controller-gen's markers that constrain each item of a list

@@ -151,9 +151,12 @@ func (d Diagnostic) Error() string { return fmt.Sprintf("%s: %s", d.Pos, d.Msg) 
 
 // Registry holds marker definitions by name.
 type Registry struct {
-	defs     map[string]*Definition
-	owned    []string
-	byLength []*Definition
+	defs  map[string]*Definition
+	owned []string
+	// toolOwned are the owned prefixes of another tool's markers: an unknown one that is
+	// not a typo of a known one is a warning (see catalog.go).
+	toolOwned []string
+	byLength  []*Definition
 }
 
 // NewRegistry returns a registry of defs; owned are the prefixes whose unknown markers are errors.
@@ -267,6 +270,13 @@ func (r *Registry) parseOne(text string, pos token.Position, target Target) (Mar
 				return m, &Diagnostic{Pos: pos, Warning: true, Msg: fmt.Sprintf("unknown marker %q is ignored; did you mean +%s?", "+"+head, near)}, false
 			}
 			return m, nil, false
+		}
+		if r.toolOwns(head) && !r.typo(head) {
+			msg := fmt.Sprintf("unknown marker %q is ignored, as controller-gen ignores markers it does not know: nothing checks it", "+"+head)
+			if like := r.alike(head); like != "" {
+				msg += fmt.Sprintf("; did you mean %s?", like)
+			}
+			return m, &Diagnostic{Pos: pos, Warning: true, Msg: msg}, false
 		}
 		msg := fmt.Sprintf("unknown marker %q", "+"+head)
 		if near := r.nearest(head); near != "" {
@@ -466,6 +476,53 @@ func (r *Registry) nearest(name string) string {
 	}
 	sort.Strings(names)
 	return nearestOf(name, names)
+}
+
+// toolOwns says whether name is under a prefix of another tool's markers.
+func (r *Registry) toolOwns(name string) bool {
+	for _, p := range r.toolOwned {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// typo says whether name is one or two edits away from a known marker name (compared
+// without case): +kubebuilder:validation:Minimun, +kubebuilder:validation:maximum.
+func (r *Registry) typo(name string) bool {
+	for n := range r.defs {
+		if d := distance(strings.ToLower(name), strings.ToLower(n)); d <= 2 {
+			return true
+		}
+	}
+	return false
+}
+
+// alike returns the known marker names under the same prefix whose last element contains
+// name's last element (+kubebuilder:validation:OneOf: AtLeastOneOf, AtMostOneOf,
+// ExactlyOneOf), as "+a, +b or +c", or "".
+func (r *Registry) alike(name string) string {
+	i := strings.LastIndex(name, ":")
+	if i < 0 || i == len(name)-1 {
+		return ""
+	}
+	prefix, last := name[:i+1], strings.ToLower(name[i+1:])
+	var names []string
+	for n := range r.defs {
+		rest, ok := strings.CutPrefix(n, prefix)
+		if ok && !strings.Contains(rest, ":") && strings.Contains(strings.ToLower(rest), last) {
+			names = append(names, "+"+n)
+		}
+	}
+	sort.Strings(names)
+	if len(names) > 3 {
+		return ""
+	}
+	if len(names) > 1 {
+		return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+	}
+	return strings.Join(names, "")
 }
 
 // nearMiss returns the known marker name outside aagen's own prefixes (+optional,

@@ -232,3 +232,31 @@ func TestEveryControllerGenMarker(t *testing.T) {
 		t.Errorf("misspelled Minimum:=1: %+v", d)
 	}
 }
+
+// TestUnknownToolMarkers: an unknown marker under controller-gen's prefix is a warning, as
+// controller-gen ignores markers it does not know (a published package's
+// +kubebuilder:validation:OneOf, prometheus-operator's Rule), unless it is a typo of a known
+// marker; under aagen's and code-generator's own prefixes it stays an error.
+func TestUnknownToolMarkers(t *testing.T) {
+	r := Default()
+	cases := []struct {
+		text    string
+		warning bool
+		msg     string
+	}{
+		{"kubebuilder:validation:OneOf=Record,Alert", true,
+			`unknown marker "+kubebuilder:validation:OneOf" is ignored, as controller-gen ignores markers it does not know: nothing checks it; did you mean +kubebuilder:validation:AtLeastOneOf, +kubebuilder:validation:AtMostOneOf or +kubebuilder:validation:ExactlyOneOf?`},
+		{"kubebuilder:validation:Precision=3", true, `unknown marker "+kubebuilder:validation:Precision" is ignored`},
+		{"kubebuilder:validation:Minimun=1", false, `unknown marker "+kubebuilder:validation:Minimun"; did you mean +kubebuilder:validation:Minimum?`},
+		{"kubebuilder:validation:maximum=1", false, `unknown marker "+kubebuilder:validation:maximum"; did you mean +kubebuilder:validation:Maximum?`},
+		{"aagen:backends", false, `unknown marker "+aagen:backends"`},
+		{"aagen:somethingelse", false, `unknown marker "+aagen:somethingelse"`},
+		{"genclient:someday", false, `unknown marker "+genclient:someday"`},
+	}
+	for _, c := range cases {
+		_, d, known := r.ParseText(c.text, OnType)
+		if known || d == nil || d.Warning != c.warning || !strings.Contains(d.Msg, c.msg) {
+			t.Errorf("%s: want a diagnostic (warning %v) containing %q, got %+v (known %v)", c.text, c.warning, c.msg, d, known)
+		}
+	}
+}

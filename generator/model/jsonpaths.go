@@ -32,11 +32,12 @@ func (b *builder) jsonPathMarkers(k *Kind, d *typeDecl) bool {
 			continue
 		}
 		if prev, dup := seenCols[col.Name]; dup {
-			b.errorf(m.Pos, "give each column its own name", "%s has two printer columns named %q (the first at line %d)", k.Name, col.Name, prev.Line)
-			good = false
-			continue
+			// kube-apiserver takes a CRD with two columns of one name, and kubectl prints both
+			// (Cluster API's MachineDeployment ships one), so both are kept.
+			b.warnf(m.Pos, "give each column its own name", "%s has two printer columns named %q (the first at line %d): both are kept, and kubectl prints both under that heading", k.Name, col.Name, prev.Line)
+		} else {
+			seenCols[col.Name] = m.Pos
 		}
-		seenCols[col.Name] = m.Pos
 		k.PrintColumns = append(k.PrintColumns, col)
 	}
 	seenFields := map[string]token.Position{}

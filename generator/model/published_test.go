@@ -171,6 +171,54 @@ func TestPrintColumnAbsentField(t *testing.T) {
 	}
 }
 
+// TestPrintColumnsOfOneName: two printer columns of one name are kept with a warning, as
+// kube-apiserver takes them in a CRD and kubectl prints both (Cluster API's MachineDeployment
+// has two "Available" columns).
+func TestPrintColumnsOfOneName(t *testing.T) {
+	kind := strings.Replace(goodKind, "// +genclient\n", "// +genclient\n// +kubebuilder:printcolumn:name=Size,type=integer,JSONPath=.spec.size\n"+
+		"// +kubebuilder:printcolumn:name=Size,type=string,JSONPath=.status.ready\n", 1)
+	m, warns, err := build(t, module(t, map[string]string{"apis/shop/v1/doc.go": docGo, "apis/shop/v1/types.go": kind}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cols := m.AllKinds()[0].PrintColumns; len(cols) != 2 || cols[0].JSONPath != ".spec.size" || cols[1].JSONPath != ".status.ready" {
+		t.Errorf("columns %+v; want both kept in order", cols)
+	}
+	want := `types.go:7:1: warning: Widget has two printer columns named "Size" (the first at line 6): both are kept`
+	if w := warningsContaining(warns, want); len(w) != 1 {
+		t.Errorf("want the warning %q, got %v", want, warns)
+	}
+}
+
+// TestPreserveUnknownFieldsOnTypedField: +kubebuilder:pruning:PreserveUnknownFields on a
+// field whose Go type keeps only the fields it declares (Cluster API's JSONSchemaProps puts
+// it on map, pointer and list fields of the recursive type) is not applied, with a warning
+// that says what the server drops; on interface{} values it stays an error (badinput).
+func TestPreserveUnknownFieldsOnTypedField(t *testing.T) {
+	kind := strings.Replace(goodKind, "type WidgetSpec struct{ Size int32 `json:\"size\"` }",
+		"type WidgetSpec struct {\n\tSize int32 `json:\"size\"`\n\t// +kubebuilder:pruning:PreserveUnknownFields\n\tConfig map[string]Config `json:\"config,omitempty\"`\n"+
+			"\t// +kubebuilder:pruning:PreserveUnknownFields\n\tObjects []runtime.RawExtension `json:\"objects,omitempty\"`\n}\n\n"+
+			"type Config struct {\n\tName string `json:\"name,omitempty\"`\n}\n", 1)
+	kind = strings.Replace(kind, `import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"`,
+		"import (\n\tmetav1 \"k8s.io/apimachinery/pkg/apis/meta/v1\"\n\t\"k8s.io/apimachinery/pkg/runtime\"\n)", 1)
+	m, warns, err := build(t, module(t, map[string]string{"apis/shop/v1/doc.go": docGo, "apis/shop/v1/types.go": kind}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.AllKinds()) != 1 {
+		t.Fatalf("kinds %v", m.AllKinds())
+	}
+	for _, w := range warns {
+		if strings.Contains(w.Msg, "Objects") {
+			t.Errorf("a list of RawExtension keeps any object, as the marker asks; got the warning %q", w)
+		}
+	}
+	want := `warning: +kubebuilder:pruning:PreserveUnknownFields on WidgetSpec.Config is not applied: a field of type map[string]v1.Config keeps only the fields its Go type declares, and the server drops the rest`
+	if w := warningsContaining(warns, want); len(w) != 1 {
+		t.Errorf("want the warning %q, got %v", want, warns)
+	}
+}
+
 // enumKind is goodKind with a +enum string type Shape (Round, Square) as the spec's shape.
 func enumKind(typeMarkers, fieldMarkers string) string {
 	return strings.Replace(goodKind, "type WidgetSpec struct{ Size int32 `json:\"size\"` }",

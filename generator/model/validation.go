@@ -463,16 +463,39 @@ func (b *builder) freeForm(fv *FieldValidation, e *TypeExpr, ms markers.Set, whe
 		m   markers.Marker
 		has bool
 	}{{preserve, hasPreserve}, {embedded, hasEmbedded}} {
-		if m.has && !fv.FreeForm {
-			b.errorf(m.m.Pos, "make the field a *runtime.RawExtension (k8s.io/apimachinery/pkg/runtime), which keeps any JSON object as it was sent",
-				"+%s on %s: a field of type %s %s", m.m.Def.Name, where, e.String, why)
-			good = false
+		if !m.has || fv.FreeForm {
+			continue
 		}
+		if m.m.Def.Name == preserve.Def.Name && b.rawExtensionItems(e) {
+			// A list or map of RawExtension: each item keeps any JSON object, which is what
+			// the marker asks of the items (controller-gen's CRD has the same items).
+			continue
+		}
+		if m.m.Def.Name == preserve.Def.Name && !b.types.containsInterface(e) {
+			// Published types put it on typed fields to keep a recursive schema out of their
+			// CRD (Cluster API's JSONSchemaProps). Decoding into the Go type drops what it does
+			// not declare, which is all a typed server can do: said, not refused.
+			b.warnf(m.m.Pos, "nothing, if the Go type declares every field clients send; to keep any JSON object as it was sent, make the field a *runtime.RawExtension (k8s.io/apimachinery/pkg/runtime)",
+				"+%s on %s is not applied: a field of type %s %s, and the server drops the rest (a CRD of these types would keep it)", m.m.Def.Name, where, e.String, why)
+			continue
+		}
+		b.errorf(m.m.Pos, "make the field a *runtime.RawExtension (k8s.io/apimachinery/pkg/runtime), which keeps any JSON object as it was sent",
+			"+%s on %s: a field of type %s %s", m.m.Def.Name, where, e.String, why)
+		good = false
 	}
 	if hasEmbedded && fv.FreeForm {
 		fv.EmbeddedResource = bool(embeddedValue)
 	}
 	return good
+}
+
+// rawExtensionItems says whether e is a list or map whose items are runtime.RawExtension.
+func (b *builder) rawExtensionItems(e *TypeExpr) bool {
+	u := b.types.under(e.Deref())
+	if u == nil || u.Kind != ExprSlice && u.Kind != ExprArray && u.Kind != ExprMap || u.Elem == nil {
+		return false
+	}
+	return u.Elem.Deref().IsNamed(pkgRuntimePath, "RawExtension")
 }
 
 // checkDefault reads a default value (controller-tools' literal syntax or JSON) as the
