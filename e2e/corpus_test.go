@@ -87,10 +87,9 @@ const (
 
 // The refusals of today, each the message its check gives.
 const (
-	refusedNoListType    = "has no list type"
-	refusedShadowedField = "has two fields with the JSON name"
-	refusedNoKinds       = "but no kinds"
-	refusedNoAPIPackage  = "no API types packages"
+	refusedNoListType   = "has no list type"
+	refusedNoKinds      = "but no kinds"
+	refusedNoAPIPackage = "no API types packages"
 )
 
 // corpus is the list TestCorpus serves or expects refused.
@@ -153,10 +152,21 @@ func corpus() []corpusPackage {
 					"template":{"metadata":{"labels":{"a":"b"}},"spec":{"clusterName":"c1","bootstrap":{"dataSecretName":"x"},
 					"infrastructureRef":{"apiGroup":"infrastructure.cluster.x-k8s.io","kind":"DockerMachineTemplate","name":"t"}}}}}`},
 			}},
-		// prometheus-operator's monitoring/v1 (its +kubebuilder:validation:OneOf, which
-		// controller-gen does not know, is a warning).
+		// prometheus-operator's monitoring/v1: ProbeSpec's authorization hides the one of
+		// the HTTPConfig it inlines (the Probe sets it); its +kubebuilder:validation:OneOf,
+		// which controller-gen does not know, is a warning. The module's root package
+		// (monitoring, which v1 imports for GroupName) names the group's directory.
 		{Name: "prometheus-operator monitoring/v1", Module: corpusPromOperator, Pkgs: []string{"v1"}, Dir: "prometheusoperator/monitoring",
-			Refused: refusedShadowedField, Item: "a field shadowed by a field of the same JSON name through an inlined struct (ProbeSpec.Authorization and HTTPConfig's) is refused: openapi-gen would describe both"},
+			Objects: []corpusObject{
+				{Namespaced: true, Manifest: `{"apiVersion":"monitoring.coreos.com/v1","kind":"Probe","metadata":{"name":"web","namespace":"default"},
+					"spec":{"jobName":"web","interval":"30s","prober":{"url":"blackbox-exporter:9115"},
+					"authorization":{"type":"Bearer","credentials":{"name":"probe-token","key":"token"}},
+					"targets":{"staticConfig":{"static":["https://example.com"]}}}}`},
+				{Namespaced: true, Manifest: `{"apiVersion":"monitoring.coreos.com/v1","kind":"ServiceMonitor","metadata":{"name":"web","namespace":"default"},
+					"spec":{"selector":{"matchLabels":{"app":"web"}},"endpoints":[{"port":"http","interval":"30s","path":"/metrics"}]}}`},
+				{Namespaced: true, Manifest: `{"apiVersion":"monitoring.coreos.com/v1","kind":"PrometheusRule","metadata":{"name":"web","namespace":"default"},
+					"spec":{"groups":[{"name":"web","rules":[{"alert":"WebDown","expr":"up{job=\"web\"} == 0","for":"5m","labels":{"severity":"page"}}]}]}}`},
+			}},
 		openshiftRefused("user", refusedNoListType, virtualKinds),
 		openshiftRefused("image", refusedNoListType, virtualKinds),
 		openshiftRefused("security", refusedNoListType, virtualKinds),

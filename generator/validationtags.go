@@ -21,9 +21,10 @@ func validationTags(g *model.Types) map[string][]codegen.TypeValidation {
 	out := map[string][]codegen.TypeValidation{}
 	for _, t := range g.All() {
 		inlined := inlinedSchemaValues(g, t, map[*model.Type]bool{})
-		if t.HasValidation() || slices.ContainsFunc(t.Fields(), func(f *model.Field) bool { return f.PatchFromStructTags }) || len(inlined) > 0 {
+		if t.HasValidation() || slices.ContainsFunc(t.Fields(), func(f *model.Field) bool { return f.PatchFromStructTags }) || len(inlined) > 0 || len(t.Shadowed) > 0 {
 			tv := typeTags(t)
 			tv.Inlined = inlined
+			tv.Shadowed = t.Shadowed
 			out[t.Name.Pkg] = append(out[t.Name.Pkg], tv)
 		}
 	}

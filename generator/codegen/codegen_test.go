@@ -826,3 +826,76 @@ func TestRunReferencedModulePackage(t *testing.T) {
 		t.Errorf("openapi definitions lack shared.Address")
 	}
 }
+
+// TestRunHidesShadowedFields: a struct that inlines another with a field of the same JSON
+// name as one of its own (prometheus-operator's ProbeSpec and HTTPConfig) gets one property
+// of that name in its definition, as encoding/json has one field (Input.Validation's
+// Shadowed); a struct that inlines the same struct without a clash keeps the inlined field.
+// Without the hiding the definitions have one key twice and the models-schema step, which
+// compiles them, fails. The other generators' output is the same with and without it.
+func TestRunHidesShadowedFields(t *testing.T) {
+	isolateTemp(t)
+	dir := copyFixture(t)
+	src := "package v1\n\n" +
+		"// Probe has an authorization of its own and inlines HTTPConfig's.\ntype Probe struct {\n\tAuthorization string `json:\"authorization,omitempty\"`\n\tHTTPConfig `json:\",inline\"`\n}\n\n" +
+		"// HTTPConfig is inlined by Probe and Endpoint.\ntype HTTPConfig struct {\n\tProxy string `json:\"proxy,omitempty\"`\n\t// Authorization of the connection.\n\tAuthorization *string `json:\"authorization,omitempty\"`\n}\n\n" +
+		"// Endpoint inlines HTTPConfig without a clash.\ntype Endpoint struct {\n\tPort int32 `json:\"port\"`\n\tHTTPConfig `json:\",inline\"`\n}\n"
+	if err := os.WriteFile(filepath.Join(dir, "pkg", "apis", "shop", "v1", "probe.go"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in := fixtureInput(dir)
+	in.Validation = map[string][]TypeValidation{fixtureTypes: {{Name: "Probe", Shadowed: [][]string{{"HTTPConfig", "Authorization"}}}}}
+	hidden, err := Run(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	openapi := string(fileNamed(t, hidden, "pkg/generated/openapi/zz_generated.openapi.go"))
+	definition := func(fn string) string {
+		start := strings.Index(openapi, "func "+fn+"(")
+		if start < 0 {
+			t.Fatalf("no %s in the definitions", fn)
+		}
+		end := strings.Index(openapi[start:], "\n}\n")
+		return openapi[start : start+end]
+	}
+	if probe := definition("schema_pkg_apis_shop_v1_Probe"); strings.Count(probe, `"authorization": {`) != 1 || !strings.Contains(probe, `"proxy": {`) {
+		t.Errorf("Probe's definition wants one authorization and the proxy:\n%s", probe)
+	}
+	if endpoint := definition("schema_pkg_apis_shop_v1_Endpoint"); strings.Count(endpoint, `"authorization": {`) != 1 || !strings.Contains(endpoint, "Authorization of the connection.") {
+		t.Errorf("Endpoint's definition wants HTTPConfig's authorization:\n%s", endpoint)
+	}
+
+	plain := fixtureInput(dir)
+	plain.SkipApplySchema, in.SkipApplySchema = true, true
+	if _, err := Run(context.Background(), fixtureInput(dir)); err == nil || !strings.Contains(err.Error(), "models-schema") {
+		t.Errorf("without the hiding, want the models-schema step to fail on a key written twice, got %v", err)
+	}
+	without, err := Run(context.Background(), plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	with, err := Run(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := paths(with), paths(without); !slices.Equal(got, want) {
+		t.Fatalf("paths differ:\nwith    %q\nwithout %q", got, want)
+	}
+	for i, f := range with {
+		if f.Path != "pkg/generated/openapi/zz_generated.openapi.go" && !bytes.Equal(f.Content, without[i].Content) {
+			t.Errorf("%s differs with the hiding", f.Path)
+		}
+	}
+}
+
+// fileNamed returns the content of the file at p among files.
+func fileNamed(t *testing.T, files []File, p string) []byte {
+	t.Helper()
+	for _, f := range files {
+		if f.Path == p {
+			return f.Content
+		}
+	}
+	t.Fatalf("no file %s among %q", p, paths(files))
+	return nil
+}

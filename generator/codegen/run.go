@@ -212,6 +212,7 @@ func load(in Input) (*generator.Context, error) {
 	injectTags(c.Universe, in)
 	injectValidation(c.Universe, in)
 	injectReferenced(c.Universe, in)
+	hideShadowed(c.Universe, in) // last: it copies structs the injections above tag
 	if err := checkUniverse(c.Universe, in); err != nil {
 		return nil, fmt.Errorf("codegen: %w", err)
 	}

@@ -49,6 +49,11 @@ type TypeValidation struct {
 	// enum, a format or vendor extensions: openapi-gen copies the embedded struct's
 	// properties into this type's definition, where patchOpenAPI writes those too.
 	Inlined []FieldValidation
+	// Shadowed are the fields of the structs it embeds inline that a shallower field of the
+	// same JSON name hides (model.Type.Shadowed): each the Go names of the inline fields
+	// from this type's own down to the hidden field. openapi-gen leaves them out of this
+	// type's definition (hideShadowed).
+	Shadowed [][]string
 }
 
 // FieldValidation holds the tags of one field and the schema values kube-openapi drops.
@@ -123,6 +128,72 @@ func injectValidation(u types.Universe, in Input) {
 				}
 			}
 		}
+	}
+}
+
+// hideShadowed marks, for openapi-gen, the fields that a type's inline structs bring in
+// and a shallower field of the same JSON name hides, as Go's encoding/json does: openapi-gen
+// would otherwise write a property for each, under one key, and its output would not
+// compile. It skips a member whose comment says +k8s:openapi-gen=false, so the hidden
+// member gets that tag; but the inlined struct is shared (HTTPConfig is inlined by types
+// that hide nothing), so the type's inline member gets a copy of the inlined struct,
+// member list and all, down the path, and only the copy's member is tagged. The copies
+// keep the original's name, methods and everything else, and no package lists them, so the
+// other generators, which name the member's type and look up its methods, write the same
+// code. Types and paths that the universe lacks are skipped.
+func hideShadowed(u types.Universe, in Input) {
+	for path, tvs := range in.Validation {
+		p := u[path]
+		if p == nil {
+			continue
+		}
+		for _, tv := range tvs {
+			t := p.Types[tv.Name]
+			if t == nil || t.Kind != types.Struct {
+				continue
+			}
+			owned := map[*types.Type]bool{} // the copies made for t
+			for _, hidden := range tv.Shadowed {
+				hideMember(t, hidden, owned)
+			}
+		}
+	}
+}
+
+// hideMember tags the member at the end of path (Go member names, through inline members)
+// +k8s:openapi-gen=false in copies of the inlined structs made for t (owned).
+func hideMember(t *types.Type, path []string, owned map[*types.Type]bool) {
+	for i, name := range path {
+		at := slices.IndexFunc(t.Members, func(m types.Member) bool { return m.Name == name })
+		if at < 0 {
+			return
+		}
+		m := &t.Members[at]
+		if i == len(path)-1 {
+			m.CommentLines = rewriteTags(m.CommentLines, dropNames(tagOpenAPI), "+"+tagOpenAPI+"=false")
+			return
+		}
+		inner := m.Type
+		for inner.Kind == types.Pointer {
+			inner = inner.Elem
+		}
+		if inner.Kind != types.Struct {
+			return
+		}
+		if !owned[inner] {
+			cp := *inner
+			cp.Members = slices.Clone(inner.Members)
+			owned[&cp] = true
+			inner = &cp
+			if m.Type.Kind == types.Pointer {
+				ptr := *m.Type
+				ptr.Elem = inner
+				m.Type = &ptr
+			} else {
+				m.Type = inner
+			}
+		}
+		t = inner
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -265,15 +266,21 @@ func (t *typeWalker) section(typ *model.Type, kind string) {
 		d.printf("Rules: %s.\n\n", strings.Join(constraints(model.Validation{Rules: typ.Validation.Rules}), "; "))
 	}
 	d.printf("| Field | Type | Required | Default | Constraints | Description |\n| --- | --- | --- | --- | --- | --- |\n")
-	t.fields(decl.Fields, name)
+	t.fields(decl.Fields, name, typ.Shadowed, nil)
 	d.printf("\n")
 }
 
 // fields writes one row per field, inlining embedded structs; typeName is the struct's.
-func (t *typeWalker) fields(fields []*model.Field, typeName string) {
+// shadowed are the struct's hidden fields (model.Type.Shadowed), path the Go names of the
+// inline fields that led to fields.
+func (t *typeWalker) fields(fields []*model.Field, typeName string, shadowed [][]string, path []string) {
 	for _, f := range fields {
 		if !f.Exported || f.JSONName == "-" {
 			continue
+		}
+		at := append(slices.Clip(path), f.GoName)
+		if slices.ContainsFunc(shadowed, func(p []string) bool { return slices.Equal(p, at) }) {
+			continue // a shallower field of the same JSON name hides it
 		}
 		if f.Embedded && f.Type.Kind == model.ExprNamed {
 			switch f.Type.Name.Name {
@@ -290,7 +297,7 @@ func (t *typeWalker) fields(fields []*model.Field, typeName string) {
 			}
 			if inner := t.d.types.Lookup(f.Type.Name); inner != nil && f.Inline {
 				if decl := inner.Decl(); decl != nil && decl.Kind == model.ExprStruct {
-					t.fields(decl.Fields, inner.Name.Name)
+					t.fields(decl.Fields, inner.Name.Name, shadowed, at)
 					continue
 				}
 			}

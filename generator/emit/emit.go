@@ -7,7 +7,9 @@ import (
 	"bytes"
 	"fmt"
 	"go/token"
+	"maps"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/dave/jennifer/jen"
@@ -130,6 +132,12 @@ func Go(m *model.Model, o Options) ([]File, error) {
 	}
 	if err := add(path.Join("cmd", o.ServerName, "main.go"), UserOwned, mainFile(m, o)); err != nil {
 		return nil, err
+	}
+	shadowed := shadowedJSONFiles(m)
+	for _, p := range slices.Sorted(maps.Keys(shadowed)) {
+		if err := add(p, Generated, shadowed[p]); err != nil {
+			return nil, err
+		}
 	}
 	return files, nil
 }

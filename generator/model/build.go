@@ -42,7 +42,7 @@ type Config struct {
 // Build makes the model of the loaded packages. It returns the model and warnings, or an
 // *Error holding every problem found (not just the first).
 func Build(res *load.Result, reg *markers.Registry, cfg Config) (*Model, []Diagnostic, error) {
-	b := &builder{reg: reg, groups: map[string]*Group{}, storageMarkers: map[*Kind]token.Position{}, conversionTargets: conversionTargets(res.Packages),
+	b := &builder{reg: reg, groups: map[string]*Group{}, storageMarkers: map[*Kind]token.Position{}, jsonNamesChecked: map[*Type]bool{}, conversionTargets: conversionTargets(res.Packages),
 		decls: map[GoType]*typeDecl{}, internalPkgs: map[string]bool{}, depFiles: map[string]string{}, builtin: builtinGroups(),
 		backends: map[string]bool{}}
 	for _, kg := range cfg.Backends {
@@ -107,6 +107,9 @@ type builder struct {
 	internalPkgs map[string]bool
 	// types is the type graph (Model.Types), once built.
 	types *Types
+	// jsonNamesChecked are the structs whose JSON names jsonNamesOnce has checked, once
+	// for every kind that reaches them.
+	jsonNamesChecked map[*Type]bool
 	// depFiles are the files of other modules whose markers were read, with their module's
 	// path: a problem there is the dependency's, reported as a warning (see dependencyDiags).
 	depFiles map[string]string

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"go/token"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -21,7 +22,7 @@ func (b *builder) checkFields(k *Kind) {
 		return
 	}
 	w := &fieldWalker{b: b, visiting: map[*Type]int{}, done: map[*Type]bool{}}
-	w.jsonNamesOnce(k.Name, t.Fields())
+	w.jsonNamesOnce(k.Name, t)
 	w.structFields(k.Name, t.Fields())
 }
 
@@ -106,7 +107,7 @@ func (w *fieldWalker) typ(path string, pos token.Position, e *TypeExpr) {
 		}
 		w.visiting[t] = w.depth
 		if t.IsStruct() {
-			w.jsonNamesOnce(t.Name.Name, t.Fields())
+			w.jsonNamesOnce(t.Name.Name, t)
 			w.structFields(path, t.Fields())
 		} else {
 			w.typ(path, pos, t.Underlying)
@@ -143,63 +144,100 @@ func (w *fieldWalker) typ(path string, pos token.Position, e *TypeExpr) {
 	}
 }
 
-// jsonNamesOnce reports a JSON name that two fields of the struct named where give it, its
-// own or those of the structs it inlines (json:",inline" or untagged embedding): Go's
-// encoding keeps the shallower one (or neither, at one depth), but openapi-gen writes a
-// property for each, and its output does not compile (prometheus-operator's ProbeSpec has
-// an authorization field and inlines HTTPConfig, which has one too).
-func (w *fieldWalker) jsonNamesOnce(where string, fields []*Field) {
-	type named struct{ field, via *Field } // via: the struct's own inline field it came through
-	first := map[string]named{}
-	var walk func(fields []*Field, via *Field, seen map[*Type]bool)
-	walk = func(fields []*Field, via *Field, seen map[*Type]bool) {
+// jsonNamesOnce applies Go's encoding/json rule to the JSON names t's fields give, its own
+// and those of the structs it inlines (json:",inline" or untagged embedding): of the fields
+// with one name, the shallowest is the one encoded and decoded, and the deeper ones are
+// hidden (prometheus-operator's ProbeSpec has an authorization field and inlines
+// HTTPConfig, which has one too). The hidden ones are recorded in t.Shadowed, with a
+// warning, so that openapi-gen leaves them out of t's schema; two at the shallowest depth
+// are an error, as encoding/json then drops both.
+func (w *fieldWalker) jsonNamesOnce(where string, t *Type) {
+	if w.b.jsonNamesChecked[t] {
+		return
+	}
+	w.b.jsonNamesChecked[t] = true
+	byName := map[string][]jsonNameUse{}
+	var names []string
+	var walk func(fields []*Field, via []*Field, seen map[*Type]bool)
+	walk = func(fields []*Field, via []*Field, seen map[*Type]bool) {
 		for _, f := range fields {
 			if !f.Exported || f.JSONName == "-" {
 				continue
 			}
 			if f.Embedded && f.JSONName == "" {
-				t := w.b.types.Lookup(f.Type.Deref().Name)
-				if t == nil || !t.IsStruct() || seen[t] || f.Type.IsNamed(metav1Path, "TypeMeta") {
+				et := w.b.types.Lookup(f.Type.Deref().Name)
+				if et == nil || !et.IsStruct() || seen[et] || f.Type.IsNamed(metav1Path, "TypeMeta") {
 					continue
 				}
-				seen[t] = true
-				top := via
-				if top == nil {
-					top = f
-				}
-				walk(t.Fields(), top, seen)
+				seen[et] = true
+				walk(et.Fields(), append(slices.Clone(via), f), seen)
 				continue
 			}
 			if f.JSONName == "" {
 				continue // no json tag: an error of structFields
 			}
-			prev, dup := first[f.JSONName]
-			if dup && prev.field == f {
+			prev, ok := byName[f.JSONName]
+			if !ok {
+				names = append(names, f.JSONName)
+			}
+			if slices.ContainsFunc(prev, func(o jsonNameUse) bool { return o.field == f }) {
 				continue // the struct inlines itself: reported by structFields
 			}
-			if !dup {
-				first[f.JSONName] = named{f, via}
-				continue
-			}
-			// The error stands in the struct itself: at the inline field that brought the
-			// second one in, else at the second field.
-			at := f
-			if via != nil {
-				at = via
-			}
-			w.errorf(at.Pos, "rename one of the two JSON names, or make the inlined struct a named field",
-				"%s has two fields with the JSON name %q, %s and %s; openapi-gen cannot describe both",
-				where, f.JSONName, describeNamed(prev.field, prev.via), describeNamed(f, via))
+			byName[f.JSONName] = append(prev, jsonNameUse{f, via})
 		}
 	}
-	walk(fields, nil, map[*Type]bool{})
+	walk(t.Fields(), nil, map[*Type]bool{})
+	var shadowed [][]string
+	for _, name := range names {
+		uses := byName[name]
+		if len(uses) < 2 {
+			continue
+		}
+		shallowest := slices.MinFunc(uses, func(a, b jsonNameUse) int { return len(a.via) - len(b.via) })
+		if i := slices.IndexFunc(uses, func(o jsonNameUse) bool { return o.field != shallowest.field && len(o.via) == len(shallowest.via) }); i >= 0 {
+			o := uses[i]
+			w.errorf(o.at().Pos, "rename one of the two JSON names, or make the inlined struct a named field",
+				"%s has two fields with the JSON name %q at one depth, %s and %s: Go's encoding/json reads and writes neither",
+				where, name, describeNamed(shallowest.field, shallowest.via), describeNamed(o.field, o.via))
+			continue
+		}
+		for _, o := range uses {
+			if o.field == shallowest.field {
+				continue
+			}
+			w.b.warnf(o.at().Pos, "nothing, if that is meant; else rename one of the two JSON names",
+				"%s: %s is hidden by %s, which has the same JSON name %q and is shallower: Go's encoding/json reads and writes only that one, so the schema has only that one",
+				where, describeNamed(o.field, o.via), describeNamed(shallowest.field, shallowest.via), name)
+			path := make([]string, 0, len(o.via)+1)
+			for _, v := range o.via {
+				path = append(path, v.GoName)
+			}
+			shadowed = append(shadowed, append(path, o.field.GoName))
+		}
+	}
+	t.Shadowed = shadowed
+}
+
+// jsonNameUse is a field of a struct, or of a struct it inlines, that gives a JSON name.
+type jsonNameUse struct {
+	field *Field
+	via   []*Field // the inline fields it was reached through, from the struct's own
+}
+
+// at is where the use is said: at the struct's own inline field that brought the field
+// in, else at the field.
+func (u jsonNameUse) at() *Field {
+	if len(u.via) > 0 {
+		return u.via[0]
+	}
+	return u.field
 }
 
 // describeNamed names field f (file:line) and the inline field it was reached through.
-func describeNamed(f, via *Field) string {
+func describeNamed(f *Field, via []*Field) string {
 	s := fmt.Sprintf("%s (%s)", f.GoName, shortPos(f.Pos))
-	if via != nil {
-		s += " through the inline " + via.GoName
+	if len(via) > 0 {
+		s += " through the inline " + via[0].GoName
 	}
 	return s
 }

@@ -1,6 +1,7 @@
 package model_test
 
 import (
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -382,23 +383,50 @@ type Inner struct {
 }
 
 // TestJSONNameTwiceThroughInline: prometheus-operator's ProbeSpec has an authorization field
-// and inlines HTTPConfig, which has one too. Go's encoding keeps the shallower, but openapi-gen
-// writes both and its output does not compile: the model refuses it at the inline field,
-// naming both fields with their file:line. A struct inlined without a clash is served.
+// and inlines HTTPConfig, which has one too. Go's encoding/json reads and writes only the
+// shallower one, so the deeper one is hidden: a warning at the inline field names both with
+// their file:line, and the struct records the hidden field's path for the schema
+// (Type.Shadowed). Two of one name at one depth (two inlined structs with a proxy field) are
+// an error, as encoding/json then reads and writes neither. A struct inlined without a clash
+// hides nothing.
 func TestJSONNameTwiceThroughInline(t *testing.T) {
 	types := "package v1\n\nimport metav1 \"k8s.io/apimachinery/pkg/apis/meta/v1\"\n\n" +
 		"// +genclient\ntype Widget struct {\n\tmetav1.TypeMeta   `json:\",inline\"`\n\tmetav1.ObjectMeta `json:\"metadata,omitempty\"`\n\tSpec WidgetSpec `json:\"spec\"`\n}\n\n" +
 		"type WidgetSpec struct {\n\tAuthorization string `json:\"authorization,omitempty\"`\n\tHTTPConfig `json:\",inline\"`\n}\n\n" +
 		"type HTTPConfig struct {\n\tProxy string `json:\"proxy,omitempty\"`\n\tAuthorization string `json:\"authorization,omitempty\"`\n}\n\n" +
 		"type WidgetList struct {\n\tmetav1.TypeMeta `json:\",inline\"`\n\tmetav1.ListMeta `json:\"metadata,omitempty\"`\n\tItems []Widget `json:\"items\"`\n}\n"
-	_, _, err := build(t, module(t, map[string]string{"apis/shop/v1/doc.go": docGo, "apis/shop/v1/types.go": types}))
-	want := `types.go:14:2: WidgetSpec has two fields with the JSON name "authorization", Authorization (types.go:13) and Authorization (types.go:19) through the inline HTTPConfig; openapi-gen cannot describe both`
-	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "make the inlined struct a named field") {
+	m, warns, err := build(t, module(t, map[string]string{"apis/shop/v1/doc.go": docGo, "apis/shop/v1/types.go": types}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `types.go:14:2: warning: WidgetSpec: Authorization (types.go:19) through the inline HTTPConfig is hidden by Authorization (types.go:13), which has the same JSON name "authorization" and is shallower`
+	if w := warningsContaining(warns, want); len(w) != 1 {
+		t.Errorf("want the warning %q, got %v", want, warns)
+	}
+	spec := m.Types.Lookup(model.GoType{Pkg: "example.com/marina/apis/shop/v1", Name: "WidgetSpec"})
+	if spec == nil || !reflect.DeepEqual(spec.Shadowed, [][]string{{"HTTPConfig", "Authorization"}}) {
+		t.Fatalf("WidgetSpec's hidden fields: %v; want [[HTTPConfig Authorization]]", spec)
+	}
+	if hc := m.Types.Lookup(model.GoType{Pkg: "example.com/marina/apis/shop/v1", Name: "HTTPConfig"}); hc == nil || hc.Shadowed != nil {
+		t.Errorf("HTTPConfig hides nothing of its own: %v", hc)
+	}
+
+	twoAtOneDepth := strings.Replace(types, "\tAuthorization string `json:\"authorization,omitempty\"`\n\tHTTPConfig `json:\",inline\"`\n",
+		"\tHTTPConfig `json:\",inline\"`\n\tProxyConfig `json:\",inline\"`\n", 1) +
+		"\ntype ProxyConfig struct {\n\tProxy string `json:\"proxy,omitempty\"`\n}\n"
+	_, _, err = build(t, module(t, map[string]string{"apis/shop/v1/doc.go": docGo, "apis/shop/v1/types.go": twoAtOneDepth}))
+	want = `WidgetSpec has two fields with the JSON name "proxy" at one depth, Proxy (types.go:18) through the inline HTTPConfig and Proxy (types.go:29) through the inline ProxyConfig: Go's encoding/json reads and writes neither`
+	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("want an error containing\n%s\ngot %v", want, err)
 	}
+
 	ok := strings.Replace(types, "Authorization string `json:\"authorization,omitempty\"`\n\tHTTPConfig", "Token string `json:\"token,omitempty\"`\n\tHTTPConfig", 1)
-	if _, _, err := build(t, module(t, map[string]string{"apis/shop/v1/doc.go": docGo, "apis/shop/v1/types.go": ok})); err != nil {
+	m, _, err = build(t, module(t, map[string]string{"apis/shop/v1/doc.go": docGo, "apis/shop/v1/types.go": ok}))
+	if err != nil {
 		t.Fatalf("an inline struct without a clash: %v", err)
+	}
+	if spec := m.Types.Lookup(model.GoType{Pkg: "example.com/marina/apis/shop/v1", Name: "WidgetSpec"}); spec == nil || spec.Shadowed != nil {
+		t.Errorf("nothing is hidden without a clash: %v", spec)
 	}
 }
 

@@ -140,6 +140,11 @@ type Type struct {
 	// declares, when it is declared as a string, sorted: kube-openapi publishes them as the
 	// enum of a type marked +enum.
 	StringConstants []string
+	// Shadowed are, on a struct, the fields of the structs it inlines that a field of the
+	// same JSON name at a shallower depth hides (Go's encoding/json reads and writes only
+	// the shallower one): each the Go field names from the struct's own inline field down to
+	// the hidden field. Set by the model's field checks; the schema leaves them out.
+	Shadowed [][]string
 }
 
 // Fields returns the fields of a struct type, nil for other types.
