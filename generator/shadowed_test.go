@@ -39,12 +39,7 @@ func TestShadowedJSON(t *testing.T) {
 	common := "package common\n\n// Mooring has a name of its own and inlines Rope's.\ntype Mooring struct {\n\tName string `json:\"name,omitempty\"`\n\tRope `json:\",inline\"`\n}\n\n" +
 		"// Rope is inlined by Mooring.\ntype Rope struct {\n\tName string `json:\"name,omitempty\"`\n\tLength int32 `json:\"length,omitempty\"`\n}\n\n" +
 		"func (in *Mooring) DeepCopyInto(out *Mooring) { *out = *in }\n\nfunc (in *Mooring) DeepCopy() *Mooring {\n\tout := new(Mooring)\n\tin.DeepCopyInto(out)\n\treturn out\n}\n"
-	if err := os.MkdirAll(filepath.Join(dir, "pkg/common"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "pkg/common/mooring.go"), []byte(common), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeNew(t, filepath.Join(dir, "pkg/common/mooring.go"), common)
 	res, err := generate(t, dir, false)
 	if err != nil {
 		t.Fatal(err)
@@ -85,12 +80,7 @@ func TestShadowedJSON(t *testing.T) {
 		"\t\tMooring: &common.Mooring{Name: \"outer\", Rope: common.Rope{Name: \"hidden\", Length: 3}},\n\t}}\n" +
 		"\tu, err := runtime.DefaultUnstructuredConverter.ToUnstructured(boat)\n\tif err != nil {\n\t\tpanic(err)\n\t}\n\tspec := u[\"spec\"].(map[string]any)\n" +
 		"\tfmt.Println(spec[\"rigging\"], spec[\"mooring\"])\n}\n"
-	if err := os.MkdirAll(filepath.Join(dir, "cmd/shadowcheck"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "cmd/shadowcheck/main.go"), []byte(program), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeNew(t, filepath.Join(dir, "cmd/shadowcheck/main.go"), program)
 	run := func() string {
 		t.Helper()
 		cmd := exec.Command("go", "run", "./cmd/shadowcheck")
@@ -111,5 +101,16 @@ func TestShadowedJSON(t *testing.T) {
 	}
 	if got, want := run(), "map[authorization:hidden line:l] map[length:3 name:hidden]"; got != want {
 		t.Errorf("converted without it: %s, want %s (the hidden fields, which is why it is generated)", got, want)
+	}
+}
+
+// writeNew writes content to the file at p, making its directory.
+func writeNew(t *testing.T, p, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

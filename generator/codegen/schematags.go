@@ -102,29 +102,37 @@ func injectValidation(u types.Universe, in Input) {
 			p.DocComments = rewriteTags(p.DocComments, dropNames(tagDefaulter), tag)
 		}
 	}
-	for path, tvs := range in.Validation {
-		p := u[path]
-		if p == nil {
-			continue
+	for t, tv := range validatedStructs(u, in) {
+		if len(tv.Tags) > 0 {
+			t.CommentLines = rewriteTags(t.CommentLines, func(string, string) bool { return false }, tv.Tags...)
 		}
-		for _, tv := range tvs {
-			t := p.Types[tv.Name]
-			if t == nil || t.Kind != types.Struct {
+		for _, fv := range tv.Fields {
+			for i := range t.Members {
+				m := &t.Members[i]
+				if m.Name != fv.GoName || m.Embedded {
+					continue
+				}
+				m.CommentLines = rewriteTags(m.CommentLines, dropNames(append([]string{tagDefault, tagRequired, tagOptional}, fv.Replace...)...), fv.Tags...)
+				if slices.ContainsFunc(fv.Tags, func(tag string) bool { return tagName(tag) == tagDefault }) {
+					m.Tags = withOmitEmpty(m.Tags)
+				}
+			}
+		}
+	}
+}
+
+// validatedStructs yields each struct type of the universe that in.Validation has tags
+// for, with its TypeValidation; types and packages missing from the universe are skipped.
+func validatedStructs(u types.Universe, in Input) iter.Seq2[*types.Type, TypeValidation] {
+	return func(yield func(*types.Type, TypeValidation) bool) {
+		for path, tvs := range in.Validation {
+			p := u[path]
+			if p == nil {
 				continue
 			}
-			if len(tv.Tags) > 0 {
-				t.CommentLines = rewriteTags(t.CommentLines, func(string, string) bool { return false }, tv.Tags...)
-			}
-			for _, fv := range tv.Fields {
-				for i := range t.Members {
-					m := &t.Members[i]
-					if m.Name != fv.GoName || m.Embedded {
-						continue
-					}
-					m.CommentLines = rewriteTags(m.CommentLines, dropNames(append([]string{tagDefault, tagRequired, tagOptional}, fv.Replace...)...), fv.Tags...)
-					if slices.ContainsFunc(fv.Tags, func(tag string) bool { return tagName(tag) == tagDefault }) {
-						m.Tags = withOmitEmpty(m.Tags)
-					}
+			for _, tv := range tvs {
+				if t := p.Types[tv.Name]; t != nil && t.Kind == types.Struct && !yield(t, tv) {
+					return
 				}
 			}
 		}
@@ -140,22 +148,12 @@ func injectValidation(u types.Universe, in Input) {
 // member list and all, down the path, and only the copy's member is tagged. The copies
 // keep the original's name, methods and everything else, and no package lists them, so the
 // other generators, which name the member's type and look up its methods, write the same
-// code. Types and paths that the universe lacks are skipped.
+// code. Paths that the universe lacks are skipped.
 func hideShadowed(u types.Universe, in Input) {
-	for path, tvs := range in.Validation {
-		p := u[path]
-		if p == nil {
-			continue
-		}
-		for _, tv := range tvs {
-			t := p.Types[tv.Name]
-			if t == nil || t.Kind != types.Struct {
-				continue
-			}
-			owned := map[*types.Type]bool{} // the copies made for t
-			for _, hidden := range tv.Shadowed {
-				hideMember(t, hidden, owned)
-			}
+	for t, tv := range validatedStructs(u, in) {
+		owned := map[*types.Type]bool{} // the copies made for t
+		for _, hidden := range tv.Shadowed {
+			hideMember(t, hidden, owned)
 		}
 	}
 }

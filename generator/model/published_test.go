@@ -214,6 +214,13 @@ func TestPreserveUnknownFieldsOnTypedField(t *testing.T) {
 			t.Errorf("a list of RawExtension keeps any object, as the marker asks; got the warning %q", w)
 		}
 	}
+	// +kubebuilder:validation:EmbeddedResource alone on a typed field stays an error: an
+	// embedded object's apiVersion, kind and metadata are not the Go type's to check.
+	embedded := strings.Replace(kind, "\t// +kubebuilder:pruning:PreserveUnknownFields\n\tConfig", "\t// +kubebuilder:validation:EmbeddedResource\n\tConfig", 1)
+	if _, _, err := build(t, module(t, map[string]string{"apis/shop/v1/doc.go": docGo, "apis/shop/v1/types.go": embedded})); err == nil ||
+		!strings.Contains(err.Error(), "+kubebuilder:validation:EmbeddedResource on WidgetSpec.Config: a field of type map[string]v1.Config keeps only the fields its Go type declares") {
+		t.Errorf("want EmbeddedResource on a typed field refused, got %v", err)
+	}
 	want := `warning: +kubebuilder:pruning:PreserveUnknownFields on WidgetSpec.Config is not applied: a field of type map[string]v1.Config keeps only the fields its Go type declares, and the server drops the rest`
 	if w := warningsContaining(warns, want); len(w) != 1 {
 		t.Errorf("want the warning %q, got %v", want, warns)

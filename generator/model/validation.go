@@ -460,18 +460,18 @@ func (b *builder) freeForm(fv *FieldValidation, e *TypeExpr, ms markers.Set, whe
 		why = "holds interface{} values, which deepcopy-gen cannot copy and openapi-gen cannot describe"
 	}
 	for _, m := range []struct {
-		m   markers.Marker
-		has bool
-	}{{preserve, hasPreserve}, {embedded, hasEmbedded}} {
+		m             markers.Marker
+		has, preserve bool
+	}{{preserve, hasPreserve, true}, {embedded, hasEmbedded, false}} {
 		if !m.has || fv.FreeForm {
 			continue
 		}
-		if m.m.Def.Name == preserve.Def.Name && b.rawExtensionItems(e) {
+		if m.preserve && b.rawExtensionItems(e) {
 			// A list or map of RawExtension: each item keeps any JSON object, which is what
 			// the marker asks of the items (controller-gen's CRD has the same items).
 			continue
 		}
-		if m.m.Def.Name == preserve.Def.Name && !b.types.containsInterface(e) {
+		if m.preserve && !b.types.containsInterface(e) {
 			// Published types put it on typed fields to keep a recursive schema out of their
 			// CRD (Cluster API's JSONSchemaProps). Decoding into the Go type drops what it does
 			// not declare, which is all a typed server can do: said, not refused.
