@@ -74,7 +74,7 @@ spec:
 		t.Fatalf("kubectl apply: %v\n%s", err, out)
 	}
 
-	// kubectl get: NAME, the columns of priority 0, AGE; the occupancies follow the
+	// kubectl get: NAME and the columns of priority 0; the occupancies follow the
 	// informers, so wait until the boat is counted.
 	var out string
 	deadline := time.Now().Add(time.Minute)
@@ -82,7 +82,7 @@ spec:
 		out, err = kubectl(t, kubeconfig, "", "get", "dockoccupancies", "-l", "e2e=occupancy")
 		rows := table(out)
 		if err == nil && cells(rows, "occ-west", 3) == "1 1 0" && cells(rows, "occ-east", 3) == "2 0 2" {
-			if got := strings.Join(rows["NAME"], " "); got != "BERTHS OCCUPIED FREE AGE" {
+			if got := strings.Join(rows["NAME"], " "); got != "BERTHS OCCUPIED FREE" {
 				t.Errorf("kubectl get dockoccupancies: header %q\n%s", got, out)
 			}
 			break
@@ -96,7 +96,7 @@ spec:
 	// -o wide adds the priority-1 column BOATS (a list: kubectl prints it as JSON).
 	out, err = kubectl(t, kubeconfig, "", "get", "occ", "-l", "e2e=occupancy", "-o", "wide")
 	rows := table(out)
-	if err != nil || strings.Join(rows["NAME"], " ") != "BERTHS OCCUPIED FREE BOATS AGE" || cells(rows, "occ-west", 4) != `1 1 0 ["`+ns+`/occ-a"]` {
+	if err != nil || strings.Join(rows["NAME"], " ") != "BERTHS OCCUPIED FREE BOATS" || cells(rows, "occ-west", 4) != `1 1 0 ["`+ns+`/occ-a"]` {
 		t.Errorf("kubectl get -o wide: %v\n%s", err, out)
 	}
 

@@ -420,16 +420,16 @@ func TestLocalServer(t *testing.T) {
 		}
 	})
 
-	// kubectl get shows NAME, the +kubebuilder:printcolumn columns of priority 0 and AGE;
-	// -o wide adds the others.
+	// kubectl get shows NAME and the +kubebuilder:printcolumn columns of priority 0 (no AGE,
+	// as for a CRD with printer columns); -o wide adds the others.
 	t.Run("printer columns", func(t *testing.T) {
 		out, err := kubectl(t, up.kubeconfig, "", "get", "boats", "-n", ns)
 		if err != nil {
 			t.Fatalf("kubectl get boats: %v\n%s", err, out)
 		}
 		rows := table(out)
-		if got := strings.Join(rows["NAME"], " "); got != "DOCK LENGTH PHASE AGE" {
-			t.Errorf("kubectl get boats: header NAME %s, want NAME DOCK LENGTH PHASE AGE\n%s", got, out)
+		if got := strings.Join(rows["NAME"], " "); got != "DOCK LENGTH PHASE" {
+			t.Errorf("kubectl get boats: header NAME %s, want NAME DOCK LENGTH PHASE\n%s", got, out)
 		}
 		// aurora is at dock south, 13 m long and berthed; borealis has no phase yet.
 		if got := cells(rows, "aurora", 3); got != "south 13 Berthed" {
@@ -440,7 +440,7 @@ func TestLocalServer(t *testing.T) {
 		}
 		out, err = kubectl(t, up.kubeconfig, "", "get", "boats", "-n", ns, "-o", "wide")
 		rows = table(out)
-		if got := strings.Join(rows["NAME"], " "); err != nil || got != "DOCK LENGTH PHASE BERTH AGE" {
+		if got := strings.Join(rows["NAME"], " "); err != nil || got != "DOCK LENGTH PHASE BERTH" {
 			t.Errorf("kubectl get boats -o wide: %v, header NAME %s\n%s", err, got, out)
 		}
 		if got := cells(rows, "aurora", 4); got != "south 13 Berthed 4" {
@@ -448,7 +448,7 @@ func TestLocalServer(t *testing.T) {
 		}
 		out, err = kubectl(t, up.kubeconfig, "", "get", "docks")
 		rows = table(out)
-		if err != nil || strings.Join(rows["NAME"], " ") != "BERTHS AGE" || cells(rows, "north", 1) != "8" {
+		if err != nil || strings.Join(rows["NAME"], " ") != "BERTHS" || cells(rows, "north", 1) != "8" {
 			t.Errorf("kubectl get docks: %v\n%s", err, out)
 		}
 		// The Table itself, as client-go asks for it.
@@ -471,7 +471,7 @@ func TestLocalServer(t *testing.T) {
 		for _, c := range tbl.ColumnDefinitions {
 			cols = append(cols, fmt.Sprintf("%s:%s:%d", c.Name, c.Type, c.Priority))
 		}
-		if got := strings.Join(cols, " "); got != "Name:string:0 Dock:string:0 Length:integer:0 Phase:string:0 Berth:integer:1 Age:date:0" {
+		if got := strings.Join(cols, " "); got != "Name:string:0 Dock:string:0 Length:integer:0 Phase:string:0 Berth:integer:1" {
 			t.Errorf("table columns %s", got)
 		}
 		if len(tbl.Rows) != 1 || fmt.Sprint(tbl.Rows[0].Cells[:5]) != "[aurora south 13 Berthed 4]" {

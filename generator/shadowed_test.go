@@ -1,6 +1,7 @@
 package generator_test
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -60,6 +61,18 @@ func TestShadowedJSON(t *testing.T) {
 		got, err := os.ReadFile(filepath.Join(dir, file))
 		if err != nil || !strings.Contains(string(got), want) || strings.Contains(string(got), "RiggingConfig) MarshalJSON") || strings.Contains(string(got), "Rope) MarshalJSON") {
 			t.Errorf("%s: want %q and nothing for the inlined structs, got %v\n%s", file, want, err, got)
+		}
+	}
+
+	// A second run, which loads the types with the MarshalJSON of the first, writes them again.
+	first := snapshot(t, dir)
+	if _, err := generate(t, dir, false); err != nil {
+		t.Fatal(err)
+	}
+	second := snapshot(t, dir)
+	for file, content := range first {
+		if strings.HasSuffix(file, "zz_generated.json.go") && !bytes.Equal(content, second[file]) {
+			t.Errorf("%s differs or is gone after a second run", file)
 		}
 	}
 

@@ -839,12 +839,16 @@ func TestRunHidesShadowedFields(t *testing.T) {
 	src := "package v1\n\n" +
 		"// Probe has an authorization of its own and inlines HTTPConfig's.\ntype Probe struct {\n\tAuthorization string `json:\"authorization,omitempty\"`\n\tHTTPConfig `json:\",inline\"`\n}\n\n" +
 		"// HTTPConfig is inlined by Probe and Endpoint.\ntype HTTPConfig struct {\n\tProxy string `json:\"proxy,omitempty\"`\n\t// Authorization of the connection.\n\tAuthorization *string `json:\"authorization,omitempty\"`\n}\n\n" +
-		"// Endpoint inlines HTTPConfig without a clash.\ntype Endpoint struct {\n\tPort int32 `json:\"port\"`\n\tHTTPConfig `json:\",inline\"`\n}\n"
+		"// Endpoint inlines HTTPConfig without a clash.\ntype Endpoint struct {\n\tPort int32 `json:\"port\"`\n\tHTTPConfig `json:\",inline\"`\n}\n\n" +
+		// The same through an inline pointer: Window hides the note *Schedule brings in.
+		"// Window has a note of its own and inlines a pointer to Schedule.\ntype Window struct {\n\tNote string `json:\"note,omitempty\"`\n\t*Schedule `json:\",inline\"`\n}\n\n" +
+		"// Schedule is inlined by Window.\ntype Schedule struct {\n\tStart string `json:\"start,omitempty\"`\n\t// Note on the schedule.\n\tNote *string `json:\"note,omitempty\"`\n}\n"
 	if err := os.WriteFile(filepath.Join(dir, "pkg", "apis", "shop", "v1", "probe.go"), []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	in := fixtureInput(dir)
-	in.Validation = map[string][]TypeValidation{fixtureTypes: {{Name: "Probe", Shadowed: [][]string{{"HTTPConfig", "Authorization"}}}}}
+	in.Validation = map[string][]TypeValidation{fixtureTypes: {{Name: "Probe", Shadowed: [][]string{{"HTTPConfig", "Authorization"}}},
+		{Name: "Window", Shadowed: [][]string{{"Schedule", "Note"}}}}}
 	hidden, err := Run(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
@@ -863,6 +867,12 @@ func TestRunHidesShadowedFields(t *testing.T) {
 	}
 	if endpoint := definition("schema_pkg_apis_shop_v1_Endpoint"); strings.Count(endpoint, `"authorization": {`) != 1 || !strings.Contains(endpoint, "Authorization of the connection.") {
 		t.Errorf("Endpoint's definition wants HTTPConfig's authorization:\n%s", endpoint)
+	}
+	if window := definition("schema_pkg_apis_shop_v1_Window"); strings.Count(window, `"note": {`) != 1 || !strings.Contains(window, `"start": {`) || strings.Contains(window, "Note on the schedule.") {
+		t.Errorf("Window's definition wants its own note and the start:\n%s", window)
+	}
+	if schedule := definition("schema_pkg_apis_shop_v1_Schedule"); !strings.Contains(schedule, "Note on the schedule.") {
+		t.Errorf("Schedule's own definition wants its note:\n%s", schedule)
 	}
 
 	plain := fixtureInput(dir)

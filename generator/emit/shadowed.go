@@ -19,7 +19,7 @@ const ShadowedJSONFileName = "zz_generated.json.go"
 func shadowedJSONFiles(m *model.Model) map[string]*jen.File {
 	byDir := map[string][]*model.Type{}
 	for _, t := range m.Types.All() {
-		if len(t.Shadowed) == 0 || t.Generic || t.MarshalsJSON || slices.Contains(t.Methods, "MarshalJSON") {
+		if len(t.Shadowed) == 0 || t.Generic || t.MarshalsJSON {
 			continue
 		}
 		rel, ok := strings.CutPrefix(t.Name.Pkg+"/", m.ModulePath+"/")

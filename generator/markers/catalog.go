@@ -86,7 +86,7 @@ func Default() *Registry {
 				"statuspath=.status.replicas (an int32 under .status), optional selectorpath=.status.selector (a string: the label selector in string form)."}, parseScale),
 		valued(&Definition{Name: "kubebuilder:printcolumn", Target: OnType, Form: Args,
 			Keys: []string{"name", "type", "JSONPath", "description", "priority", "format"},
-			Help: "A column of kubectl get, after NAME and before AGE (repeatable, in order): name=<header>, type=integer|number|string|boolean|date " +
+			Help: "A column of kubectl get, after NAME (repeatable, in order; as for a CRD, there is no AGE unless a column shows it): name=<header>, type=integer|number|string|boolean|date " +
 				"(date shows an age), JSONPath=<.path> (CRD rules), optional description, priority=<n> (above 0: only with -o wide) and format."}, parsePrintColumn),
 		valued(&Definition{Name: "kubebuilder:selectablefield", Target: OnType, Form: Args,
 			Keys: []string{"JSONPath"},

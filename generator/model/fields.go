@@ -206,7 +206,7 @@ func (w *fieldWalker) jsonNamesOnce(where string, t *Type) {
 				continue
 			}
 			w.b.warnf(o.at().Pos, "nothing, if that is meant; else rename one of the two JSON names",
-				"%s: %s is hidden by %s, which has the same JSON name %q and is shallower: Go's encoding/json reads and writes only that one, so the schema has only that one",
+				"%s: %s is hidden by %s, which has the same JSON name %q and is shallower: Go's encoding/json reads and writes only that one, so the schema has only that one (a CRD of these types from controller-gen merges the two fields' schemas: it keeps what only the hidden one declares and checks both's constraints)",
 				where, describeNamed(o.field, o.via), describeNamed(shallowest.field, shallowest.via), name)
 			path := make([]string, 0, len(o.via)+1)
 			for _, v := range o.via {

@@ -175,7 +175,7 @@ type Kind struct {
 	// SpecFields are the top-level fields other than TypeMeta, ObjectMeta and Status:
 	// the desired state (usually just Spec).
 	SpecFields []string
-	// PrintColumns are the columns kubectl get shows between NAME and AGE, in marker order
+	// PrintColumns are the columns kubectl get shows after NAME, in marker order
 	// (+kubebuilder:printcolumn).
 	PrintColumns []PrintColumn
 	// SelectableFields are the fields usable in field selectors besides metadata.name and

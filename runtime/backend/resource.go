@@ -47,12 +47,9 @@ func NewStorage[T Object](res Resource[T], b Reader[T]) (map[string]rest.Storage
 	if b == nil {
 		return nil, fmt.Errorf("%s: the backend is nil (see NewBackend in the kind's backend.go)", gr)
 	}
-	table := rest.NewDefaultTableConvertor(gr)
-	if len(res.Columns) > 0 {
-		var err error
-		if table, err = registry.NewTableConvertor(res.Columns); err != nil {
-			return nil, fmt.Errorf("%s: %w", gr, err)
-		}
+	table, err := registry.NewTableConvertor(res.Columns)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", gr, err)
 	}
 	cfg := Config[T]{
 		Resource: gr, SingularName: res.Singular, NamespaceScoped: res.NamespaceScoped,

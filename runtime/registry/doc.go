@@ -20,8 +20,8 @@
 //     schema the way a custom resource is against its CRD's (k8s.io/apiextensions-apiserver:
 //     value validation, list types, CEL rules with oldSelf on update, ratcheting), with
 //     the same messages;
-//   - with Columns, kubectl get shows NAME, the columns (priority above 0 only with
-//     -o wide) and AGE, cells computed like a CRD's additionalPrinterColumns (JSONPath on
+//   - with Columns, kubectl get shows NAME and the columns (priority above 0 only with
+//     -o wide), without AGE, cells computed like a CRD's additionalPrinterColumns (JSONPath on
 //     the object's JSON, an empty cell for a missing value, an age for a date);
 //   - field selectors take metadata.name, metadata.namespace and the SelectableFields
 //     (values compared as strings, like a CRD's selectableFields); REST.FieldLabels lists

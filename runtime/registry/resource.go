@@ -47,8 +47,8 @@ type Resource[T Object] struct {
 	// Status is set when the kind has a status subresource.
 	Status *StatusFuncs[T]
 
-	// Columns are the columns kubectl get shows between NAME and AGE, like a CRD's
-	// additionalPrinterColumns. Empty means the default table (NAME, CREATED AT).
+	// Columns are the columns kubectl get shows after NAME, as a CRD's
+	// additionalPrinterColumns. Empty means NAME and AGE, a CRD's default.
 	Columns []Column
 
 	// SelectableFields are the fields usable in field selectors (kubectl get

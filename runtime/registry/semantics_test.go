@@ -118,12 +118,12 @@ func TestTableConvertor(t *testing.T) {
 	for _, h := range table.ColumnDefinitions {
 		names = append(names, h.Name)
 	}
-	if got := strings.Join(names, ","); got != "Name,Color,Size,Weight,Shiny,Since,Replicas,SizeText,FirstTag,WrongType,Age" {
+	if got := strings.Join(names, ","); got != "Name,Color,Size,Weight,Shiny,Since,Replicas,SizeText,FirstTag,WrongType" {
 		t.Errorf("headers %s", got)
 	}
 	h := table.ColumnDefinitions
 	if h[0].Format != "name" || h[2].Description != "How big." || h[1].Description != "Column (in JSONPath format): .spec.color" ||
-		h[3].Format != "double" || h[4].Priority != 1 || h[10].Type != "date" {
+		h[3].Format != "double" || h[4].Priority != 1 || h[5].Type != "date" {
 		t.Errorf("column definitions %+v", h)
 	}
 	if len(table.Rows) != 1 || table.ResourceVersion != "7" {
@@ -131,7 +131,7 @@ func TestTableConvertor(t *testing.T) {
 	}
 	// Missing values (replicas) and values of the wrong type are empty cells, as for CRDs;
 	// a string column prints any value.
-	want := []any{"a", "red", int64(3), 1.5, true, "2m", nil, "3", "x", nil, "3h"}
+	want := []any{"a", "red", int64(3), 1.5, true, "2m", nil, "3", "x", nil}
 	if got := table.Rows[0].Cells; !reflect.DeepEqual(got, want) {
 		t.Errorf("cells\n got %#v\nwant %#v", got, want)
 	}
@@ -148,7 +148,7 @@ func TestTableConvertor(t *testing.T) {
 	if len(table.ColumnDefinitions) != 0 || len(table.Rows) != 2 || table.ResourceVersion != "9" || table.Continue != "c" {
 		t.Fatalf("list table %+v", table)
 	}
-	if b := table.Rows[1].Cells; b[0] != "b" || b[1] != nil || b[2] != nil || len(b) != 11 {
+	if b := table.Rows[1].Cells; b[0] != "b" || b[1] != nil || b[2] != nil || len(b) != 10 {
 		t.Errorf("second row %#v", b)
 	}
 }
@@ -167,10 +167,41 @@ func TestTableConvertorOwnAge(t *testing.T) {
 		t.Fatal(err)
 	}
 	if n := len(table.ColumnDefinitions); n != 3 || table.ColumnDefinitions[2].Name != "Age" {
-		t.Errorf("a column named Age replaces the default one: %+v", table.ColumnDefinitions)
+		t.Errorf("a column named Age is shown where it is declared: %+v", table.ColumnDefinitions)
 	}
 	if want := []any{"a", nil, "5m"}; !reflect.DeepEqual(table.Rows[0].Cells, want) {
 		t.Errorf("cells %#v, want %#v", table.Rows[0].Cells, want)
+	}
+}
+
+// TestTableConvertorAge checks the AGE column against a CRD's table: kube-apiserver shows
+// NAME and AGE for a CRD without additionalPrinterColumns, and NAME and the columns alone
+// for one with (e2e's TestWarnedInputsLikeControllerGenCRD compares the two servers).
+func TestTableConvertorAge(t *testing.T) {
+	w := &widget{ObjectMeta: metav1.ObjectMeta{Name: "a", CreationTimestamp: metav1.NewTime(time.Now().Add(-5 * time.Minute))}, Spec: widgetSpec{Color: "red"}}
+	for _, c := range []struct {
+		columns []Column
+		headers string
+		cells   []any
+	}{
+		{nil, "Name Age", []any{"a", "5m"}},
+		{[]Column{{Name: "Color", Type: "string", JSONPath: ".spec.color"}}, "Name Color", []any{"a", "red"}},
+	} {
+		conv, err := NewTableConvertor(c.columns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		table, err := conv.ConvertToTable(context.Background(), w, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var headers []string
+		for _, h := range table.ColumnDefinitions {
+			headers = append(headers, h.Name)
+		}
+		if got := strings.Join(headers, " "); got != c.headers || !reflect.DeepEqual(table.Rows[0].Cells, c.cells) {
+			t.Errorf("columns %v: headers %q, cells %#v; want %q, %#v", c.columns, got, table.Rows[0].Cells, c.headers, c.cells)
+		}
 	}
 }
 

@@ -30,11 +30,9 @@ func NewStorage[T Object](scheme *runtime.Scheme, getter generic.RESTOptionsGett
 		return nil, fmt.Errorf("registry.Resource %s: %w", r.Kind, err)
 	}
 	main := newStrategy(scheme, r, h, schemas)
-	table := rest.NewDefaultTableConvertor(r.GroupResource())
-	if len(r.Columns) > 0 {
-		if table, err = NewTableConvertor(r.Columns); err != nil {
-			return nil, fmt.Errorf("registry.Resource %s: %w", r.Kind, err)
-		}
+	table, err := NewTableConvertor(r.Columns)
+	if err != nil {
+		return nil, fmt.Errorf("registry.Resource %s: %w", r.Kind, err)
 	}
 	store := &genericregistry.Store{
 		NewFunc:                   func() runtime.Object { return r.New() },

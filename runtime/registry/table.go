@@ -25,11 +25,12 @@ var objectMetaDescriptions = metav1.ObjectMeta{}.SwaggerDoc()
 // columnTypes are the types a Column may have.
 var columnTypes = []string{"integer", "number", "string", "boolean", "date"}
 
-// tableConvertor renders objects as kubectl get shows them: NAME, the columns, AGE.
+// tableConvertor renders objects as kubectl get shows them: NAME, then the columns, or AGE
+// when there are none, as kube-apiserver renders a custom resource.
 type tableConvertor struct {
 	headers []metav1.TableColumnDefinition
 	columns []Column
-	// age is set when the AGE column is appended (no column is named Age).
+	// age is set when the AGE column is shown: when no column is declared.
 	age bool
 	// roots are the top-level fields the columns read ("spec", "status"): only those are
 	// converted to their JSON form for the JSONPaths, not the whole object (metadata with
@@ -50,13 +51,15 @@ type rootIndex struct {
 }
 
 // NewTableConvertor returns the table convertor for columns: NAME, then the columns in
-// order, then AGE unless a column is named Age (kubebuilder projects often declare their
-// own). It fails on a column with an unknown type or a JSONPath that does not parse.
+// order; with no columns, NAME and AGE. That is a CRD's table: kube-apiserver shows its
+// additionalPrinterColumns alone, and AGE only when there are none (kubebuilder projects
+// declare an Age column of their own). It fails on a column with an unknown type or a
+// JSONPath that does not parse.
 func NewTableConvertor(columns []Column) (rest.TableConvertor, error) {
 	c := &tableConvertor{
 		headers: []metav1.TableColumnDefinition{{Name: "Name", Type: "string", Format: "name", Description: objectMetaDescriptions["name"]}},
 		columns: columns,
-		age:     true,
+		age:     len(columns) == 0,
 	}
 	for _, col := range columns {
 		if col.Name == "" {
@@ -78,9 +81,6 @@ func NewTableConvertor(columns []Column) (rest.TableConvertor, error) {
 		c.headers = append(c.headers, metav1.TableColumnDefinition{
 			Name: col.Name, Type: col.Type, Format: col.Format, Description: desc, Priority: col.Priority,
 		})
-		if strings.EqualFold(col.Name, "Age") {
-			c.age = false
-		}
 	}
 	if c.age {
 		c.headers = append(c.headers, metav1.TableColumnDefinition{Name: "Age", Type: "date", Description: objectMetaDescriptions["creationTimestamp"]})
