@@ -33,7 +33,7 @@ func TestShadowedJSON(t *testing.T) {
 	withFields := strings.Replace(string(src), dock, fields, 1)
 	withFields = strings.Replace(withFields, "import (\n", "import (\n\t\"example.com/marina/pkg/common\"\n", 1)
 	withFields += "\n// Rigging has an authorization of its own and inlines RiggingConfig's.\ntype Rigging struct {\n\tAuthorization string `json:\"authorization,omitempty\"`\n\tRiggingConfig `json:\",inline\"`\n}\n\n" +
-		"// RiggingConfig is inlined by Rigging.\ntype RiggingConfig struct {\n\tLine string `json:\"line,omitempty\"`\n\tAuthorization *string `json:\"authorization,omitempty\"`\n}\n"
+		"// RiggingConfig is inlined by Rigging.\ntype RiggingConfig struct {\n\tLine string `json:\"line,omitempty\"`\n\t// +kubebuilder:validation:Enum=basic;bearer\n\tAuthorization *string `json:\"authorization,omitempty\"`\n}\n"
 	if err := os.WriteFile(types, []byte(withFields), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -74,6 +74,20 @@ func TestShadowedJSON(t *testing.T) {
 		if strings.HasSuffix(file, "zz_generated.json.go") && !bytes.Equal(content, second[file]) {
 			t.Errorf("%s differs or is gone after a second run", file)
 		}
+	}
+
+	// The hidden field's enum is in RiggingConfig's definition, not in Rigging's.
+	openapi, err := os.ReadFile(filepath.Join(dir, "pkg/generated/openapi/zz_generated.openapi.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	definition := func(name string) string {
+		_, def, _ := strings.Cut(string(openapi), "func schema_pkg_apis_marina_v1alpha1_"+name+"(")
+		def, _, _ = strings.Cut(def, "\n}\n")
+		return def
+	}
+	if rigging, config := definition("Rigging"), definition("RiggingConfig"); strings.Contains(rigging, "Enum:") || !strings.Contains(config, `Enum:`) {
+		t.Errorf("want the hidden authorization's enum in RiggingConfig's definition only:\nRigging:%s\nRiggingConfig:%s", rigging, config)
 	}
 
 	// The API reference has one row per JSON name, the shallower field's.

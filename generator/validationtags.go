@@ -20,7 +20,7 @@ import (
 func validationTags(g *model.Types) map[string][]codegen.TypeValidation {
 	out := map[string][]codegen.TypeValidation{}
 	for _, t := range g.All() {
-		inlined := inlinedSchemaValues(g, t, map[*model.Type]bool{})
+		inlined := inlinedSchemaValues(g, t)
 		if t.HasValidation() || slices.ContainsFunc(t.Fields(), func(f *model.Field) bool { return f.PatchFromStructTags }) || len(inlined) > 0 || len(t.Shadowed) > 0 {
 			tv := typeTags(t)
 			tv.Inlined = inlined
@@ -34,33 +34,47 @@ func validationTags(g *model.Types) map[string][]codegen.TypeValidation {
 // inlinedSchemaValues returns the fields of the structs t embeds inline, at any depth, whose
 // enum, format or vendor extensions codegen writes into the definitions itself: openapi-gen
 // copies those properties into t's definition (Gateway API's CommonRouteSpec in every route
-// spec), so they must be written there too.
-func inlinedSchemaValues(g *model.Types, t *model.Type, seen map[*model.Type]bool) []codegen.FieldValidation {
-	if seen[t] {
-		return nil
+// spec), so they must be written there too. A field that a shallower one hides
+// (t.Shadowed) is not in the definition, and its values are not written onto the shallower one.
+func inlinedSchemaValues(g *model.Types, t *model.Type) []codegen.FieldValidation {
+	hidden := map[string]bool{}
+	for _, p := range t.Shadowed {
+		hidden[strings.Join(p, ".")] = true
 	}
-	seen[t] = true
-	var out []codegen.FieldValidation
-	for _, f := range t.Fields() {
-		if !f.Inline || f.Type == nil {
-			continue
+	seen := map[*model.Type]bool{}
+	var walk func(s *model.Type, path []string) []codegen.FieldValidation
+	walk = func(s *model.Type, path []string) []codegen.FieldValidation {
+		if seen[s] {
+			return nil
 		}
-		e := f.Type.Deref()
-		if e.Kind != model.ExprNamed {
-			continue
-		}
-		et := g.Lookup(e.Name)
-		if et == nil || !et.IsStruct() {
-			continue
-		}
-		out = append(out, inlinedSchemaValues(g, et, seen)...)
-		for _, fv := range typeTags(et).Fields {
-			if len(fv.Enum) > 0 || fv.Format != "" || len(fv.ItemsEnum) > 0 || fv.ItemsFormat != "" || fv.PreserveUnknownFields || fv.EmbeddedResource {
-				out = append(out, fv)
+		seen[s] = true
+		var out []codegen.FieldValidation
+		for _, f := range s.Fields() {
+			if !f.Inline || f.Type == nil {
+				continue
+			}
+			e := f.Type.Deref()
+			if e.Kind != model.ExprNamed {
+				continue
+			}
+			et := g.Lookup(e.Name)
+			if et == nil || !et.IsStruct() {
+				continue
+			}
+			at := append(slices.Clone(path), f.GoName)
+			out = append(out, walk(et, at)...)
+			for _, fv := range typeTags(et).Fields {
+				if hidden[strings.Join(append(at, fv.GoName), ".")] {
+					continue
+				}
+				if len(fv.Enum) > 0 || fv.Format != "" || len(fv.ItemsEnum) > 0 || fv.ItemsFormat != "" || fv.PreserveUnknownFields || fv.EmbeddedResource {
+					out = append(out, fv)
+				}
 			}
 		}
+		return out
 	}
-	return out
+	return walk(t, nil)
 }
 
 // typeTags renders one type's schema as tags.
