@@ -27,6 +27,7 @@ func codegenInput(m *model.Model, generatedPkg string) codegen.Input {
 			p.Defaults = v.HasDefaults()
 			if v.ConvertTo != nil {
 				p.ConvertTo = v.ConvertTo.ImportPath
+				p.SelfConverted = m.SelfConverted(v)
 			}
 			for _, k := range v.Kinds {
 				ck := codegen.Kind{Name: k.Name, NamespaceScoped: k.NamespaceScoped, HasStatus: k.HasStatus, Plural: k.ClientPlural, Unserved: k.Unserved,

@@ -73,6 +73,11 @@ type Package struct {
 	// injected), converting in both directions between the types of the same
 	// name; ConvertTo must be one of Packages.
 	ConvertTo string
+	// SelfConverted are types of the package conversion-gen leaves alone
+	// (+k8s:conversion-gen=false is injected): kinds that convert themselves to and from
+	// their hub (controller-runtime's ConvertTo and ConvertFrom), their lists, and the
+	// types only they reach.
+	SelfConverted []string
 	// Defaults runs defaulter-gen for the package (a field of a type it declares or
 	// reaches has a +default tag, or it declares SetDefaults_ functions): it writes
 	// zz_generated.defaults.go with RegisterDefaults.

@@ -138,6 +138,10 @@ func injectTags(u types.Universe, in Input) {
 				return n == tagGenclient || n == tagNonNamespaced || n == tagNoStatus || n == tagResourceName
 			}
 			var add []string
+			if slices.Contains(pkg.SelfConverted, name) {
+				dropClient = orDrop(dropClient, dropNames(tagConversion))
+				add = append(add, "+"+tagConversion+"=false")
+			}
 			if isKind || isList {
 				// Served types must be deep-copied and described in OpenAPI:
 				// drop type-level opt-outs (=false) and redundant opt-ins.

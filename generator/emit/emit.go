@@ -450,6 +450,9 @@ func apiserver(m *model.Model, o Options) *jen.File {
 			adds = append(adds, jen.Qual(v.ImportPath, "AddToScheme"))
 			if v.ConvertTo != nil {
 				adds = append(adds, jen.Qual(v.ImportPath, "RegisterConversions"))
+				if selfConversions(f, v) {
+					adds = append(adds, jen.Id(selfConversionsFunc(v)))
+				}
 			}
 			if v.HasDefaults() {
 				// defaulter-gen's RegisterDefaults: the codecs default request bodies and

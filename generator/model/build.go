@@ -651,6 +651,7 @@ func (b *builder) checkVersions(g *Group) {
 		hub.Hub = true
 		r.Hub = hub
 		b.checkResource(r, hub, ", its storage version")
+		b.hubConversions(ks, hub)
 		for _, k := range ks {
 			if k == hub {
 				continue
@@ -677,6 +678,33 @@ func (b *builder) checkVersions(g *Group) {
 			sort.Strings(parts)
 			b.errorf(v.Pos, "mark the same version with +kubebuilder:storageversion for every kind of "+v.Name+" that is served in several versions",
 				"the kinds of %s are stored in different versions (%s); aagen converts each version package to one storage version", v.GroupVersion(), strings.Join(parts, "; "))
+		}
+	}
+}
+
+// hubConversions sets ConvertsThroughHub on the kinds of ks (one kind's versions) that
+// convert themselves to and from hub, as controller-runtime's conversion webhook has them
+// do; it warns where half of that is there: ConvertTo and ConvertFrom without a Hub method
+// on the storage version (controller-runtime's hub must be the version objects are stored
+// in here), or a Hub method on another version than the storage version.
+func (b *builder) hubConversions(ks []*Kind, hub *Kind) {
+	hubType := b.structType(hub.Version.ImportPath, hub.Name)
+	for _, k := range ks {
+		t := b.structType(k.Version.ImportPath, k.Name)
+		if t == nil || hubType == nil {
+			continue
+		}
+		switch {
+		case k != hub && t.ConversionHub:
+			b.warnf(k.Pos, "move `func (*"+k.Name+") Hub() {}` to the storage version's "+k.Name+" ("+hub.Version.Name+")",
+				"%s of %s has controller-runtime's Hub method, but %s is stored in %s: the other versions convert to and from %s, not %s, so their ConvertTo and ConvertFrom are not used",
+				k.Name, k.Version.GroupVersion(), k.Name, hub.Version.Name, hub.Version.Name, k.Version.Name)
+		case k != hub && t.Convertible && !hubType.ConversionHub:
+			b.warnf(k.Pos, "add `func (*"+k.Name+") Hub() {}` to "+k.Name+" in "+hub.Version.Name+", its storage version",
+				"%s of %s has ConvertTo and ConvertFrom (controller-runtime's conversion.Convertible), but %s of %s has no Hub method: they are not used, and conversion-gen's conversions are",
+				k.Name, k.Version.GroupVersion(), k.Name, hub.Version.GroupVersion())
+		case k != hub && t.Convertible:
+			k.ConvertsThroughHub = true
 		}
 	}
 }

@@ -190,6 +190,13 @@ type Kind struct {
 	// the kind's other versions convert to and from it. It says nothing about the version
 	// written to etcd (Resource.StorageVersion), which differs with an internal package.
 	Hub bool
+	// ConvertsThroughHub is set on a kind of another version than its Resource's Hub when
+	// it converts itself, as a kubebuilder project's kinds do for controller-runtime's
+	// conversion webhook: its type has ConvertTo and ConvertFrom (conversion.Convertible)
+	// and the Hub's has the Hub method. The server registers those methods as the kind's
+	// conversions (and its list's, item by item), and conversion-gen is not run on the
+	// types only such kinds reach (Model.SelfConverted).
+	ConvertsThroughHub bool
 	// Unserved is set by +kubebuilder:unservedversion: the version is not installed nor
 	// discoverable, but objects still convert to and from it.
 	Unserved bool
@@ -376,4 +383,39 @@ func sortDiags(d []Diagnostic) {
 		}
 		return a.Line < b.Line
 	})
+}
+
+// SelfConverted returns the types of v's package that only kinds converting themselves
+// (Kind.ConvertsThroughHub) reach, their lists included, sorted: conversion-gen, which
+// converts the types of one name between v and its hub, must leave them alone, since the
+// kinds' own ConvertTo and ConvertFrom convert them (and conversion-gen could not convert
+// fields that changed). A type other kinds of v with a hub also reach stays conversion-gen's.
+func (m *Model) SelfConverted(v *Version) []string {
+	var self, other []GoType
+	for _, k := range v.Kinds {
+		if k.Resource == nil || k.Hub {
+			continue
+		}
+		roots := []GoType{{Pkg: v.ImportPath, Name: k.Name}, {Pkg: v.ImportPath, Name: k.ListName}}
+		if k.ConvertsThroughHub {
+			self = append(self, roots...)
+		} else {
+			other = append(other, roots...)
+		}
+	}
+	if len(self) == 0 {
+		return nil
+	}
+	shared := map[*Type]bool{}
+	for _, t := range m.Types.Reachable(other...) {
+		shared[t] = true
+	}
+	var out []string
+	for _, t := range m.Types.Reachable(self...) {
+		if t.Name.Pkg == v.ImportPath && !shared[t] {
+			out = append(out, t.Name.Name)
+		}
+	}
+	sort.Strings(out)
+	return out
 }

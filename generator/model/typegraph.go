@@ -134,6 +134,13 @@ type Type struct {
 	ProtoMethods bool
 	// Methods are the names of the methods declared on the type (and its pointer), sorted.
 	Methods []string
+	// Convertible is set when the type's pointer has controller-runtime's
+	// conversion.Convertible methods, ConvertTo and ConvertFrom of a conversion.Hub: a
+	// kubebuilder project's kind converting itself to and from its hub version.
+	Convertible bool
+	// ConversionHub is set when the type's pointer has controller-runtime's Hub method
+	// (conversion.Hub): the version of a kind that its other versions convert to and from.
+	ConversionHub bool
 	// Generic is set on a type with type parameters.
 	Generic bool
 	// StringConstants are the values of the constants of this type that its package
@@ -378,6 +385,25 @@ func (gb *graphBuilder) origin(path string) Origin {
 	return InDependency
 }
 
+// controllerRuntimeHub is controller-runtime's conversion.Hub, the parameter of the
+// ConvertTo and ConvertFrom methods a kubebuilder project's kinds convert with.
+var controllerRuntimeHub = GoType{Pkg: "sigs.k8s.io/controller-runtime/pkg/conversion", Name: "Hub"}
+
+// hubMethod reports whether the method set has a method name of controller-runtime's
+// conversion.Convertible: func(conversion.Hub) error.
+func hubMethod(ms *types.MethodSet, name string) bool {
+	sel := ms.Lookup(nil, name)
+	if sel == nil {
+		return false
+	}
+	sig := sel.Type().(*types.Signature)
+	if sig.Params().Len() != 1 || sig.Results().Len() != 1 || sig.Results().At(0).Type().String() != "error" {
+		return false
+	}
+	param, ok := sig.Params().At(0).Type().(*types.Named)
+	return ok && param.Obj().Pkg() != nil && (GoType{Pkg: param.Obj().Pkg().Path(), Name: param.Obj().Name()}) == controllerRuntimeHub
+}
+
 // named adds the named type n (and everything it reaches) and returns its node.
 func (gb *graphBuilder) named(n *types.Named) *Type {
 	obj := n.Origin().Obj()
@@ -403,6 +429,11 @@ func (gb *graphBuilder) named(n *types.Named) *Type {
 		}
 	}
 	t.ProtoMethods = ptr.Lookup(nil, "Size") != nil && ptr.Lookup(nil, "MarshalToSizedBuffer") != nil && ptr.Lookup(nil, "Unmarshal") != nil
+	t.Convertible = hubMethod(ptr, "ConvertTo") && hubMethod(ptr, "ConvertFrom")
+	if hub := ptr.Lookup(nil, "Hub"); hub != nil {
+		sig := hub.Type().(*types.Signature)
+		t.ConversionHub = sig.Params().Len() == 0 && sig.Results().Len() == 0
+	}
 	for i := range origin.NumMethods() {
 		t.Methods = append(t.Methods, origin.Method(i).Name())
 	}
