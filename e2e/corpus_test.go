@@ -68,6 +68,10 @@ type corpusObject struct {
 	// watch only: the create must be answered 405 MethodNotAllowed, and reading the object
 	// back 404 NotFound (so kubectl found the resource the kind is served as).
 	ReadOnly bool
+	// ReadAs, when set, names the object's resource in another version, as kubectl takes it
+	// (bgppeers.v1beta2.metallb.io): the object is read back in it too, after conversion,
+	// and must hold Converted, a JSON object (a subset of the object, as for the round trip).
+	ReadAs, Converted string
 }
 
 // Pinned versions. openshift/api has no release tags: a commit of its master branch that
@@ -83,6 +87,7 @@ const (
 	corpusWardle       = "k8s.io/sample-apiserver@v0.37.2"
 	corpusClusterAPI   = "sigs.k8s.io/cluster-api/api@v1.14.2"
 	corpusPromOperator = "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring@v0.95.2"
+	corpusMetalLB      = "go.universe.tf/metallb@v0.15.3"
 )
 
 // The refusals of today, each the message its check gives.
@@ -166,6 +171,24 @@ func corpus() []corpusPackage {
 					"spec":{"selector":{"matchLabels":{"app":"web"}},"endpoints":[{"port":"http","interval":"30s","path":"/metrics"}]}}`},
 				{Namespaced: true, Manifest: `{"apiVersion":"monitoring.coreos.com/v1","kind":"PrometheusRule","metadata":{"name":"web","namespace":"default"},
 					"spec":{"groups":[{"name":"web","rules":[{"alert":"WebDown","expr":"up{job=\"web\"} == 0","for":"5m","labels":{"severity":"page"}}]}]}}`},
+			}},
+		// MetalLB's API: BGPPeer is stored in v1beta2 and v1beta1's converts itself with the
+		// ConvertTo and ConvertFrom MetalLB wrote for controller-runtime's conversion webhook
+		// (node selectors of its own become label selectors; its keepalive time, a
+		// metav1.Duration, becomes v1beta2's pointer to one, "0s" when read as v1beta2);
+		// the other kinds are v1beta1's.
+		{Name: "MetalLB api/v1beta1, api/v1beta2", Module: corpusMetalLB, Pkgs: []string{"api/v1beta1", "api/v1beta2"},
+			Objects: []corpusObject{
+				{Namespaced: true, Manifest: `{"apiVersion":"metallb.io/v1beta1","kind":"BGPPeer","metadata":{"name":"peer-sample","namespace":"default"},
+					"spec":{"myASN":64500,"peerASN":64501,"peerAddress":"10.0.0.1","holdTime":"1m30s",
+					"nodeSelectors":[{"matchLabels":{"rack":"frontend"},"matchExpressions":[{"key":"network-speed","operator":"NotIn","values":["slow"]}]}]}}`,
+					ReadAs: "bgppeers.v1beta2.metallb.io", Converted: `{"apiVersion":"metallb.io/v1beta2","spec":{"myASN":64500,"peerASN":64501,"peerAddress":"10.0.0.1","holdTime":"1m30s","keepaliveTime":"0s",
+					"nodeSelectors":[{"matchLabels":{"rack":"frontend"},"matchExpressions":[{"key":"network-speed","operator":"NotIn","values":["slow"]}]}]}}`},
+				{Namespaced: true, Manifest: `{"apiVersion":"metallb.io/v1beta2","kind":"BGPPeer","metadata":{"name":"peer-two","namespace":"default"},
+					"spec":{"myASN":64500,"peerASN":64502,"peerAddress":"10.0.0.2","nodeSelectors":[{"matchLabels":{"rack":"backend"}}]}}`,
+					ReadAs: "bgppeers.v1beta1.metallb.io", Converted: `{"apiVersion":"metallb.io/v1beta1","spec":{"myASN":64500,"peerASN":64502,"peerAddress":"10.0.0.2","nodeSelectors":[{"matchLabels":{"rack":"backend"}}]}}`},
+				{Namespaced: true, Manifest: `{"apiVersion":"metallb.io/v1beta1","kind":"IPAddressPool","metadata":{"name":"first-pool","namespace":"default"},
+					"spec":{"addresses":["192.168.10.0/24","fc00:f853:0ccd:e799::/124"],"autoAssign":true}}`},
 			}},
 		openshiftRefused("user", refusedNoListType, virtualKinds),
 		openshiftRefused("image", refusedNoListType, virtualKinds),
@@ -510,6 +533,27 @@ func roundTripObject(t *testing.T, kubeconfig, modDir string, o corpusObject) st
 	got := list.Items[0]
 	if diffs := jsonSubsetDiff("", obj, got); len(diffs) > 0 {
 		return fmt.Sprintf("%s: read back differs from what was created:\n\t\t%s", name, strings.Join(diffs, "\n\t\t"))
+	}
+	if o.ReadAs == "" {
+		return ""
+	}
+	args := []string{"get", o.ReadAs, obj["metadata"].(map[string]any)["name"].(string), "-o", "json"}
+	if o.Namespaced {
+		args = append(args, "-n", obj["metadata"].(map[string]any)["namespace"].(string))
+	}
+	out, err = exec.Command(cluster.KubeBinary(t, "kubectl"), append([]string{"--kubeconfig", kubeconfig}, args...)...).Output()
+	if err != nil {
+		return fmt.Sprintf("%s: kubectl %s: %v", name, strings.Join(args, " "), err)
+	}
+	var converted, want map[string]any
+	if err := json.Unmarshal(out, &converted); err != nil {
+		return fmt.Sprintf("%s: kubectl %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+	if err := json.Unmarshal([]byte(o.Converted), &want); err != nil {
+		t.Fatalf("%s: Converted: %v", name, err)
+	}
+	if diffs := jsonSubsetDiff("", want, converted); len(diffs) > 0 {
+		return fmt.Sprintf("%s: read as %s, it lacks what conversion should give:\n\t\t%s", name, o.ReadAs, strings.Join(diffs, "\n\t\t"))
 	}
 	return ""
 }

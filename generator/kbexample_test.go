@@ -193,11 +193,19 @@ func main() {
 	if err := scheme.Convert(old, hub, nil); err != nil {
 		panic(err)
 	}
-	back := &v1beta1.Guestbook{}
-	if err := scheme.Convert(&hub.Items[0], back, nil); err != nil {
+	back := &v1beta1.GuestbookList{}
+	if err := scheme.Convert(hub, back, nil); err != nil {
 		panic(err)
 	}
-	fmt.Println(hub.Items[0].Name, hub.Items[0].Spec.Message, "|", back.Spec.Motd)
+	one := &v1.Guestbook{}
+	if err := scheme.Convert(&back.Items[0], one, nil); err != nil {
+		panic(err)
+	}
+	oneBack := &v1beta1.Guestbook{}
+	if err := scheme.Convert(one, oneBack, nil); err != nil {
+		panic(err)
+	}
+	fmt.Println(hub.Items[0].Name, hub.Items[0].Spec.Message, "|", back.Items[0].Name, back.Items[0].Spec.Motd, "|", one.Spec.Message, "|", oneBack.Spec.Motd)
 }
 `
 	writeNew(t, filepath.Join(dir, "cmd/convcheck/main.go"), program)
@@ -207,7 +215,7 @@ func main() {
 	if err != nil {
 		t.Fatalf("go run: %v\n%s", err, out)
 	}
-	if got, want := strings.TrimSpace(string(out)), "lobby motd: hello | from v1: motd: hello"; got != want {
+	if got, want := strings.TrimSpace(string(out)), "lobby motd: hello | lobby from v1: motd: hello | motd: from v1: motd: hello | from v1: motd: from v1: motd: hello"; got != want {
 		t.Errorf("converted through the generated scheme: %q, want %q", got, want)
 	}
 }
@@ -294,6 +302,31 @@ func TestSelfConversionsModel(t *testing.T) {
 			t.Errorf("self-converted types of v1beta1 %q, want %q", got, want)
 		}
 	})
+	// What conversion-gen must still convert stays its own: the types a ConvertTo converts
+	// with conversion-gen's functions (Cluster API's kinds do), and those a type of the same
+	// name in both versions reaches that no kind does.
+	for _, c := range []struct {
+		name  string
+		files map[string]string
+		want  []string
+	}{
+		{"ConvertTo calls conversion-gen's function", map[string]string{"api/v1beta1/guestbook_conversion.go": strings.Replace(guestbookConvertible,
+			"\tdst.Spec.Message = \"motd: \" + src.Spec.Motd\n", "\t_ = Convert_v1beta1_GuestbookStatus_To_v1_GuestbookStatus(&src.Status, &dst.Status, nil)\n", 1)},
+			[]string{"Guestbook", "GuestbookList", "GuestbookSpec"}},
+		{"a type of both versions reaches the spec", map[string]string{"api/v1beta1/guestbook_conversion.go": guestbookConvertible,
+			"api/v1/template.go":      "package v1\n\n// GuestbookTemplate is in both versions.\ntype GuestbookTemplate struct {\n\tSpec GuestbookSpec `json:\"spec\"`\n}\n",
+			"api/v1beta1/template.go": "package v1beta1\n\n// GuestbookTemplate is in both versions.\ntype GuestbookTemplate struct {\n\tSpec GuestbookSpec `json:\"spec\"`\n}\n"},
+			[]string{"Guestbook", "GuestbookList", "GuestbookStatus"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			c.files["api/v1/guestbook_conversion.go"] = guestbookHub("v1")
+			m, warns := buildKB(t, c.files)
+			k := guestbook(m, "v1beta1")
+			if got := m.SelfConverted(k.Version); !k.ConvertsThroughHub || !slices.Equal(got, c.want) {
+				t.Errorf("converts through its hub: %v; self-converted types %q, want %q (warnings %q)", k.ConvertsThroughHub, got, c.want, warns)
+			}
+		})
+	}
 	for _, c := range []struct{ name, hub, want string }{
 		{"no hub method", "", "has ConvertTo and ConvertFrom (controller-runtime's conversion.Convertible), but Guestbook of webapp.example.com/v1 has no Hub method"},
 		{"the hub method on another version", "v1beta1", "has controller-runtime's Hub method, but Guestbook is stored in v1"},

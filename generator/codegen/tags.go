@@ -131,7 +131,7 @@ func injectTags(u types.Universe, in Input) {
 
 			// genclient: our model decides which types get clients and how.
 			// Keep other genclient:* tags (method, skipVerbs, ...) on kinds only.
-			dropClient := func(n, _ string) bool {
+			drop := func(n, _ string) bool {
 				if !isKind {
 					return n == tagGenclient || strings.HasPrefix(n, tagGenclient+":")
 				}
@@ -139,13 +139,13 @@ func injectTags(u types.Universe, in Input) {
 			}
 			var add []string
 			if slices.Contains(pkg.SelfConverted, name) {
-				dropClient = orDrop(dropClient, dropNames(tagConversion))
+				drop = orDrop(drop, dropNames(tagConversion))
 				add = append(add, "+"+tagConversion+"=false")
 			}
 			if isKind || isList {
 				// Served types must be deep-copied and described in OpenAPI:
 				// drop type-level opt-outs (=false) and redundant opt-ins.
-				dropClient = orDrop(dropClient, dropNames(tagDeepcopy, tagOpenAPI))
+				drop = orDrop(drop, dropNames(tagDeepcopy, tagOpenAPI))
 			}
 			// deepcopy-gen writes DeepCopyObject for runtime.Objects, unless the tag is there
 			// already or the type declares the method itself (prometheus-operator's kinds
@@ -175,8 +175,8 @@ func injectTags(u types.Universe, in Input) {
 			// CommentLines (the doc comment). openapi-gen reads only
 			// CommentLines, and skips "+" lines when it builds descriptions,
 			// so additions go at the end of CommentLines.
-			t.SecondClosestCommentLines = rewriteTags(t.SecondClosestCommentLines, dropClient)
-			t.CommentLines = rewriteTags(t.CommentLines, dropClient, add...)
+			t.SecondClosestCommentLines = rewriteTags(t.SecondClosestCommentLines, drop)
+			t.CommentLines = rewriteTags(t.CommentLines, drop, add...)
 		}
 	}
 }

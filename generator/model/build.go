@@ -331,7 +331,7 @@ func (b *builder) pkg(p *packages.Package) {
 		}
 	}
 	v := &Version{Group: g, Name: verName, ImportPath: p.PkgPath, PkgName: p.Name, Dir: dir, Pos: pkgPos, Internal: internal,
-		Declared: declared, DefaultFuncs: declaresDefaultFuncs(p)}
+		Declared: declared, DefaultFuncs: declaresDefaultFuncs(p), ConversionNames: conversionNames(p)}
 	for _, d := range kindDecls {
 		if k := b.kind(p, v, d); k != nil {
 			v.Kinds = append(v.Kinds, k)

@@ -2,6 +2,8 @@ package model
 
 import (
 	"go/ast"
+	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -50,6 +52,33 @@ func declaresDefaultFuncs(p *packages.Package) bool {
 		}
 	}
 	return false
+}
+
+// conversionNames returns the conversion functions (Convert_..., autoConvert_...) the
+// package's hand-written files declare or call, sorted.
+func conversionNames(p *packages.Package) []string {
+	var out []string
+	for _, f := range p.Syntax {
+		if strings.HasPrefix(filepath.Base(p.Fset.Position(f.Pos()).Filename), "zz_generated") {
+			continue
+		}
+		var visit func(n ast.Node) bool
+		visit = func(n ast.Node) bool {
+			if sel, ok := n.(*ast.SelectorExpr); ok {
+				// pkg.Convert_X is another package's function: only the qualifier can name
+				// one of this package's.
+				ast.Inspect(sel.X, visit)
+				return false
+			}
+			if id, ok := n.(*ast.Ident); ok && (strings.HasPrefix(id.Name, "Convert_") || strings.HasPrefix(id.Name, "autoConvert_")) {
+				out = append(out, id.Name)
+			}
+			return true
+		}
+		ast.Inspect(f, visit)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // checkInternal makes the group's internal package every resource's hub: the storage holds

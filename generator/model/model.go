@@ -12,6 +12,7 @@ import (
 	"go/token"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -137,6 +138,10 @@ type Version struct {
 	// itself, in upstream's register.go or kubebuilder's groupversion_info.go; aagen's
 	// zz_generated.register.go declares the others, the way register-gen does.
 	Declared []string
+	// ConversionNames are the conversion functions (Convert_..., autoConvert_...) the
+	// package's hand-written files declare or call, sorted: Cluster API's ConvertTo calls
+	// the conversion-gen functions of its kind, which conversion-gen must then still write.
+	ConversionNames []string
 	// ConvertTo is the storage (hub) version this package's kinds convert to when some of
 	// them are stored in another version of the group; nil when nothing converts.
 	// conversion-gen writes zz_generated.conversion.go here, with functions in both directions.
@@ -389,7 +394,10 @@ func sortDiags(d []Diagnostic) {
 // (Kind.ConvertsThroughHub) reach, their lists included, sorted: conversion-gen, which
 // converts the types of one name between v and its hub, must leave them alone, since the
 // kinds' own ConvertTo and ConvertFrom convert them (and conversion-gen could not convert
-// fields that changed). A type other kinds of v with a hub also reach stays conversion-gen's.
+// fields that changed). conversion-gen keeps what anything else needs: the types other
+// kinds of v reach, the types of v with one of the same name in the hub that no kind
+// reaches (conversion-gen converts those too), and the types whose conversion-gen
+// functions the package's own code names (ConversionNames), each with what it reaches.
 func (m *Model) SelfConverted(v *Version) []string {
 	var self, other []GoType
 	for _, k := range v.Kinds {
@@ -403,8 +411,21 @@ func (m *Model) SelfConverted(v *Version) []string {
 			other = append(other, roots...)
 		}
 	}
-	if len(self) == 0 {
+	if len(self) == 0 || v.ConvertTo == nil {
 		return nil
+	}
+	reached := map[*Type]bool{}
+	for _, t := range m.Types.Reachable(self...) {
+		reached[t] = true
+	}
+	for _, t := range m.Types.All() {
+		if t.Name.Pkg != v.ImportPath {
+			continue
+		}
+		peer := m.Types.Lookup(GoType{Pkg: v.ConvertTo.ImportPath, Name: t.Name.Name})
+		if peer != nil && !reached[t] || slices.ContainsFunc(v.ConversionNames, func(n string) bool { return convertsType(n, t.Name.Name) }) {
+			other = append(other, t.Name)
+		}
 	}
 	shared := map[*Type]bool{}
 	for _, t := range m.Types.Reachable(other...) {
@@ -418,4 +439,16 @@ func (m *Model) SelfConverted(v *Version) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// convertsType reports whether name is a conversion function of the type named typeName
+// as conversion-gen names them: [auto]Convert_<pkg>_<typeName>_To_<pkg>_<typeName>.
+func convertsType(name, typeName string) bool {
+	name = strings.TrimPrefix(name, "auto")
+	rest, ok := strings.CutPrefix(name, "Convert_")
+	if !ok {
+		return false
+	}
+	from, to, ok := strings.Cut(rest, "_To_")
+	return ok && (strings.HasSuffix(from, "_"+typeName) || strings.HasSuffix(to, "_"+typeName))
 }

@@ -37,6 +37,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
+
+	"github.com/aagen-dev/aagen/runtime/registry"
 )
 
 // Errors a backend returns; the wrapper turns them into the apiserver's Status errors for
@@ -117,7 +119,7 @@ func New[T Object](cfg Config[T]) (rest.Storage, error) {
 		return nil, fmt.Errorf("backend for %s: Backend, NewFunc and NewListFunc are required", cfg.Resource)
 	}
 	if cfg.TableConvertor == nil {
-		cfg.TableConvertor = rest.NewDefaultTableConvertor(cfg.Resource)
+		cfg.TableConvertor, _ = registry.NewTableConvertor(nil) // no columns: nothing to fail
 	}
 	r := &reader[T]{cfg: cfg}
 	watcher, canWatch := cfg.Backend.(Watcher)
