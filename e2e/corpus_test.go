@@ -157,6 +157,18 @@ func corpus() []corpusPackage {
 					"template":{"metadata":{"labels":{"a":"b"}},"spec":{"clusterName":"c1","bootstrap":{"dataSecretName":"x"},
 					"infrastructureRef":{"apiGroup":"infrastructure.cluster.x-k8s.io","kind":"DockerMachineTemplate","name":"t"}}}}}`},
 			}},
+		// Cluster API's core/v1beta1 converts to v1beta2, the storage version, with Cluster
+		// API's own conversion functions (85 of them, around conversion-gen's): a v1beta1
+		// Cluster read as v1beta2 has the cluster network its *ClusterNetwork held, which
+		// conversion-gen cannot convert to v1beta2's ClusterNetwork and Cluster API's
+		// Convert_v1beta1_ClusterSpec_To_v1beta2_ClusterSpec does.
+		{Name: "sigs.k8s.io/cluster-api core/v1beta1", Module: corpusClusterAPI, Pkgs: []string{"core/v1beta1"},
+			Objects: []corpusObject{
+				{Namespaced: true, Manifest: `{"apiVersion":"cluster.x-k8s.io/v1beta1","kind":"Cluster","metadata":{"name":"c0","namespace":"default"},
+					"spec":{"paused":true,"clusterNetwork":{"serviceDomain":"cluster.local","pods":{"cidrBlocks":["192.168.0.0/16"]},"services":{"cidrBlocks":["10.96.0.0/12"]}}}}`,
+					ReadAs: "clusters.v1beta2.cluster.x-k8s.io", Converted: `{"apiVersion":"cluster.x-k8s.io/v1beta2","spec":{"paused":true,
+					"clusterNetwork":{"serviceDomain":"cluster.local","pods":{"cidrBlocks":["192.168.0.0/16"]},"services":{"cidrBlocks":["10.96.0.0/12"]}}}}`},
+			}},
 		// prometheus-operator's monitoring/v1: ProbeSpec's authorization hides the one of
 		// the HTTPConfig it inlines (the Probe sets it); its +kubebuilder:validation:OneOf,
 		// which controller-gen does not know, is a warning. The module's root package
