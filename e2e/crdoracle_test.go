@@ -102,3 +102,25 @@ func (o *crdOracle) schema(t *testing.T, plural, v string) *apiextensionsv1.JSON
 	t.Fatalf("controller-gen's CRD of %s has no schema for %s", plural, v)
 	return nil
 }
+
+// controllerGenCRDs runs controller-gen on the packages paths of the module at dir (the
+// oracle's CRDs of the user's types, written before aagen touches the module; controller-gen
+// exiting non-zero fails the test) and returns the CRDs of files (<group>_<plural>.yaml),
+// failing the test unless each has one version, with a schema.
+func controllerGenCRDs(t *testing.T, dir, paths string, files ...string) []*apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	crdDir := t.TempDir()
+	run(t, dir, cluster.ControllerGenBinary(t), "crd", "paths="+paths, "output:crd:dir="+crdDir)
+	var out []*apiextensionsv1.CustomResourceDefinition
+	for _, f := range files {
+		crd, err := cluster.ReadCRD(filepath.Join(crdDir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(crd.Spec.Versions) != 1 || crd.Spec.Versions[0].Schema == nil || crd.Spec.Versions[0].Schema.OpenAPIV3Schema == nil {
+			t.Fatalf("controller-gen's CRD %s has versions %+v; want one with a schema", f, crd.Spec.Versions)
+		}
+		out = append(out, crd)
+	}
+	return out
+}
