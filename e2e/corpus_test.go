@@ -88,6 +88,7 @@ const (
 	corpusClusterAPI   = "sigs.k8s.io/cluster-api/api@v1.14.2"
 	corpusPromOperator = "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring@v0.95.2"
 	corpusMetalLB      = "go.universe.tf/metallb@v0.15.3"
+	corpusKatib        = "github.com/kubeflow/katib@v0.19.0"
 )
 
 // The refusals of today, each the message its check gives.
@@ -95,6 +96,7 @@ const (
 	refusedNoListType   = "has no list type"
 	refusedNoKinds      = "but no kinds"
 	refusedNoAPIPackage = "no API types packages"
+	refusedTwoGroups    = "names two groups"
 )
 
 // corpus is the list TestCorpus serves or expects refused.
@@ -254,6 +256,8 @@ func corpus() []corpusPackage {
 							"size":{"type":"integer","minimum":1},
 							"parts":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string","maxLength":8},
 								"children":{"type":"object","additionalProperties":{"type":"object","properties":{"depth":{"type":"integer"}}}}}}}}}}}}}}`}}},
+		{Name: "Kubeflow Katib experiments/v1beta1", Module: corpusKatib, Pkgs: []string{"pkg/apis/controller/experiments/v1beta1"},
+			Refused: refusedTwoGroups, Item: "right: its comments name the groups experiment.kubeflow.org and experiments.kubeflow.org, and its SchemeGroupVersion kubeflow.org (the group of its hand-written CRDs); a server would serve one group and its clients ask another"},
 		{Name: "sigs.k8s.io/kueue kueue/v1alpha1", Module: corpusKueue, Pkgs: []string{"apis/kueue/v1alpha1"},
 			Refused: refusedNoKinds, Item: "right: an empty package (a //+genclient line and no types) kept for kube_codegen.sh"},
 		{Name: "k8s.io/metrics custom_metrics/v1beta2", Module: corpusMetrics, Pkgs: []string{"pkg/apis/custom_metrics/v1beta2"},

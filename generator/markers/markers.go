@@ -286,6 +286,12 @@ func (r *Registry) parseOne(text string, pos token.Position, target Target) (Mar
 	}
 	m.Def = def
 	if def.Target&target == 0 {
+		if r.toolOwns(def.Name) {
+			// controller-gen reads a marker only where it is registered (a type's marker in a
+			// package's doc comment is not seen): a CRD of these types ignores it too.
+			return m, &Diagnostic{Pos: pos, Warning: true, Msg: fmt.Sprintf("marker %s: +%s belongs on a %s, not on a %s: it is ignored here, as controller-gen ignores it; move it if it is meant",
+				m.Raw, def.Name, def.Target, target)}, false
+		}
 		return m, errf("+%s belongs on a %s, not on a %s; move it", def.Name, def.Target, target), true
 	}
 	switch def.Form {

@@ -253,6 +253,25 @@ func TestUnknownToolMarkers(t *testing.T) {
 		{"aagen:somethingelse", false, `unknown marker "+aagen:somethingelse"`},
 		{"genclient:someday", false, `unknown marker "+genclient:someday"`},
 	}
+	// A marker of controller-gen's where controller-gen does not read it (Katib's
+	// +kubebuilder:subresource:status in a package's doc comment) is ignored with a warning,
+	// as controller-gen ignores it; one of aagen's own in the wrong place stays an error.
+	for _, c := range []struct {
+		text    string
+		target  Target
+		warning bool
+		msg     string
+	}{
+		{"kubebuilder:subresource:status", OnPackage, true, "marker +kubebuilder:subresource:status: +kubebuilder:subresource:status belongs on a type, not on a package: it is ignored here, as controller-gen ignores it"},
+		{"kubebuilder:validation:Minimum=1", OnPackage, true, "belongs on a type or field, not on a package: it is ignored here"},
+		{"groupName=x.y", OnType, false, "+groupName belongs on a package, not on a type; move it"},
+		{"aagen:backend", OnField, false, "+aagen:backend belongs on a type, not on a field; move it"},
+	} {
+		_, d, known := r.ParseText(c.text, c.target)
+		if known == c.warning || d == nil || d.Warning != c.warning || !strings.Contains(d.Msg, c.msg) {
+			t.Errorf("%s on a %s: want a diagnostic (warning %v) containing %q, got %+v (known %v)", c.text, c.target, c.warning, c.msg, d, known)
+		}
+	}
 	for _, c := range cases {
 		_, d, known := r.ParseText(c.text, OnType)
 		if known || d == nil || d.Warning != c.warning || !strings.Contains(d.Msg, c.msg) {

@@ -265,6 +265,14 @@ func (b *builder) pkg(p *packages.Package) {
 	}
 	group := string(groupName)
 	ok := true
+	for _, other := range markers.FindAll[markers.GroupName](pkgMarkers) {
+		if other.Value != groupName {
+			b.errorf(other.Pos, "keep one +groupName in the comments of package "+p.Name+": the group its Kubernetes API is served in",
+				"package %s names two groups: +groupName=%s (%s) and +groupName=%s", p.PkgPath, group, shortPos(gm.Pos), other.Value)
+			ok = false
+			break
+		}
+	}
 	if errs := validation.IsDNS1123Subdomain(group); len(errs) > 0 || !strings.Contains(group, ".") {
 		b.errorf(gm.Pos, "use a lower-case DNS name with at least one dot that you own, e.g. shop.example.com",
 			"+groupName=%s is not a valid API group name", group)

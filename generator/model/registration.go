@@ -54,6 +54,13 @@ func (b *builder) registration(p *packages.Package, group string) ([]string, boo
 				b.errorf(pos, "declare `var SchemeGroupVersion = schema.GroupVersion{Group: GroupName, Version: \""+p.Name+"\"}`, or delete it: aagen then generates it",
 					"package %s declares SchemeGroupVersion, but not as a variable of type schema.GroupVersion (the generated server registers the version with it)", p.Name)
 				ok = false
+			} else if g, known := groupVersionGroup(p, obj); known && g != group {
+				// The package's own AddToScheme and client-gen's clients use
+				// SchemeGroupVersion; the server, the discovery and the APIService use
+				// +groupName: the two must agree.
+				b.errorf(pos, "make SchemeGroupVersion's group and the package's +groupName the same: the group the API is served in",
+					"package %s registers its kinds in group %q (SchemeGroupVersion), but its +groupName is %s: its own clients and scheme would use one group and the server another", p.Name, g, group)
+				ok = false
 			}
 		case "AddToScheme":
 			if !isAddToScheme(obj) {
@@ -92,6 +99,56 @@ func isAddToScheme(obj types.Object) bool {
 	return ok && IsNamed(ptr.Elem(), pkgRuntimePath, "Scheme") && types.Identical(sig.Results().At(0).Type(), types.Universe.Lookup("error").Type())
 }
 
+// groupVersionGroup returns the Group of the package's SchemeGroupVersion when its
+// initializer is a schema.GroupVersion literal whose group is a constant string
+// (schema.GroupVersion{Group: "x", ...}, or a constant's name); known is false otherwise.
+func groupVersionGroup(p *packages.Package, obj types.Object) (group string, known bool) {
+	lit, ok := varInit(p, obj).(*ast.CompositeLit)
+	if !ok || p.TypesInfo == nil {
+		return "", false
+	}
+	for i, e := range lit.Elts {
+		value := e
+		if kv, isKV := e.(*ast.KeyValueExpr); isKV {
+			if id, isIdent := kv.Key.(*ast.Ident); !isIdent || id.Name != "Group" {
+				continue
+			}
+			value = kv.Value
+		} else if i != 0 {
+			continue
+		}
+		if tv, found := p.TypesInfo.Types[value]; found && tv.Value != nil && tv.Value.Kind() == constant.String {
+			return constant.StringVal(tv.Value), true
+		}
+		return "", false
+	}
+	return "", false
+}
+
+// varInit returns the initializer of the package-level variable obj, or nil.
+func varInit(p *packages.Package, obj types.Object) ast.Expr {
+	if p.TypesInfo == nil {
+		return nil
+	}
+	for _, f := range p.Syntax {
+		for _, d := range f.Decls {
+			gd, isGen := d.(*ast.GenDecl)
+			if !isGen || gd.Tok != token.VAR {
+				continue
+			}
+			for _, spec := range gd.Specs {
+				vs := spec.(*ast.ValueSpec)
+				for i, name := range vs.Names {
+					if p.TypesInfo.Defs[name] == obj && i < len(vs.Values) {
+						return vs.Values[i]
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
 // groupNameValue returns the value of the package's GroupName when it is a string constant
 // (`const GroupName = "x"`) or a string variable initialized with a constant
 // (`var GroupName = "x"`, as openshift/api declares it); the generated registration uses
@@ -103,27 +160,12 @@ func groupNameValue(p *packages.Package, obj types.Object) (string, bool) {
 			return constant.StringVal(obj.Val()), true
 		}
 	case *types.Var:
-		if !types.Identical(obj.Type(), types.Typ[types.String]) || p.TypesInfo == nil {
+		if !types.Identical(obj.Type(), types.Typ[types.String]) {
 			return "", false
 		}
-		for _, f := range p.Syntax {
-			for _, d := range f.Decls {
-				gd, isGen := d.(*ast.GenDecl)
-				if !isGen || gd.Tok != token.VAR {
-					continue
-				}
-				for _, spec := range gd.Specs {
-					vs := spec.(*ast.ValueSpec)
-					for i, name := range vs.Names {
-						if p.TypesInfo.Defs[name] != obj || i >= len(vs.Values) {
-							continue
-						}
-						if tv, found := p.TypesInfo.Types[vs.Values[i]]; found && tv.Value != nil && tv.Value.Kind() == constant.String {
-							return constant.StringVal(tv.Value), true
-						}
-						return "", false
-					}
-				}
+		if init := varInit(p, obj); init != nil {
+			if tv, found := p.TypesInfo.Types[init]; found && tv.Value != nil && tv.Value.Kind() == constant.String {
+				return constant.StringVal(tv.Value), true
 			}
 		}
 	}
