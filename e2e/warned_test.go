@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -30,7 +31,9 @@ import (
 // (cluster.KubeVersion), next to the generated server of the same types (aagen up).
 //
 //   - controller-gen writes the CRD although BeaconSpec has +kubebuilder:validation:OneOf,
-//     which it does not know (it ignores it, as aagen does with a warning);
+//     which it does not know (it ignores it, as aagen does with a warning), and ignores the
+//     +kubebuilder:subresource:status of the package comment: Signal has no /status on
+//     either server;
 //   - kube-apiserver installs the CRD with its two printer columns named "Where", and both
 //     servers answer a Table with both columns, the same cells, and no Age column; for a
 //     kind without printer columns (Signal), a Table of Name and Age;
@@ -61,6 +64,9 @@ func TestWarnedInputsLikeControllerGenCRD(t *testing.T) {
 	}
 	if want := []string{"Where=.spec.url", "Where=.spec.note"}; !slices.Equal(columns, want) {
 		t.Fatalf("the oracle: controller-gen's CRD has the printer columns %q; want %q", columns, want)
+	}
+	if sub := signalCRD.Spec.Versions[0].Subresources; sub != nil && sub.Status != nil {
+		t.Fatalf("the oracle: controller-gen gave Signal a status subresource from the package comment's marker")
 	}
 	spec := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
 	if _, ok := spec.Properties["auth"].Properties["credentialsFile"]; !ok {
@@ -167,13 +173,19 @@ func TestWarnedInputsLikeControllerGenCRD(t *testing.T) {
 			t.Errorf("the Table:\naagen: %s\nCRD:   %s", tables["aagen"], tables["crd"])
 		}
 	})
-	t.Run("no printer columns", func(t *testing.T) {
+	t.Run("Signal: no printer columns, no status subresource", func(t *testing.T) {
 		for _, s := range servers {
 			client := dynamic.NewForConfigOrDie(s.cfg).Resource(beacons.GroupVersion().WithResource("signals")).Namespace(ns)
 			if _, err := client.Create(ctx, &unstructured.Unstructured{Object: map[string]any{
 				"apiVersion": group + "/v1", "kind": "Signal", "metadata": map[string]any{"name": "fire"}, "spec": map[string]any{"message": "ships"},
 			}}, metav1.CreateOptions{}); err != nil {
 				t.Fatalf("%s: creating a signal: %v", s.name, err)
+			}
+		}
+		for _, s := range servers {
+			rc := discovery.NewDiscoveryClientForConfigOrDie(rest.CopyConfig(s.cfg)).RESTClient()
+			if _, err := rc.Get().AbsPath("/apis/" + group + "/v1/namespaces/" + ns + "/signals/fire/status").DoRaw(ctx); !apierrors.IsNotFound(err) {
+				t.Errorf("%s: GET of a signal's /status: %v; want 404 NotFound (the package comment's +kubebuilder:subresource:status is ignored)", s.name, err)
 			}
 		}
 		tables := table(t, "signals/fire")
